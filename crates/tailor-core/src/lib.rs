@@ -1,0 +1,20 @@
+//! Tailor's scheduling core.
+//!
+//! Everything a request-scheduling strategy needs, and nothing an engine owns: no I/O, no
+//! clock, no threads. Every call receives `now` (nanoseconds; virtual in the simulator,
+//! monotonic in the store) and the event that happened, so a strategy is a deterministic
+//! function of its inputs and runs unchanged in both engines.
+
+pub mod facts;
+pub mod local;
+pub mod model;
+pub mod oracle;
+pub mod results;
+pub mod ring;
+pub mod selector;
+pub mod stats;
+pub mod time;
+pub mod workload;
+
+pub use model::{CoordinatorId, JobMeta, NodeId, Op, Request, RequestId, RequestView, SizeHint, Tags};
+pub use time::Nanos;

@@ -1,0 +1,32 @@
+//! `max-wait-over-size`: being implemented (see ALGORITHMS.md §3).
+
+use super::fcfs::Fcfs;
+use super::LocalQueue;
+use crate::model::JobMeta;
+use crate::time::Nanos;
+
+/// `max-wait-over-size` queue.
+pub struct MaxWaitOverSize<T> {
+    inner: Fcfs<T>,
+}
+
+impl<T> MaxWaitOverSize<T> {
+    /// An empty queue.
+    pub fn new() -> Self {
+        MaxWaitOverSize { inner: Fcfs::new() }
+    }
+}
+
+impl<T: Send> LocalQueue<T> for MaxWaitOverSize<T> {
+    fn push(&mut self, now: Nanos, meta: JobMeta, payload: T) {
+        self.inner.push(now, meta, payload)
+    }
+
+    fn pop(&mut self, now: Nanos) -> Option<(JobMeta, T)> {
+        self.inner.pop(now)
+    }
+
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+}

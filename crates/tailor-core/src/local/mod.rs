@@ -1,0 +1,88 @@
+//! Local queue policies at the replica (ALGORITHMS.md §3).
+//!
+//! A replica pushes every request it receives into its local queue and, whenever one of its
+//! `P` workers frees, pops the next one to run. The payload `T` is whatever the engine needs
+//! to carry along (an event handle in the simulator, a reply channel in the store).
+
+use crate::model::JobMeta;
+use crate::time::Nanos;
+use serde::{Deserialize, Serialize};
+
+pub mod fcfs;
+pub mod max_stretch;
+pub mod max_wait_over_size;
+pub mod rml;
+pub mod sjf;
+
+/// A replica's queue-ordering policy.
+pub trait LocalQueue<T>: Send {
+    /// A request arrived at `now`.
+    fn push(&mut self, now: Nanos, meta: JobMeta, payload: T);
+    /// A worker freed at `now`: the request it should run next, if any.
+    fn pop(&mut self, now: Nanos) -> Option<(JobMeta, T)>;
+    /// Requests waiting (not running).
+    fn len(&self) -> usize;
+    /// True when nothing waits.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Tunables of every local policy.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LocalConfig {
+    /// Random Multi-Level.
+    pub rml: rml::RmlConfig,
+}
+
+/// Every local policy name, in the order reports list them.
+pub const LOCALS: &[&str] = &["fcfs", "max-stretch", "rml", "sjf", "max-wait-over-size"];
+
+/// Build the local policy called `name`; `seed` feeds policies that draw at random.
+pub fn build<T: Send + 'static>(
+    name: &str,
+    cfg: &LocalConfig,
+    seed: u64,
+) -> Result<Box<dyn LocalQueue<T>>, crate::selector::UnknownStrategy> {
+    Ok(match name {
+        "fcfs" => Box::new(fcfs::Fcfs::new()),
+        "max-stretch" => Box::new(max_stretch::MaxStretch::new()),
+        "rml" => Box::new(rml::Rml::new(&cfg.rml, seed)),
+        "sjf" => Box::new(sjf::Sjf::new()),
+        "max-wait-over-size" => Box::new(max_wait_over_size::MaxWaitOverSize::new()),
+        _ => {
+            return Err(crate::selector::UnknownStrategy {
+                kind: "local policy",
+                name: name.to_string(),
+                known: LOCALS.join(", "),
+            });
+        }
+    })
+}
+
+#[cfg(test)]
+pub(crate) mod testkit {
+    //! Helpers for local-queue tests.
+    use crate::model::{JobMeta, Tags};
+    use crate::time::Nanos;
+
+    /// A job with the given id, release time and processing time.
+    pub fn job(id: u64, release: Nanos, service: Nanos) -> JobMeta {
+        JobMeta { id, release, enqueued: release, service, size: service, tags: Tags::default() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_builds_and_unknown_is_an_error() {
+        for name in LOCALS {
+            assert!(build::<()>(name, &LocalConfig::default(), 1).is_ok(), "{name}");
+        }
+        let err = build::<()>("lifo", &LocalConfig::default(), 1).err().unwrap();
+        assert!(err.to_string().contains("unknown local policy `lifo`"), "{err}");
+    }
+}

@@ -1,0 +1,1 @@
+//! Oracles: what a coordinator may know about the workload (ALGORITHMS.md §4).

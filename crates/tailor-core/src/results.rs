@@ -1,0 +1,94 @@
+//! The one results shape every engine produces and the report consumes.
+
+use crate::stats::Summary;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Version of the results format.
+pub const RESULTS_FORMAT: u32 = 1;
+
+/// All runs of one experiment.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Results {
+    /// Format version ([`RESULTS_FORMAT`]).
+    pub format: u32,
+    /// Tailor version that produced it.
+    pub tailor_version: String,
+    /// Experiment name (preset or spec file stem).
+    pub experiment: String,
+    /// "sim" or "live".
+    pub engine: String,
+    /// The effective spec, as TOML text, for reproducibility.
+    pub spec: String,
+    /// One entry per selector × local policy × swept value × seed.
+    pub runs: Vec<RunResult>,
+}
+
+/// One run: one strategy pair on one parameter point and seed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// Replica selector name.
+    pub selector: String,
+    /// Local policy name.
+    pub local: String,
+    /// Swept parameters of this run (dotted path → value as text).
+    pub params: BTreeMap<String, String>,
+    /// Seed.
+    pub seed: u64,
+    /// Requests measured (after warm-up).
+    pub requests: u64,
+    /// Read latency in milliseconds.
+    pub read_latency_ms: Summary,
+    /// Write latency in milliseconds (absent when the run had no writes).
+    pub write_latency_ms: Option<Summary>,
+    /// Read stretch (latency / processing time).
+    pub stretch: Summary,
+    /// Completed requests per second (measured window).
+    pub throughput_rps: f64,
+    /// Offered requests per second.
+    pub offered_rps: f64,
+    /// Reads for small values that waited in a queue behind a large one.
+    pub small_behind_large: u64,
+    /// Requests that ended in error or timeout (live runs).
+    pub errors: u64,
+    /// Read latency CDF as (ms, fraction) points.
+    pub latency_cdf: Vec<(f64, f64)>,
+    /// Stretch CDF as (stretch, fraction) points.
+    pub stretch_cdf: Vec<(f64, f64)>,
+    /// Requests served per server per window (`window_ms`), one row per server.
+    pub per_server_load: Vec<Vec<u32>>,
+    /// Window of `per_server_load`, in milliseconds.
+    pub window_ms: f64,
+    /// Max weighted flow of the run and its ratio to the lower bound, when computed.
+    pub bound: Option<BoundRatio>,
+    /// Engine-specific extra figures (e.g. cache hit ratio).
+    pub extra: BTreeMap<String, f64>,
+}
+
+/// A run's distance from the lower bound.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct BoundRatio {
+    /// "flow" or "stretch" weighting, as text.
+    pub weighting: Weighting,
+    /// Requests in the bounded instance.
+    pub requests: u64,
+    /// The run's max weighted flow on those requests.
+    pub max_weighted_flow: f64,
+    /// The lower bound on it.
+    pub bound: f64,
+    /// `max_weighted_flow / bound`.
+    pub ratio: f64,
+    /// Solver wall time in seconds.
+    pub solve_seconds: f64,
+}
+
+/// Which weights the bound uses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Weighting {
+    /// `w = 1`: max flow time.
+    #[default]
+    Flow,
+    /// `w = 1/p`: max stretch.
+    Stretch,
+}

@@ -1,0 +1,186 @@
+//! Consistent-hashing token ring: a key's replicas are the owner of its token and the next
+//! `k - 1` distinct nodes clockwise.
+
+use crate::model::NodeId;
+use std::ops::Deref;
+
+/// Largest replication factor a [`ReplicaSet`] holds inline.
+pub const MAX_REPLICAS: usize = 8;
+
+/// A key's replicas in ring order (primary first), stored inline so lookups never allocate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ReplicaSet {
+    ids: [NodeId; MAX_REPLICAS],
+    len: u8,
+}
+
+impl ReplicaSet {
+    /// A set holding `ids` in order; panics if more than [`MAX_REPLICAS`].
+    pub fn from_slice(ids: &[NodeId]) -> Self {
+        assert!(ids.len() <= MAX_REPLICAS, "replication factor above {MAX_REPLICAS}");
+        let mut set = ReplicaSet { ids: [0; MAX_REPLICAS], len: ids.len() as u8 };
+        set.ids[..ids.len()].copy_from_slice(ids);
+        set
+    }
+
+    /// The same set without the replicas for which `down` is true (order kept).
+    pub fn retain_up(&self, down: impl Fn(NodeId) -> bool) -> Self {
+        let mut out = ReplicaSet { ids: [0; MAX_REPLICAS], len: 0 };
+        for &id in self.iter() {
+            if !down(id) {
+                out.ids[out.len as usize] = id;
+                out.len += 1;
+            }
+        }
+        out
+    }
+}
+
+impl Deref for ReplicaSet {
+    type Target = [NodeId];
+    fn deref(&self) -> &[NodeId] {
+        &self.ids[..self.len as usize]
+    }
+}
+
+/// Errors building a ring.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum RingError {
+    /// The replication factor must be between 1 and the number of nodes (and ≤ MAX_REPLICAS).
+    #[error("replication factor {k} is invalid for {nodes} nodes (must be 1..={max})")]
+    BadReplication { k: usize, nodes: usize, max: usize },
+    /// A ring needs nodes and at least one token per node.
+    #[error("a ring needs at least one node and one token per node")]
+    Empty,
+}
+
+/// The token ring.
+#[derive(Clone, Debug)]
+pub struct Ring {
+    nodes: usize,
+    k: usize,
+    /// Sorted token positions.
+    tokens: Vec<u64>,
+    /// Replica set owning the range ending at each token.
+    sets: Vec<ReplicaSet>,
+}
+
+/// A stable 64-bit mix of a key (SplitMix64 finaliser): the same in every process and run.
+pub fn hash_key(key: u64) -> u64 {
+    let mut z = key.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl Ring {
+    /// A ring of `nodes` nodes with replication factor `k`. With `vnodes == 1` tokens are evenly
+    /// spaced, so the replica groups are exactly `{i, i+1, ..., i+k-1} mod m`, each owning an
+    /// equal share of keys; with more virtual nodes, tokens are pseudo-random but deterministic.
+    pub fn new(nodes: usize, k: usize, vnodes: usize) -> Result<Ring, RingError> {
+        if nodes == 0 || vnodes == 0 {
+            return Err(RingError::Empty);
+        }
+        if k == 0 || k > nodes || k > MAX_REPLICAS {
+            return Err(RingError::BadReplication { k, nodes, max: nodes.min(MAX_REPLICAS) });
+        }
+        let mut owned: Vec<(u64, NodeId)> = Vec::with_capacity(nodes * vnodes);
+        if vnodes == 1 {
+            let step = u64::MAX / nodes as u64;
+            for n in 0..nodes {
+                owned.push((step.wrapping_mul(n as u64 + 1), n as NodeId));
+            }
+        } else {
+            for n in 0..nodes {
+                for v in 0..vnodes {
+                    owned.push((hash_key(((n as u64) << 32) | v as u64), n as NodeId));
+                }
+            }
+        }
+        owned.sort_unstable();
+        let tokens: Vec<u64> = owned.iter().map(|t| t.0).collect();
+        let mut sets = Vec::with_capacity(owned.len());
+        for start in 0..owned.len() {
+            let mut ids = Vec::with_capacity(k);
+            let mut i = start;
+            while ids.len() < k {
+                let node = owned[i % owned.len()].1;
+                if !ids.contains(&node) {
+                    ids.push(node);
+                }
+                i += 1;
+            }
+            sets.push(ReplicaSet::from_slice(&ids));
+        }
+        Ok(Ring { nodes, k, tokens, sets })
+    }
+
+    /// Number of nodes.
+    pub fn nodes(&self) -> usize {
+        self.nodes
+    }
+
+    /// Replication factor.
+    pub fn replication(&self) -> usize {
+        self.k
+    }
+
+    /// The replicas of `key`, primary first.
+    pub fn replicas(&self, key: u64) -> ReplicaSet {
+        let h = hash_key(key);
+        let idx = self.tokens.partition_point(|&t| t < h);
+        self.sets[if idx == self.tokens.len() { 0 } else { idx }]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn single_token_groups_are_consecutive_nodes() {
+        let ring = Ring::new(5, 3, 1).unwrap();
+        for key in 0..1000 {
+            let set = ring.replicas(key);
+            assert_eq!(set.len(), 3);
+            let first = set[0];
+            assert_eq!(&*set, &[first, (first + 1) % 5, (first + 2) % 5]);
+        }
+    }
+
+    #[test]
+    fn keys_spread_evenly_over_primaries() {
+        let ring = Ring::new(10, 3, 1).unwrap();
+        let mut counts = [0u32; 10];
+        for key in 0..100_000 {
+            counts[ring.replicas(key)[0] as usize] += 1;
+        }
+        for c in counts {
+            assert!((9_000..11_000).contains(&c), "uneven share {c}");
+        }
+    }
+
+    #[test]
+    fn vnodes_give_distinct_replicas() {
+        let ring = Ring::new(7, 3, 16).unwrap();
+        for key in 0..1000 {
+            let set = ring.replicas(key);
+            let mut ids = set.to_vec();
+            ids.sort();
+            ids.dedup();
+            assert_eq!(ids.len(), 3);
+        }
+    }
+
+    #[test]
+    fn bad_replication_is_an_error() {
+        assert!(matches!(Ring::new(2, 3, 1), Err(RingError::BadReplication { .. })));
+        assert_eq!(Ring::new(0, 1, 1).unwrap_err(), RingError::Empty);
+    }
+
+    #[test]
+    fn retain_up_drops_down_replicas() {
+        let set = ReplicaSet::from_slice(&[4, 5, 6]);
+        assert_eq!(&*set.retain_up(|n| n == 5), &[4, 6]);
+    }
+}

@@ -1,0 +1,267 @@
+//! Replica selection at the coordinator (ALGORITHMS.md §2).
+//!
+//! A selector is one coordinator's private state machine, driven by events. The engine asks
+//! [`ReplicaSelector::select`] where a read should go; the answer is a replica (with tags) or
+//! "wait" (C3 backpressure, Héron blocking), in which case the engine parks the request in a
+//! FIFO backlog for its replica group and offers the head again when a response from that group
+//! arrives or at `retry_at`, whichever comes first.
+
+use crate::facts::Response;
+use crate::model::{CoordinatorId, NodeId, RequestView, Tags};
+use crate::time::Nanos;
+use serde::{Deserialize, Serialize};
+
+pub mod c3;
+pub mod dynamic_snitch;
+pub mod eft;
+pub mod eft_sharded;
+pub mod heron;
+pub mod lor;
+pub mod oracle;
+pub mod p2c_peak_ewma;
+pub mod popularity_aware;
+pub mod random;
+pub mod round_robin;
+pub mod tap;
+
+/// What the selector decided for a request.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Decision {
+    /// Send the request to `replica` now, carrying `tags`.
+    Send { replica: NodeId, tags: Tags },
+    /// Keep the request at the coordinator; offer it again on the next response from its replica
+    /// group, or at `retry_at` if given.
+    Wait { retry_at: Option<Nanos> },
+}
+
+impl Decision {
+    /// Send to `replica` with default tags.
+    pub fn to(replica: NodeId) -> Self {
+        Decision::Send { replica, tags: Tags::default() }
+    }
+}
+
+/// Omniscient quantities only a simulator can provide. Strategies defined with them (`eft`,
+/// `oracle`) use them when present; every other strategy must ignore them.
+pub trait World {
+    /// When `node`'s queue will be empty, counting queued and running work exactly.
+    fn finish_time(&self, _node: NodeId) -> Option<Nanos> {
+        None
+    }
+    /// The true number of requests waiting or running at `node`.
+    fn queue_len(&self, _node: NodeId) -> Option<u32> {
+        None
+    }
+    /// The true current service rate of `node` in requests per second per worker.
+    fn service_rate(&self, _node: NodeId) -> Option<f64> {
+        None
+    }
+}
+
+/// A world that knows nothing (the real store).
+pub struct Blind;
+impl World for Blind {}
+
+/// One coordinator's replica-selection strategy.
+pub trait ReplicaSelector: Send {
+    /// Choose a replica among `replicas` (all up, primary first) for `req`, or wait.
+    fn select(&mut self, now: Nanos, req: &RequestView, replicas: &[NodeId], world: &dyn World) -> Decision;
+    /// The engine sent `req` to `replica` at `now` (after a `Send` decision).
+    fn on_sent(&mut self, _now: Nanos, _req: &RequestView, _replica: NodeId) {}
+    /// A response arrived from `resp.replica` (always called, even for stale feedback).
+    fn on_response(&mut self, _now: Nanos, _resp: &Response) {}
+    /// A timer the selector asked for with [`ReplicaSelector::next_timer`] fired.
+    fn on_timer(&mut self, _now: Nanos) {}
+    /// When the selector next needs [`ReplicaSelector::on_timer`], if ever.
+    fn next_timer(&self) -> Option<Nanos> {
+        None
+    }
+}
+
+/// What a selector knows about its surroundings when it is built.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SelectorEnv {
+    /// This coordinator's id.
+    pub coordinator: CoordinatorId,
+    /// Number of coordinators (C3's `w`, TAP's `n`).
+    pub coordinators: usize,
+    /// Number of servers.
+    pub servers: usize,
+    /// Replication factor.
+    pub replication: usize,
+    /// Seed for the selector's private random stream.
+    pub seed: u64,
+}
+
+/// Tunables of every selector, grouped per strategy; every field has a published default.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SelectorConfig {
+    /// C3.
+    pub c3: c3::C3Config,
+    /// Cassandra's dynamic snitch.
+    pub dynamic_snitch: dynamic_snitch::SnitchConfig,
+    /// Héron.
+    pub heron: heron::HeronConfig,
+    /// TAP.
+    pub tap: tap::TapConfig,
+    /// EFT-sharded.
+    pub eft_sharded: eft_sharded::EftShardedConfig,
+    /// Popularity-aware.
+    pub popularity_aware: popularity_aware::PopularityConfig,
+    /// p2c with peak EWMA.
+    pub p2c_peak_ewma: p2c_peak_ewma::P2cConfig,
+}
+
+/// Every selector name, in the order reports list them.
+pub const SELECTORS: &[&str] = &[
+    "random",
+    "round-robin",
+    "lor",
+    "dynamic-snitch",
+    "c3",
+    "heron",
+    "tap",
+    "eft",
+    "eft-sharded",
+    "popularity-aware",
+    "oracle",
+    "p2c-peak-ewma",
+];
+
+/// A strategy name that does not exist.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("unknown {kind} `{name}` (known: {known})")]
+pub struct UnknownStrategy {
+    /// "selector" or "local policy".
+    pub kind: &'static str,
+    /// The name given.
+    pub name: String,
+    /// Comma-separated known names.
+    pub known: String,
+}
+
+/// Build the selector called `name` for one coordinator.
+pub fn build(name: &str, cfg: &SelectorConfig, env: &SelectorEnv) -> Result<Box<dyn ReplicaSelector>, UnknownStrategy> {
+    Ok(match name {
+        "random" => Box::new(random::Random::new(env)),
+        "round-robin" => Box::new(round_robin::RoundRobin::new(env)),
+        "lor" => Box::new(lor::Lor::new(env)),
+        "dynamic-snitch" => Box::new(dynamic_snitch::DynamicSnitch::new(&cfg.dynamic_snitch, env)),
+        "c3" => Box::new(c3::C3::new(&cfg.c3, env)),
+        "heron" => Box::new(heron::Heron::new(&cfg.heron, env)),
+        "tap" => Box::new(tap::Tap::new(&cfg.tap, env)),
+        "eft" => Box::new(eft::Eft::new(env)),
+        "eft-sharded" => Box::new(eft_sharded::EftSharded::new(&cfg.eft_sharded, env)),
+        "popularity-aware" => Box::new(popularity_aware::PopularityAware::new(&cfg.popularity_aware, env)),
+        "oracle" => Box::new(oracle::Oracle::new(env)),
+        "p2c-peak-ewma" => Box::new(p2c_peak_ewma::P2cPeakEwma::new(&cfg.p2c_peak_ewma, env)),
+        _ => {
+            return Err(UnknownStrategy { kind: "selector", name: name.to_string(), known: SELECTORS.join(", ") });
+        }
+    })
+}
+
+/// A small deterministic random stream for selectors (SplitMix64), seeded per coordinator.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A stream seeded from `seed` mixed with a strategy-specific `salt`.
+    pub fn new(seed: u64, salt: u64) -> Self {
+        Rng(crate::ring::hash_key(seed ^ salt.rotate_left(17)))
+    }
+
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        crate::ring::hash_key(self.0)
+    }
+
+    /// Uniform integer in `0..n` (n > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        ((self.next_u64() as u128 * n as u128) >> 64) as usize
+    }
+
+    /// Uniform float in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// Index of the minimum of `score` over `items`, ties broken uniformly at random.
+pub fn argmin_random_ties<T>(items: &[T], rng: &mut Rng, mut score: impl FnMut(&T) -> f64) -> Option<usize> {
+    let mut best = f64::INFINITY;
+    let mut chosen = None;
+    let mut ties = 0usize;
+    for (i, item) in items.iter().enumerate() {
+        let s = score(item);
+        if s < best {
+            best = s;
+            chosen = Some(i);
+            ties = 1;
+        } else if s == best {
+            ties += 1;
+            if rng.below(ties) == 0 {
+                chosen = Some(i);
+            }
+        }
+    }
+    chosen
+}
+
+#[cfg(test)]
+pub(crate) mod testkit {
+    //! Helpers for scripted event sequences in selector tests.
+    use super::*;
+    use crate::facts::Feedback;
+    use crate::model::{Op, SizeHint};
+
+    /// An environment with `servers` servers, k = 3, one coordinator.
+    pub fn env(servers: usize) -> SelectorEnv {
+        SelectorEnv { coordinator: 0, coordinators: 1, servers, replication: 3, seed: 7 }
+    }
+
+    /// A read for `key` released at `now` with the given hint.
+    pub fn read(id: u64, now: Nanos, hint: SizeHint) -> RequestView {
+        RequestView { id, key: id, op: Op::Read, release: now, coordinator: 0, hint }
+    }
+
+    /// A fresh response from `replica` to request `id` sent at `sent_at`, with `fb` as facts.
+    pub fn response(id: u64, replica: NodeId, sent_at: Nanos, large: bool, fb: Feedback) -> Response {
+        Response { request: id, replica, sent_at, large, feedback: Feedback { from: replica, ..fb }, fresh: true }
+    }
+
+    /// The replica a decision sends to; panics on wait.
+    pub fn replica_of(d: Decision) -> NodeId {
+        match d {
+            Decision::Send { replica, .. } => replica,
+            Decision::Wait { .. } => panic!("expected a send, got {d:?}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_builds_and_unknown_is_an_error() {
+        let env = testkit::env(5);
+        for name in SELECTORS {
+            assert!(build(name, &SelectorConfig::default(), &env).is_ok(), "{name}");
+        }
+        let err = build("nope", &SelectorConfig::default(), &env).err().unwrap();
+        assert!(err.to_string().contains("unknown selector `nope`"));
+    }
+
+    #[test]
+    fn rng_below_is_in_range_and_spread() {
+        let mut rng = Rng::new(1, 2);
+        let mut counts = [0; 3];
+        for _ in 0..30_000 {
+            counts[rng.below(3)] += 1;
+        }
+        assert!(counts.iter().all(|&c| (9_000..11_000).contains(&c)), "{counts:?}");
+    }
+}

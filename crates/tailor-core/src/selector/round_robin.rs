@@ -1,0 +1,45 @@
+//! `round-robin`: per coordinator and replica set, rotate through the replicas.
+
+use super::{Decision, ReplicaSelector, SelectorEnv, World};
+use crate::model::{NodeId, RequestView};
+use crate::time::Nanos;
+use std::collections::HashMap;
+
+/// Rotation per replica set (keyed by the primary, which identifies the set on a ring).
+pub struct RoundRobin {
+    next: HashMap<NodeId, usize>,
+}
+
+impl RoundRobin {
+    /// A round-robin selector for one coordinator.
+    pub fn new(_env: &SelectorEnv) -> Self {
+        RoundRobin { next: HashMap::new() }
+    }
+}
+
+impl ReplicaSelector for RoundRobin {
+    fn select(&mut self, _now: Nanos, _req: &RequestView, replicas: &[NodeId], _world: &dyn World) -> Decision {
+        let turn = self.next.entry(replicas[0]).or_insert(0);
+        let choice = replicas[*turn % replicas.len()];
+        *turn = turn.wrapping_add(1);
+        Decision::to(choice)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::*;
+    use super::*;
+    use crate::model::SizeHint;
+
+    #[test]
+    fn rotates_per_replica_set() {
+        let mut s = RoundRobin::new(&env(5));
+        let h = SizeHint::default();
+        let picks: Vec<_> =
+            (0..4).map(|i| replica_of(s.select(0, &read(i, 0, h), &[1, 2, 3], &super::super::Blind))).collect();
+        assert_eq!(picks, [1, 2, 3, 1]);
+        assert_eq!(replica_of(s.select(0, &read(9, 0, h), &[4, 0, 1], &super::super::Blind)), 4);
+        assert_eq!(replica_of(s.select(0, &read(10, 0, h), &[1, 2, 3], &super::super::Blind)), 2);
+    }
+}
