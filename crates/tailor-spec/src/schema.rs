@@ -1,0 +1,364 @@
+//! The spec schema. Every field has a default, so a spec names only what differs.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use tailor_core::local::LocalConfig;
+use tailor_core::selector::SelectorConfig;
+use tailor_core::workload::clients::DemandSkew;
+use tailor_core::workload::popularity::PopularityConfig;
+use tailor_core::workload::sizes::SizeConfig;
+
+/// A whole experiment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Spec {
+    /// Name shown in reports.
+    pub name: String,
+    /// One line saying what the experiment shows.
+    pub description: String,
+    /// Seeds; every combination runs once per seed.
+    pub seeds: Vec<u64>,
+    /// The cluster model.
+    pub cluster: ClusterSpec,
+    /// The workload.
+    pub workload: WorkloadSpec,
+    /// The strategies compared.
+    pub compare: CompareSpec,
+    /// Swept parameters: dotted path → values (each value is one point of the sweep).
+    pub sweep: BTreeMap<String, Vec<toml::Value>>,
+    /// Selector tunables.
+    pub selector: SelectorConfig,
+    /// Local policy tunables.
+    pub local: LocalConfig,
+    /// Lower-bound computation on each run.
+    pub bound: BoundSpec,
+    /// What the results keep.
+    pub report: ReportSpec,
+}
+
+impl Default for Spec {
+    fn default() -> Self {
+        Spec {
+            name: "custom".into(),
+            description: String::new(),
+            seeds: vec![1],
+            cluster: ClusterSpec::default(),
+            workload: WorkloadSpec::default(),
+            compare: CompareSpec::default(),
+            sweep: BTreeMap::new(),
+            selector: SelectorConfig::default(),
+            local: LocalConfig::default(),
+            bound: BoundSpec::default(),
+            report: ReportSpec::default(),
+        }
+    }
+}
+
+/// Servers, clients, network and service-time model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterSpec {
+    /// Number of servers (replicas), `m`.
+    pub servers: usize,
+    /// Number of clients acting as coordinators (0 = one per server, as in the store).
+    pub clients: usize,
+    /// Replication factor `k`.
+    pub replication: usize,
+    /// Tokens per server on the ring (1 = replica groups are consecutive servers).
+    pub vnodes: usize,
+    /// Requests a server executes at once, `P`.
+    pub workers: usize,
+    /// One-way network delay between a client and a server, in milliseconds.
+    pub network_delay_ms: f64,
+    /// Probability that a read also sends unmeasured shadow reads to the other replicas.
+    pub read_repair: f64,
+    /// Replicas that must acknowledge a write before it completes: "one", "quorum" or "all".
+    pub write_consistency: Consistency,
+    /// Processing-time model.
+    pub service: ServiceSpec,
+    /// Bimodal service-rate fluctuation.
+    pub fluctuation: FluctuationSpec,
+    /// Per-server LRU cache (0 capacity = no cache).
+    pub cache: CacheSpec,
+}
+
+impl Default for ClusterSpec {
+    fn default() -> Self {
+        ClusterSpec {
+            servers: 12,
+            clients: 0,
+            replication: 3,
+            vnodes: 1,
+            workers: 4,
+            network_delay_ms: 0.0,
+            read_repair: 0.0,
+            write_consistency: Consistency::Quorum,
+            service: ServiceSpec::default(),
+            fluctuation: FluctuationSpec::default(),
+            cache: CacheSpec::default(),
+        }
+    }
+}
+
+impl ClusterSpec {
+    /// Coordinators actually used (`clients`, or one per server when 0).
+    pub fn coordinators(&self) -> usize {
+        if self.clients == 0 {
+            self.servers
+        } else {
+            self.clients
+        }
+    }
+}
+
+/// Write consistency level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Consistency {
+    /// One replica.
+    One,
+    /// A majority.
+    Quorum,
+    /// Every replica.
+    All,
+}
+
+impl Consistency {
+    /// Acknowledgements needed out of `k` replicas.
+    pub fn required(self, k: usize) -> usize {
+        match self {
+            Consistency::One => 1,
+            Consistency::Quorum => k / 2 + 1,
+            Consistency::All => k,
+        }
+    }
+}
+
+/// How long a request takes to execute.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServiceSpec {
+    /// "exponential" (C3 model, mean `mean_ms`) or "size" (`p = size / bandwidth + overhead`).
+    pub model: ServiceModel,
+    /// Mean service time of the exponential model (the slow, base state), in ms.
+    pub mean_ms: f64,
+    /// Emulated device bandwidth of the size model, in Mbit/s (`1/alpha`).
+    pub bandwidth_mbps: f64,
+    /// Fixed cost of the size model per request, in ms (`beta`).
+    pub overhead_ms: f64,
+}
+
+impl Default for ServiceSpec {
+    fn default() -> Self {
+        ServiceSpec { model: ServiceModel::Exponential, mean_ms: 4.0, bandwidth_mbps: 100.0, overhead_ms: 1.0 }
+    }
+}
+
+impl ServiceSpec {
+    /// Nanoseconds per byte of the size model (`alpha`).
+    pub fn alpha_ns_per_byte(&self) -> f64 {
+        8.0 * 1e9 / (self.bandwidth_mbps * 1e6)
+    }
+
+    /// Nominal processing time of a value of `size` bytes, in ns (the mean for exponential).
+    pub fn nominal_ns(&self, size: u64) -> f64 {
+        match self.model {
+            ServiceModel::Exponential => self.mean_ms * 1e6,
+            ServiceModel::Size => self.alpha_ns_per_byte() * size as f64 + self.overhead_ms * 1e6,
+        }
+    }
+}
+
+/// Processing-time model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServiceModel {
+    /// Exponential with a (fluctuating) mean.
+    Exponential,
+    /// Proportional to the value size plus a fixed overhead.
+    Size,
+}
+
+/// Bimodal fluctuation: every `interval_ms`, each server independently switches state.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FluctuationSpec {
+    /// Period `T` in ms; 0 disables fluctuation.
+    pub interval_ms: f64,
+    /// Rate ratio `D` between the two states.
+    pub factor: f64,
+    /// Whether the other state is `factor` times faster (absim) or slower than the base.
+    pub mode: FluctuationMode,
+    /// Probability of being in the other state at each period.
+    pub probability: f64,
+}
+
+impl Default for FluctuationSpec {
+    fn default() -> Self {
+        FluctuationSpec { interval_ms: 0.0, factor: 6.0, mode: FluctuationMode::Faster, probability: 0.5 }
+    }
+}
+
+/// Direction of the fluctuation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FluctuationMode {
+    /// The other state is faster (absim's published runs: base slow, 6× faster).
+    Faster,
+    /// The other state is slower (a slowdown, as in the C3 text's variant).
+    Slower,
+}
+
+/// Per-server LRU cache of values: hits and misses have their own mean service times.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CacheSpec {
+    /// Keys each server caches; 0 disables the cache model.
+    pub capacity: usize,
+    /// Mean service time of a cache hit, in ms (exponential).
+    pub hit_ms: f64,
+    /// Mean service time of a miss (disk read), in ms (exponential).
+    pub miss_ms: f64,
+}
+
+impl Default for CacheSpec {
+    fn default() -> Self {
+        CacheSpec { capacity: 0, hit_ms: 0.1, miss_ms: 1.0 }
+    }
+}
+
+/// Requests: how many, which keys, which sizes, which operations, when.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkloadSpec {
+    /// Requests per run (warm-up included).
+    pub requests: u64,
+    /// Requests completing before this time are not measured, in ms.
+    pub warmup_ms: f64,
+    /// Distinct keys in the data set.
+    pub keys: u64,
+    /// Key popularity.
+    pub popularity: PopularityConfig,
+    /// Value sizes (one size per key).
+    pub sizes: SizeConfig,
+    /// Fraction of reads (the rest are writes).
+    pub reads: f64,
+    /// How requests arrive.
+    pub arrival: ArrivalKind,
+    /// Offered load as a fraction of the cluster's base capacity (Poisson; ignored if `rate` > 0).
+    pub load: f64,
+    /// Offered rate in requests per second (Poisson); 0 = derive from `load`.
+    pub rate: f64,
+    /// Requests each client keeps outstanding (closed loop).
+    pub outstanding: u32,
+    /// Think time between a response and the next request (closed loop), in ms.
+    pub think_ms: f64,
+    /// CSV trace `time,key,op,size` to replay (arrival = "trace").
+    pub trace: String,
+    /// Demand skew across clients (e.g. 20 % of clients issue 80 % of requests).
+    pub skew: Option<DemandSkew>,
+    /// Values above this many bytes are "large" (Héron's THR_L, RML's tag, small-behind-large).
+    pub large_threshold: u64,
+    /// The coordinators' size oracle: "exact", "bloom" (Héron) or "none".
+    pub oracle: OracleKind,
+}
+
+impl Default for WorkloadSpec {
+    fn default() -> Self {
+        WorkloadSpec {
+            requests: 100_000,
+            warmup_ms: 0.0,
+            keys: 100_000,
+            popularity: PopularityConfig::Uniform,
+            sizes: SizeConfig::Fixed { bytes: 1024 },
+            reads: 1.0,
+            arrival: ArrivalKind::Poisson,
+            load: 0.7,
+            rate: 0.0,
+            outstanding: 1,
+            think_ms: 0.0,
+            trace: String::new(),
+            skew: None,
+            large_threshold: 256 * 1024,
+            oracle: OracleKind::Exact,
+        }
+    }
+}
+
+/// Arrival process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ArrivalKind {
+    /// Open loop, Poisson at `rate` or `load`.
+    Poisson,
+    /// Each client keeps `outstanding` requests in flight.
+    ClosedLoop,
+    /// Replay `trace`.
+    Trace,
+}
+
+/// Which size oracle coordinators consult.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OracleKind {
+    /// The true size of every key.
+    Exact,
+    /// Héron's Bloom filter of large keys, learnt from replicas' piggybacked bits.
+    Bloom,
+    /// Nothing known.
+    None,
+}
+
+/// The strategies to compare.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CompareSpec {
+    /// Replica selectors.
+    pub selectors: Vec<String>,
+    /// Local queue policies.
+    pub locals: Vec<String>,
+}
+
+impl Default for CompareSpec {
+    fn default() -> Self {
+        CompareSpec { selectors: vec!["random".into(), "lor".into(), "c3".into()], locals: vec!["fcfs".into()] }
+    }
+}
+
+/// Lower-bound computation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BoundSpec {
+    /// Compute, for each run, the ratio of its max weighted flow to the LP lower bound.
+    pub enabled: bool,
+    /// Requests (the first ones of each run) in the bounded instance.
+    pub requests: usize,
+    /// "flow" or "stretch".
+    pub weighting: tailor_core::results::Weighting,
+    /// Relative tolerance of the binary search.
+    pub tolerance: f64,
+}
+
+impl Default for BoundSpec {
+    fn default() -> Self {
+        BoundSpec { enabled: false, requests: 1000, weighting: Default::default(), tolerance: 1e-4 }
+    }
+}
+
+/// What results keep beyond the percentiles.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReportSpec {
+    /// Window of the per-server load series, in ms.
+    pub window_ms: f64,
+    /// Keep per-server load series (first seed of each combination only, to bound file size).
+    pub per_server_load: bool,
+    /// Points in each CDF.
+    pub cdf_points: usize,
+}
+
+impl Default for ReportSpec {
+    fn default() -> Self {
+        ReportSpec { window_ms: 100.0, per_server_load: true, cdf_points: 100 }
+    }
+}

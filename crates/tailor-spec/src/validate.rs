@@ -1,0 +1,172 @@
+//! Range and consistency checks that the schema's types cannot express.
+
+use crate::{ArrivalKind, Spec, SpecError};
+use tailor_core::{local, selector};
+
+fn invalid(field: &str, reason: impl Into<String>) -> SpecError {
+    SpecError::Invalid { field: field.to_string(), reason: reason.into() }
+}
+
+fn positive(field: &str, v: f64) -> Result<(), SpecError> {
+    if v.is_finite() && v > 0.0 {
+        Ok(())
+    } else {
+        Err(invalid(field, format!("must be a positive number, got {v}")))
+    }
+}
+
+fn non_negative(field: &str, v: f64) -> Result<(), SpecError> {
+    if v.is_finite() && v >= 0.0 {
+        Ok(())
+    } else {
+        Err(invalid(field, format!("must be ≥ 0, got {v}")))
+    }
+}
+
+fn fraction(field: &str, v: f64) -> Result<(), SpecError> {
+    if (0.0..=1.0).contains(&v) {
+        Ok(())
+    } else {
+        Err(invalid(field, format!("must be in [0, 1], got {v}")))
+    }
+}
+
+impl Spec {
+    /// Check every field's range and the consistency between fields.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        let c = &self.cluster;
+        if c.servers == 0 {
+            return Err(invalid("cluster.servers", "must be at least 1"));
+        }
+        if c.replication == 0 || c.replication > c.servers || c.replication > tailor_core::ring::MAX_REPLICAS {
+            return Err(invalid(
+                "cluster.replication",
+                format!(
+                    "must be between 1 and min(servers, {}), got {}",
+                    tailor_core::ring::MAX_REPLICAS,
+                    c.replication
+                ),
+            ));
+        }
+        if c.vnodes == 0 {
+            return Err(invalid("cluster.vnodes", "must be at least 1"));
+        }
+        if c.workers == 0 {
+            return Err(invalid("cluster.workers", "must be at least 1"));
+        }
+        non_negative("cluster.network_delay_ms", c.network_delay_ms)?;
+        fraction("cluster.read_repair", c.read_repair)?;
+        positive("cluster.service.mean_ms", c.service.mean_ms)?;
+        positive("cluster.service.bandwidth_mbps", c.service.bandwidth_mbps)?;
+        non_negative("cluster.service.overhead_ms", c.service.overhead_ms)?;
+        non_negative("cluster.fluctuation.interval_ms", c.fluctuation.interval_ms)?;
+        positive("cluster.fluctuation.factor", c.fluctuation.factor)?;
+        fraction("cluster.fluctuation.probability", c.fluctuation.probability)?;
+        positive("cluster.cache.hit_ms", c.cache.hit_ms)?;
+        positive("cluster.cache.miss_ms", c.cache.miss_ms)?;
+
+        let w = &self.workload;
+        if w.requests == 0 {
+            return Err(invalid("workload.requests", "must be at least 1"));
+        }
+        if w.keys == 0 {
+            return Err(invalid("workload.keys", "must be at least 1"));
+        }
+        non_negative("workload.warmup_ms", w.warmup_ms)?;
+        fraction("workload.reads", w.reads)?;
+        non_negative("workload.rate", w.rate)?;
+        non_negative("workload.think_ms", w.think_ms)?;
+        match w.arrival {
+            ArrivalKind::Poisson if w.rate == 0.0 => positive("workload.load", w.load)?,
+            ArrivalKind::ClosedLoop if w.outstanding == 0 => {
+                return Err(invalid(
+                    "workload.outstanding",
+                    "a closed loop needs at least 1 outstanding request per client",
+                ))
+            }
+            ArrivalKind::Trace if w.trace.is_empty() => {
+                return Err(invalid("workload.trace", "arrival = \"trace\" needs a trace file path"))
+            }
+            _ => {}
+        }
+        tailor_core::workload::popularity::KeySampler::new(&w.popularity, w.keys)
+            .map_err(|e| invalid("workload.popularity", e.to_string()))?;
+        tailor_core::workload::sizes::SizeModel::new(&w.sizes).map_err(|e| invalid("workload.sizes", e.to_string()))?;
+        if let Some(skew) = w.skew {
+            tailor_core::workload::clients::ClientSampler::new(c.coordinators() as u32, Some(skew))
+                .map_err(|e| invalid("workload.skew", e.to_string()))?;
+        }
+
+        if self.seeds.is_empty() {
+            return Err(invalid("seeds", "at least one seed is needed"));
+        }
+        if self.compare.selectors.is_empty() {
+            return Err(invalid("compare.selectors", "name at least one selector"));
+        }
+        if self.compare.locals.is_empty() {
+            return Err(invalid("compare.locals", "name at least one local policy"));
+        }
+        for name in &self.compare.selectors {
+            if !selector::SELECTORS.contains(&name.as_str()) {
+                return Err(invalid(
+                    "compare.selectors",
+                    format!("unknown selector `{name}` (known: {})", selector::SELECTORS.join(", ")),
+                ));
+            }
+        }
+        for name in &self.compare.locals {
+            if !local::LOCALS.contains(&name.as_str()) {
+                return Err(invalid(
+                    "compare.locals",
+                    format!("unknown local policy `{name}` (known: {})", local::LOCALS.join(", ")),
+                ));
+            }
+        }
+        if self.bound.enabled {
+            if self.bound.requests == 0 {
+                return Err(invalid("bound.requests", "must be at least 1"));
+            }
+            positive("bound.tolerance", self.bound.tolerance)?;
+        }
+        positive("report.window_ms", self.report.window_ms)?;
+        if self.report.cdf_points < 2 {
+            return Err(invalid("report.cdf_points", "must be at least 2"));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::Spec;
+
+    #[test]
+    fn default_is_valid() {
+        Spec::default().validate().unwrap();
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        for (set, field) in [
+            ("cluster.replication=20", "cluster.replication"),
+            ("cluster.workers=0", "cluster.workers"),
+            ("cluster.read_repair=1.5", "cluster.read_repair"),
+            ("workload.reads=-0.1", "workload.reads"),
+            ("compare.selectors=c3,warp", "compare.selectors"),
+            ("compare.locals=lifo", "compare.locals"),
+            ("seeds=[]", "seeds"),
+            ("workload.arrival=trace", "workload.trace"),
+        ] {
+            let err = Spec::default().with_overrides(&[set]).unwrap_err().to_string();
+            assert!(err.contains(field), "{set}: {err}");
+        }
+    }
+
+    #[test]
+    fn unknown_toml_field_is_an_error_with_line() {
+        let err = Spec::from_toml("[cluster]\nservers = 5\nsrevers = 3\n").unwrap_err().to_string();
+        assert!(err.contains("srevers") && err.contains("line 3"), "{err}");
+        let err = Spec::from_toml("[workload]\nrequests = \"many\"\n").unwrap_err().to_string();
+        assert!(err.contains("line 2"), "{err}");
+    }
+}
