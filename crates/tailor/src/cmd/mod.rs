@@ -1,0 +1,5 @@
+//! One module per sub-command.
+
+pub mod presets;
+pub mod sim;
+pub mod spec_arg;
