@@ -453,6 +453,59 @@ mod tests {
         assert!(c3.rate_limiter(1).unwrap().srate() > 5.0);
     }
 
+    /// Responses drive the per-server rate through C3: the first response raises srate with the
+    /// cubic law (rrate starts at 10 > srate 5), and once the measured rrate falls below srate
+    /// the rate drops by β, but only 2·δ after the last increase.
+    #[test]
+    fn responses_adapt_the_rate_with_hysteresis() {
+        let mut c3 = C3::new(&C3Config::default(), &env(5));
+        c3.on_response(MS, &response(1, 1, 0, false, fb(1, 1)));
+        let raised = c3.rate_limiter(1).unwrap().srate();
+        assert!((raised - (4e-6 * (1.0 - 500_000f64.cbrt()).powi(3) + 10.0)).abs() < 1e-9);
+        // slot closes at 25 ms: rrate = 0.9·1 + 0.1·10 = 1.9 < srate, 24 ms after the increase
+        c3.on_response(25 * MS, &response(2, 1, 0, false, fb(1, 1)));
+        assert_eq!(c3.rate_limiter(1).unwrap().srate(), raised);
+        c3.on_response(41 * MS, &response(3, 1, 0, false, fb(1, 1)));
+        assert!((c3.rate_limiter(1).unwrap().srate() - 0.2 * raised).abs() < 1e-12);
+        // the other servers' limiters are untouched
+        assert_eq!(c3.rate_limiter(2).unwrap().srate(), 5.0);
+    }
+
+    /// A scripted closed loop: one request per ms, three servers answering in 2 ms. C3 must keep
+    /// up (rates climb from 5 per 20 ms each) and never park a request forever.
+    #[test]
+    fn keeps_up_with_a_steady_load() {
+        let mut c3 = C3::new(&C3Config::default(), &env(3));
+        let h = SizeHint::default();
+        let mut backlog = std::collections::VecDeque::new();
+        let mut in_flight: Vec<(Nanos, NodeId, Nanos, u64)> = Vec::new();
+        let mut sent = 0u64;
+        for tick in 0..2_000u64 {
+            let now = tick * MS;
+            backlog.push_back(read(tick, now, h));
+            let (due, rest): (Vec<_>, Vec<_>) = in_flight.into_iter().partition(|&(at, ..)| at <= now);
+            in_flight = rest;
+            for (_, r, sent_at, id) in due {
+                c3.on_response(now, &response(id, r, sent_at, false, fb(1, 1)));
+            }
+            while let Some(req) = backlog.front().copied() {
+                match c3.select(now, &req, &[0, 1, 2], &Blind) {
+                    Decision::Send { replica, .. } => {
+                        c3.on_sent(now, &req, replica);
+                        in_flight.push((now + 2 * MS, replica, now, req.id));
+                        backlog.pop_front();
+                        sent += 1;
+                    }
+                    Decision::Wait { retry_at } => {
+                        assert!(retry_at.is_some_and(|t| t > now), "{retry_at:?}");
+                        break;
+                    }
+                }
+            }
+        }
+        assert!(sent >= 1_950, "sent {sent}, backlog {}", backlog.len());
+    }
+
     #[test]
     fn unknown_nodes_and_empty_sets_do_not_panic() {
         let mut c3 = C3::new(&C3Config::default(), &env(3));
