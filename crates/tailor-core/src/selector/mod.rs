@@ -12,6 +12,8 @@ use crate::time::Nanos;
 use serde::{Deserialize, Serialize};
 
 pub mod c3;
+pub mod c3_rate;
+pub mod c3_score;
 pub mod dynamic_snitch;
 pub mod eft;
 pub mod eft_sharded;

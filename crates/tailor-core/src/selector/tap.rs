@@ -1,27 +1,544 @@
-//! `tap`: being implemented (see ALGORITHMS.md §2).
+//! `tap`: timeliness-aware, prediction-based replica selection (Zhou et al., CCPE 2019).
+//!
+//! C3's score without rate control or backpressure, except that feedback older than
+//! `staleness_ms` (`τ_w`, the age at this coordinator of the newest feedback from `s`) is not
+//! trusted: the queue term becomes a prediction from the trend of recent feedback, or 0 to probe
+//! a server nobody has needed lately (`os_s == 0` and `f_s == 0`, `f_s` = times `s` was a
+//! candidate but not chosen since that feedback).
+//!
+//! Choices:
+//! - TAP's `R_s` is read as C3's delay term `R̄ − 1/µ̄` (absim's `nw`, which TAP's code built on),
+//!   so with fresh feedback TAP scores exactly like C3: `(R̄ − 1/µ̄) + q̂^3·(1/µ̄)`.
+//! - A server with no feedback yet scores 0, as in C3.
+//! - `dq_last` starts at 0; `d2 = dq − dq_last` uses the previous *fresh* feedback's `dq`.
+//! - Increase → decrease on `(dq < 0 or d2 < 0) and Q_f > 30` (ALGORITHMS.md's reading of the
+//!   garbled figure); stable → decrease on `dq < 0 and d2 < 0 and Q_f > 30`.
+//! - Points are stamped with the coordinator's clock at receipt, and at most `max_points` are kept
+//!   (oldest dropped) so a long trend stays bounded.
+//! - The least-squares line through a single point (or points at one instant) is flat at their mean.
+//! - The stable prediction is an EWMA (weight `stable_ewma_weight` on the new point) over the
+//!   points kept since the trend became stable.
+//! - An increasing prediction is not capped: a stale server in *increase* keeps getting worse
+//!   until fresh feedback (e.g. from read repair) arrives, as the paper's rule implies.
 
-use super::{Decision, ReplicaSelector, SelectorEnv, World};
+use super::c3::{check, InvalidConfig};
+use super::c3_score::{node_slot, ServerFeedback, ABSIM_EWMA_WEIGHT};
+use super::{argmin_random_ties, Decision, ReplicaSelector, Rng, SelectorEnv, World};
+use crate::facts::{Ewma, Response};
 use crate::model::{NodeId, RequestView};
-use crate::time::Nanos;
+use crate::time::{from_ms, Nanos, MS};
 use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
 
-/// Tunables of `tap`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// Tunables of `tap`; the defaults are the paper's.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
-pub struct TapConfig {}
+pub struct TapConfig {
+    /// Weight `n` of the outstanding count in `q̂`; unset means the number of coordinators.
+    pub concurrency_weight: Option<f64>,
+    /// EWMA weight of each new feedback sample (as C3).
+    pub ewma_weight: f64,
+    /// Exponent of `q̂` in the score.
+    pub score_exponent: f64,
+    /// Feedback at least this old (ms) is stale and replaced by the prediction.
+    pub staleness_ms: f64,
+    /// Queue length at or below which the trend is *stable* (`Q_f` threshold).
+    pub trend_queue_threshold: f64,
+    /// EWMA weight of each new point in the stable-state prediction.
+    pub stable_ewma_weight: f64,
+    /// Most feedback points kept for the prediction.
+    pub max_points: usize,
+}
 
-/// `tap` selector.
-pub struct Tap {}
+impl Default for TapConfig {
+    fn default() -> Self {
+        TapConfig {
+            concurrency_weight: None,
+            ewma_weight: ABSIM_EWMA_WEIGHT,
+            score_exponent: 3.0,
+            staleness_ms: 100.0,
+            trend_queue_threshold: 30.0,
+            stable_ewma_weight: ABSIM_EWMA_WEIGHT,
+            max_points: 1000,
+        }
+    }
+}
+
+impl TapConfig {
+    /// Reject values the strategy cannot run with, naming the field.
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
+        if let Some(w) = self.concurrency_weight {
+            check("concurrency_weight", w, "a number >= 0", |v| v >= 0.0)?;
+        }
+        check("ewma_weight", self.ewma_weight, "in (0, 1]", |v| v > 0.0 && v <= 1.0)?;
+        check("score_exponent", self.score_exponent, "a number >= 0", |v| v >= 0.0)?;
+        check("staleness_ms", self.staleness_ms, ">= 0", |v| v >= 0.0)?;
+        check("trend_queue_threshold", self.trend_queue_threshold, ">= 0", |v| v >= 0.0)?;
+        check("stable_ewma_weight", self.stable_ewma_weight, "in (0, 1]", |v| v > 0.0 && v <= 1.0)?;
+        check("max_points", self.max_points as f64, ">= 1", |v| v >= 1.0)?;
+        Ok(())
+    }
+}
+
+/// The direction a server's queue is heading, judged from its feedback.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trend {
+    /// Small or steady queue: predict with an EWMA.
+    Stable,
+    /// Growing queue: extrapolate the line.
+    Increase,
+    /// Shrinking queue: extrapolate the line.
+    Decrease,
+}
+
+/// A least-squares line `q(t) = mean_q + slope·(t − mean_t)`, times in ms relative to `origin`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Line {
+    origin: Nanos,
+    mean_t: f64,
+    mean_q: f64,
+    slope: f64,
+}
+
+impl Line {
+    fn at(&self, now: Nanos) -> f64 {
+        let t = ms_between(self.origin, now);
+        self.mean_q + self.slope * (t - self.mean_t)
+    }
+}
+
+/// Signed milliseconds from `from` to `to`.
+fn ms_between(from: Nanos, to: Nanos) -> f64 {
+    (to as i128 - from as i128) as f64 / MS as f64
+}
+
+/// TAP's trend state machine and kept feedback points for one server.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrendTracker {
+    state: Trend,
+    dq_last: i64,
+    /// Kept `(receipt time, Q_f)` points of the current trend, oldest first.
+    points: VecDeque<(Nanos, f64)>,
+    /// EWMA of the points kept while stable.
+    stable: Ewma,
+    /// Fit through the points while increasing or decreasing.
+    line: Option<Line>,
+    threshold: f64,
+    stable_weight: f64,
+    max_points: usize,
+}
+
+impl TrendTracker {
+    /// A tracker in the *stable* state with no points.
+    pub fn new(threshold: f64, stable_weight: f64, max_points: usize) -> Self {
+        let stable_weight = if stable_weight.is_finite() { stable_weight.clamp(0.0, 1.0) } else { ABSIM_EWMA_WEIGHT };
+        TrendTracker {
+            state: Trend::Stable,
+            dq_last: 0,
+            points: VecDeque::new(),
+            stable: Ewma::new(stable_weight),
+            line: None,
+            threshold,
+            stable_weight,
+            max_points: max_points.max(1),
+        }
+    }
+
+    /// The current trend.
+    pub fn state(&self) -> Trend {
+        self.state
+    }
+
+    /// The kept `(receipt time, Q_f)` points, oldest first.
+    pub fn points(&self) -> impl Iterator<Item = (Nanos, f64)> + '_ {
+        self.points.iter().copied()
+    }
+
+    /// Fold in feedback `(Q_f, dq)` received at `now`: judge the trend, select the points.
+    pub fn observe(&mut self, now: Nanos, q_f: f64, dq: i64) {
+        let d2 = dq.saturating_sub(self.dq_last);
+        let next = if q_f <= self.threshold {
+            Trend::Stable
+        } else {
+            match self.state {
+                Trend::Stable if dq > 0 && d2 > 0 => Trend::Increase,
+                Trend::Stable if dq < 0 && d2 < 0 => Trend::Decrease,
+                Trend::Increase if dq < 0 || d2 < 0 => Trend::Decrease,
+                Trend::Decrease if dq > 0 || d2 > 0 => Trend::Increase,
+                same => same,
+            }
+        };
+        if next != self.state {
+            let boundary = self.points.back().copied();
+            self.points.clear();
+            if let Some(b) = boundary {
+                // The last point of the old trend is kept only when it can start the new one.
+                let keep = match (self.state, next) {
+                    (Trend::Stable, Trend::Increase) => true,
+                    (Trend::Increase, Trend::Decrease) => b.1 > q_f,
+                    (Trend::Decrease, Trend::Increase) => b.1 < q_f,
+                    _ => false,
+                };
+                if keep {
+                    self.points.push_back(b);
+                }
+            }
+            self.stable = Ewma::new(self.stable_weight);
+        }
+        self.points.push_back((now, q_f));
+        while self.points.len() > self.max_points {
+            self.points.pop_front();
+        }
+        self.state = next;
+        self.dq_last = dq;
+        if next == Trend::Stable {
+            self.stable.update(q_f);
+            self.line = None;
+        } else {
+            self.line = self.fit();
+        }
+    }
+
+    /// Least-squares line through the kept points.
+    fn fit(&self) -> Option<Line> {
+        let &(origin, _) = self.points.back()?;
+        let n = self.points.len() as f64;
+        let mean_t = self.points.iter().map(|&(t, _)| ms_between(origin, t)).sum::<f64>() / n;
+        let mean_q = self.points.iter().map(|&(_, q)| q).sum::<f64>() / n;
+        let (mut sxy, mut sxx) = (0.0, 0.0);
+        for &(t, q) in &self.points {
+            let dx = ms_between(origin, t) - mean_t;
+            sxy += dx * (q - mean_q);
+            sxx += dx * dx;
+        }
+        let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
+        Some(Line { origin, mean_t, mean_q, slope })
+    }
+
+    /// The predicted queue length at `now` (never negative), if any feedback was seen.
+    pub fn predict(&self, now: Nanos) -> Option<f64> {
+        let q = match self.state {
+            Trend::Stable => self.stable.get()?,
+            Trend::Increase | Trend::Decrease => self.line?.at(now),
+        };
+        Some(q.max(0.0))
+    }
+}
+
+/// What one coordinator keeps about one server.
+#[derive(Clone, Debug)]
+struct Server {
+    feedback: ServerFeedback,
+    trend: TrendTracker,
+    /// `f_s`: times the server was a candidate but not chosen since its newest feedback.
+    not_chosen: u32,
+}
+
+/// `tap` selector for one coordinator.
+pub struct Tap {
+    weight: f64,
+    exponent: f64,
+    staleness: Nanos,
+    ewma_weight: f64,
+    threshold: f64,
+    stable_weight: f64,
+    max_points: usize,
+    servers: Vec<Server>,
+    rng: Rng,
+}
 
 impl Tap {
-    /// Build for one coordinator.
-    pub fn new(_cfg: &TapConfig, _env: &SelectorEnv) -> Self {
-        Tap {}
+    /// Build for one coordinator. Call [`TapConfig::validate`] first to report bad values; here
+    /// they are only kept from panicking.
+    pub fn new(cfg: &TapConfig, env: &SelectorEnv) -> Self {
+        let weight = cfg.concurrency_weight.unwrap_or(env.coordinators as f64);
+        let mut tap = Tap {
+            weight: if weight.is_finite() { weight.max(0.0) } else { env.coordinators as f64 },
+            exponent: cfg.score_exponent,
+            staleness: from_ms(cfg.staleness_ms),
+            ewma_weight: cfg.ewma_weight,
+            threshold: cfg.trend_queue_threshold,
+            stable_weight: cfg.stable_ewma_weight,
+            max_points: cfg.max_points,
+            servers: Vec::new(),
+            rng: Rng::new(env.seed, 0x7A9 + ((env.coordinator as u64) << 8)),
+        };
+        for node in 0..env.servers.min(super::c3_score::MAX_NODES) {
+            tap.server_mut(node as NodeId);
+        }
+        tap
+    }
+
+    fn server_mut(&mut self, node: NodeId) -> Option<&mut Server> {
+        let (w, thr, sw, mp) = (self.ewma_weight, self.threshold, self.stable_weight, self.max_points);
+        node_slot(&mut self.servers, node, || Server {
+            feedback: ServerFeedback::new(w),
+            trend: TrendTracker::new(thr, sw, mp),
+            not_chosen: 0,
+        })
+    }
+
+    fn server(&self, node: NodeId) -> Option<&Server> {
+        self.servers.get(node as usize)
+    }
+
+    /// The feedback state kept for `node`, if it was ever seen.
+    pub fn feedback(&self, node: NodeId) -> Option<&ServerFeedback> {
+        self.server(node).map(|s| &s.feedback)
+    }
+
+    /// The trend tracker kept for `node`, if it was ever seen.
+    pub fn trend(&self, node: NodeId) -> Option<&TrendTracker> {
+        self.server(node).map(|s| &s.trend)
+    }
+
+    /// `f_s` for `node`: times it was passed over since its newest feedback.
+    pub fn not_chosen(&self, node: NodeId) -> u32 {
+        self.server(node).map_or(0, |s| s.not_chosen)
+    }
+
+    /// TAP's queue estimate for `node` at `now` (Algorithm 1), if it has sent feedback.
+    pub fn q_hat(&self, now: Nanos, node: NodeId) -> Option<f64> {
+        let s = self.server(node)?;
+        let received = s.feedback.received_at()?;
+        let tau_w = now.saturating_sub(received);
+        if tau_w < self.staleness {
+            return s.feedback.q_hat(self.weight);
+        }
+        if s.feedback.outstanding() == 0 && s.not_chosen == 0 {
+            return Some(0.0);
+        }
+        let predicted = s.trend.predict(now)?;
+        Some(s.feedback.q_hat_with(self.weight, predicted))
+    }
+
+    /// TAP's score of `node` at `now` (lower is better; 0 without feedback).
+    pub fn score(&self, now: Nanos, node: NodeId) -> f64 {
+        match (self.server(node), self.q_hat(now, node)) {
+            (Some(s), Some(q)) => s.feedback.score_with(q, self.exponent),
+            _ => 0.0,
+        }
     }
 }
 
 impl ReplicaSelector for Tap {
-    fn select(&mut self, _now: Nanos, _req: &RequestView, replicas: &[NodeId], _world: &dyn World) -> Decision {
-        Decision::to(replicas[0])
+    fn select(&mut self, now: Nanos, _req: &RequestView, replicas: &[NodeId], _world: &dyn World) -> Decision {
+        let mut rng = self.rng.clone();
+        let chosen = argmin_random_ties(replicas, &mut rng, |&r| self.score(now, r));
+        self.rng = rng;
+        let Some(i) = chosen else {
+            return Decision::Wait { retry_at: None };
+        };
+        let pick = replicas[i];
+        for &r in replicas {
+            if r != pick {
+                if let Some(s) = self.server_mut(r) {
+                    s.not_chosen = s.not_chosen.saturating_add(1);
+                }
+            }
+        }
+        Decision::to(pick)
+    }
+
+    fn on_sent(&mut self, _now: Nanos, _req: &RequestView, replica: NodeId) {
+        if let Some(s) = self.server_mut(replica) {
+            s.feedback.sent();
+        }
+    }
+
+    fn on_response(&mut self, now: Nanos, resp: &Response) {
+        if let Some(s) = self.server_mut(resp.replica) {
+            if s.feedback.respond(now, resp) {
+                s.trend.observe(now, resp.feedback.queue_len as f64, resp.feedback.dq);
+                s.not_chosen = 0;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::c3::{C3Config, C3};
+    use super::super::testkit::*;
+    use super::super::Blind;
+    use super::*;
+    use crate::facts::Feedback;
+    use crate::model::SizeHint;
+
+    fn fb(queue_len: u32, service_ms: u64, dq: i64) -> Feedback {
+        Feedback { queue_len, service_time: service_ms * MS, dq, ..Feedback::default() }
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-6 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn with_fresh_feedback_it_scores_like_c3() {
+        let env = SelectorEnv { coordinators: 3, ..env(5) };
+        let mut tap = Tap::new(&TapConfig::default(), &env);
+        let c3_cfg = C3Config { rate_control: false, backpressure: false, ..C3Config::default() };
+        let mut c3 = C3::new(&c3_cfg, &env);
+        let h = SizeHint::default();
+        let events =
+            [(10, 1, 0, fb(3, 2, 1)), (12, 2, 4, fb(40, 1, 5)), (15, 3, 1, fb(7, 3, -2)), (20, 2, 13, fb(45, 1, 5))];
+        for (now, replica, sent, f) in events {
+            let r = response(1, replica, sent * MS, false, f);
+            tap.on_response(now * MS, &r);
+            c3.on_response(now * MS, &r);
+        }
+        let a = read(1, 0, h);
+        for s in [&mut tap as &mut dyn ReplicaSelector, &mut c3] {
+            s.on_sent(21 * MS, &a, 3);
+            s.on_sent(21 * MS, &a, 1);
+            s.on_sent(22 * MS, &a, 1);
+        }
+        for node in 1..=3 {
+            assert!(tap.score(30 * MS, node) > 0.0);
+            assert_eq!(tap.score(30 * MS, node), c3.score(node), "node {node}");
+            assert_eq!(tap.q_hat(30 * MS, node), c3.q_hat(node));
+        }
+        // server 1: delay 8 ms, q̂ = 1 + 2·3 + 3 = 10, score 8 + 1000·2 = 2008 ms
+        assert_eq!(tap.score(30 * MS, 1), 2008.0 * MS as f64);
+        let t = replica_of(tap.select(30 * MS, &read(2, 30 * MS, h), &[1, 2, 3], &Blind));
+        let c = replica_of(c3.select(30 * MS, &read(2, 30 * MS, h), &[1, 2, 3], &Blind));
+        assert_eq!(t, c);
+    }
+
+    /// Increase → stable drops the old points: the prediction is the new point alone, while
+    /// C3's q̄ still remembers the spike. Before 100 ms TAP uses q̄, from 100 ms the prediction.
+    #[test]
+    fn after_100_ms_without_feedback_it_switches_to_the_prediction() {
+        let mut tap = Tap::new(&TapConfig::default(), &env(5));
+        // Q_f = 100, dq = 10 (d2 = 10): stable → increase
+        tap.on_response(10 * MS, &response(1, 1, 0, false, fb(100, 1, 10)));
+        assert_eq!(tap.trend(1).unwrap().state(), Trend::Increase);
+        // Q_f = 10 ≤ 30: stable, points = [10]; q̄ = 0.9·10 + 0.1·100 = 19
+        tap.on_response(20 * MS, &response(2, 1, 11 * MS, false, fb(10, 1, -20)));
+        assert_eq!(tap.trend(1).unwrap().state(), Trend::Stable);
+        assert_eq!(tap.trend(1).unwrap().points().collect::<Vec<_>>(), vec![(20 * MS, 10.0)]);
+        assert!(close(tap.feedback(1).unwrap().queue().unwrap(), 19.0));
+        tap.on_sent(25 * MS, &read(3, 25 * MS, SizeHint::default()), 1);
+        // τ_w = 99.999999 ms: fresh, C3's estimate 1 + 1·1 + 19
+        assert!(close(tap.q_hat(119_999_999, 1).unwrap(), 21.0));
+        // τ_w = 100 ms: prediction 10
+        assert!(close(tap.q_hat(120 * MS, 1).unwrap(), 12.0));
+        // delay: (20 − 11 − 1) ms weighted with (10 − 0 − 1): 0.9·8 + 0.1·9 = 8.1 ms; service 1 ms
+        assert!(close(tap.score(120 * MS, 1), (8.1 + 12f64.powi(3)) * MS as f64));
+    }
+
+    /// A rising sequence enters *increase*; the least-squares line through (0, 40), (10, 52),
+    /// (20, 58) ms has slope 0.9/ms through the mean (10, 50): at 150 ms it predicts 176.
+    #[test]
+    fn a_rising_sequence_enters_increase_and_the_fit_extrapolates() {
+        let mut tap = Tap::new(&TapConfig::default(), &env(5));
+        let seq = [(0, 40, 5), (10, 52, 6), (20, 58, 7)];
+        for (i, &(t, q, dq)) in seq.iter().enumerate() {
+            tap.on_response((100 + t) * MS, &response(i as u64, 2, 99 * MS, false, fb(q, 1, dq)));
+            assert_eq!(tap.trend(2).unwrap().state(), Trend::Increase, "after point {i}");
+        }
+        assert_eq!(tap.trend(2).unwrap().points().count(), 3);
+        assert!(close(tap.trend(2).unwrap().predict(250 * MS).unwrap(), 176.0));
+        assert!(close(tap.trend(2).unwrap().predict(120 * MS).unwrap(), 59.0));
+        // stale (τ_w = 130 ms) with one request outstanding: q̂ = 1 + 1 + 176
+        tap.on_sent(121 * MS, &read(9, 121 * MS, SizeHint::default()), 2);
+        assert!(close(tap.q_hat(250 * MS, 2).unwrap(), 178.0));
+    }
+
+    #[test]
+    fn decrease_keeps_a_higher_boundary_point_and_the_prediction_is_clamped_at_zero() {
+        let mut t = TrendTracker::new(30.0, 0.9, 100);
+        t.observe(0, 40.0, 5); // stable → increase
+        t.observe(10 * MS, 60.0, 8);
+        // dq < 0: increase → decrease; the boundary 60 > 50 starts the new trend
+        t.observe(20 * MS, 50.0, -3);
+        assert_eq!(t.state(), Trend::Decrease);
+        assert_eq!(t.points().collect::<Vec<_>>(), vec![(10 * MS, 60.0), (20 * MS, 50.0)]);
+        // slope −1/ms: 0 at 70 ms, clamped after
+        assert!(close(t.predict(40 * MS).unwrap(), 30.0));
+        assert_eq!(t.predict(500 * MS), Some(0.0));
+        // dq > 0: decrease → increase; the boundary 50 is not below 45: dropped
+        t.observe(30 * MS, 45.0, 1);
+        assert_eq!(t.state(), Trend::Increase);
+        assert_eq!(t.points().count(), 1);
+        // a single point: flat line
+        assert_eq!(t.predict(90 * MS), Some(45.0));
+        // increase → decrease with a boundary below the new feedback: dropped
+        t.observe(40 * MS, 47.0, -1);
+        assert_eq!(t.state(), Trend::Decrease);
+        assert_eq!(t.points().collect::<Vec<_>>(), vec![(40 * MS, 47.0)]);
+        // decrease → increase with a boundary below the new feedback: kept
+        t.observe(50 * MS, 52.0, 3);
+        assert_eq!(t.state(), Trend::Increase);
+        assert_eq!(t.points().collect::<Vec<_>>(), vec![(40 * MS, 47.0), (50 * MS, 52.0)]);
+        // back under the threshold: stable, old points dropped, EWMA of the kept ones
+        t.observe(60 * MS, 20.0, -10);
+        t.observe(70 * MS, 10.0, -2);
+        assert_eq!(t.state(), Trend::Stable);
+        assert_eq!(t.points().count(), 2);
+        assert!(close(t.predict(900 * MS).unwrap(), 0.9 * 10.0 + 0.1 * 20.0));
+        // stable → decrease needs dq < 0 and d2 < 0 (here d2 = −3 − (−2) = −1)
+        t.observe(80 * MS, 35.0, -3);
+        assert_eq!(t.state(), Trend::Decrease);
+        assert_eq!(t.points().count(), 1);
+    }
+
+    #[test]
+    fn stable_to_increase_needs_both_signs_and_keeps_the_boundary() {
+        let mut t = TrendTracker::new(30.0, 0.9, 3);
+        t.observe(0, 20.0, 5);
+        // dq > 0 but d2 = 4 − 5 < 0: stays stable
+        t.observe(MS, 35.0, 4);
+        assert_eq!(t.state(), Trend::Stable);
+        t.observe(2 * MS, 40.0, 6);
+        assert_eq!(t.state(), Trend::Increase);
+        assert_eq!(t.points().collect::<Vec<_>>(), vec![(MS, 35.0), (2 * MS, 40.0)]);
+        // bounded: the oldest point goes
+        t.observe(3 * MS, 45.0, 7);
+        t.observe(4 * MS, 50.0, 8);
+        assert_eq!(t.points().map(|p| p.1).collect::<Vec<_>>(), vec![40.0, 45.0, 50.0]);
+    }
+
+    /// `os_s == 0 && f_s == 0` with stale feedback: q̂ = 0, the server is probed; once passed
+    /// over (f_s = 1) the prediction is used again.
+    #[test]
+    fn probe_rule_for_a_stale_unneeded_server() {
+        let mut tap = Tap::new(&TapConfig::default(), &env(5));
+        let h = SizeHint::default();
+        // server 1: slow and stale; server 2: fresh and fast
+        tap.on_response(10 * MS, &response(1, 1, 0, false, fb(20, 4, 0)));
+        assert_eq!(tap.q_hat(50 * MS, 1), Some(21.0));
+        assert_eq!(tap.q_hat(110 * MS, 1), Some(0.0));
+        // delay 6 ms only
+        assert_eq!(tap.score(110 * MS, 1), 6.0 * MS as f64);
+        tap.on_response(105 * MS, &response(2, 2, 100 * MS, false, fb(2, 1, 0)));
+        // server 2: delay 4 + 3³·1 = 31 ms > 6 ms: server 1 is probed
+        assert_eq!(replica_of(tap.select(110 * MS, &read(3, 110 * MS, h), &[1, 2], &Blind)), 1);
+        assert_eq!(tap.not_chosen(2), 1);
+        // make server 1 lose once: with os_s = 0 and f_s = 0 it probes, so send to it first ...
+        tap.on_sent(110 * MS, &read(3, 110 * MS, h), 1);
+        // ... now os_s = 1: q̂ = 1 + 1 + prediction (stable EWMA 20) = 22
+        assert_eq!(tap.q_hat(120 * MS, 1), Some(22.0));
+        assert_eq!(replica_of(tap.select(120 * MS, &read(4, 120 * MS, h), &[1, 2], &Blind)), 2);
+        assert_eq!(tap.not_chosen(1), 1);
+        // the probe answered stale feedback: counted (os_s = 0) but f_s stays 1, so no probe
+        let mut stale = response(3, 1, 110 * MS, false, fb(20, 4, 0));
+        stale.fresh = false;
+        tap.on_response(130 * MS, &stale);
+        assert_eq!(tap.feedback(1).unwrap().outstanding(), 0);
+        assert_eq!(tap.q_hat(130 * MS, 1), Some(21.0));
+        // fresh feedback resets f_s and τ_w
+        tap.on_response(131 * MS, &response(4, 1, 110 * MS, false, fb(20, 4, 0)));
+        assert_eq!(tap.not_chosen(1), 0);
+        assert_eq!(tap.q_hat(231 * MS, 1), Some(0.0));
+    }
+
+    #[test]
+    fn config_defaults_and_validation() {
+        let c = TapConfig::default();
+        assert!(c.validate().is_ok());
+        assert_eq!(serde_json::from_str::<TapConfig>("{}").unwrap(), c);
+        let bad = TapConfig { max_points: 0, ..TapConfig::default() };
+        assert_eq!(bad.validate().unwrap_err().field, "max_points");
     }
 }

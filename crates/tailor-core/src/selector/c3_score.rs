@@ -1,0 +1,207 @@
+//! Per-server feedback state shared by C3 and TAP (and usable by Héron): the EWMAs of the
+//! piggybacked facts, this coordinator's outstanding count, and C3's cubic score.
+//!
+//! Everything here is kept in nanoseconds as `f64`; the score is a time, so its unit only has
+//! to be consistent across servers.
+
+use crate::facts::{Ewma, Response};
+use crate::model::NodeId;
+use crate::time::Nanos;
+
+/// Largest node id a per-server table grows to. Ids come from the engine's ring, but in the store
+/// a response's replica id crosses the network: an absurd id must not allocate gigabytes.
+pub const MAX_NODES: usize = 1 << 20;
+
+/// The EWMA weight C3's simulator (absim) gives each new sample.
+pub const ABSIM_EWMA_WEIGHT: f64 = 0.9;
+
+/// What one coordinator has learnt about one server from its responses.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerFeedback {
+    /// EWMA of (response time seen by the coordinator − service time), i.e. C3's `R̄ − 1/µ̄`,
+    /// which includes the server's queueing wait and the network round trip.
+    delay: Ewma,
+    /// EWMA of the piggybacked queue length (`q̄`).
+    queue: Ewma,
+    /// EWMA of the piggybacked service time (`1/µ̄`).
+    service: Ewma,
+    /// Requests this coordinator has sent to the server and not yet seen answered (`os_s`).
+    outstanding: u32,
+    /// Coordinator clock when the newest applied feedback arrived.
+    received_at: Option<Nanos>,
+}
+
+impl ServerFeedback {
+    /// A server nothing is known about yet; `weight_new` is the EWMA weight on each new sample
+    /// (clamped into `[0, 1]` so a bad config cannot panic here; configs validate it earlier).
+    pub fn new(weight_new: f64) -> Self {
+        let w = if weight_new.is_finite() { weight_new.clamp(0.0, 1.0) } else { ABSIM_EWMA_WEIGHT };
+        ServerFeedback {
+            delay: Ewma::new(w),
+            queue: Ewma::new(w),
+            service: Ewma::new(w),
+            outstanding: 0,
+            received_at: None,
+        }
+    }
+
+    /// The coordinator sent a request to this server.
+    pub fn sent(&mut self) {
+        self.outstanding = self.outstanding.saturating_add(1);
+    }
+
+    /// Count a response and, only if its feedback is fresh, fold its facts into the EWMAs.
+    /// Returns whether the facts were applied.
+    pub fn respond(&mut self, now: Nanos, resp: &Response) -> bool {
+        // Responses the selector never saw sent (writes, shadow reads) must not drive it negative.
+        self.outstanding = self.outstanding.saturating_sub(1);
+        if !resp.fresh {
+            return false;
+        }
+        let response_time = now.saturating_sub(resp.sent_at) as f64;
+        let service = resp.feedback.service_time as f64;
+        // A service time longer than the round trip can only come from clock skew in the store;
+        // clamping keeps the delay term from rewarding such a server.
+        self.delay.update((response_time - service).max(0.0));
+        self.queue.update(resp.feedback.queue_len as f64);
+        self.service.update(service);
+        self.received_at = Some(now);
+        true
+    }
+
+    /// Requests in flight from this coordinator (`os_s`).
+    pub fn outstanding(&self) -> u32 {
+        self.outstanding
+    }
+
+    /// EWMA of response time minus service time, in ns.
+    pub fn delay(&self) -> Option<f64> {
+        self.delay.get()
+    }
+
+    /// EWMA of the piggybacked queue length.
+    pub fn queue(&self) -> Option<f64> {
+        self.queue.get()
+    }
+
+    /// EWMA of the piggybacked service time, in ns.
+    pub fn service(&self) -> Option<f64> {
+        self.service.get()
+    }
+
+    /// Coordinator clock at receipt of the newest applied feedback.
+    pub fn received_at(&self) -> Option<Nanos> {
+        self.received_at
+    }
+
+    /// Whether any fresh feedback was applied.
+    pub fn has_feedback(&self) -> bool {
+        self.received_at.is_some()
+    }
+
+    /// C3's queue estimate `q̂ = 1 + os_s·w + q̄`, if any feedback was applied.
+    pub fn q_hat(&self, w: f64) -> Option<f64> {
+        self.queue().map(|q| self.q_hat_with(w, q))
+    }
+
+    /// `1 + os_s·w + q` for a queue term `q` supplied by the caller (TAP's prediction).
+    pub fn q_hat_with(&self, w: f64, q: f64) -> f64 {
+        1.0 + self.outstanding as f64 * w + q
+    }
+
+    /// `(R̄ − 1/µ̄) + q̂^b · (1/µ̄)` for a given `q̂`; 0 without feedback (C3 tries unknown servers first).
+    pub fn score_with(&self, q_hat: f64, b: f64) -> f64 {
+        match (self.delay(), self.service()) {
+            (Some(d), Some(s)) => d + q_hat.max(0.0).powf(b) * s,
+            _ => 0.0,
+        }
+    }
+
+    /// C3's score `Ψ_s` with concurrency weight `w` and exponent `b`; 0 without feedback.
+    pub fn c3_score(&self, w: f64, b: f64) -> f64 {
+        match self.q_hat(w) {
+            Some(q) => self.score_with(q, b),
+            None => 0.0,
+        }
+    }
+}
+
+/// The slot for `node` in a per-server vector, growing it with `fill` on first use; `None` for
+/// ids at or beyond [`MAX_NODES`].
+pub fn node_slot<T>(v: &mut Vec<T>, node: NodeId, mut fill: impl FnMut() -> T) -> Option<&mut T> {
+    let i = node as usize;
+    if i >= MAX_NODES {
+        return None;
+    }
+    if i >= v.len() {
+        v.resize_with(i + 1, &mut fill);
+    }
+    v.get_mut(i)
+}
+
+/// Shuffle `items` in place with the selector's seeded stream (Fisher–Yates).
+pub fn shuffle<T>(items: &mut [T], rng: &mut super::Rng) {
+    for i in (1..items.len()).rev() {
+        let j = rng.below(i + 1);
+        items.swap(i, j);
+    }
+}
+
+/// Order `(score, node)` pairs by ascending score, ties in random order (shuffle, then a stable
+/// sort), so equal scores (e.g. every server still unknown) do not all herd onto the primary.
+pub fn rank_by_score(items: &mut [(f64, NodeId)], rng: &mut super::Rng) {
+    shuffle(items, rng);
+    items.sort_by(|a, b| a.0.total_cmp(&b.0));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testkit::response;
+    use super::*;
+    use crate::facts::Feedback;
+    use crate::time::MS;
+
+    fn fb(queue_len: u32, service_ms: u64) -> Feedback {
+        Feedback { queue_len, service_time: service_ms * MS, ..Feedback::default() }
+    }
+
+    #[test]
+    fn ewmas_weight_new_sample_and_score_is_cubic() {
+        let mut s = ServerFeedback::new(0.9);
+        assert_eq!(s.c3_score(1.0, 3.0), 0.0);
+        s.sent();
+        // response time 10 ms, service 2 ms -> delay 8 ms; q = 3
+        assert!(s.respond(10 * MS, &response(1, 4, 0, false, fb(3, 2))));
+        assert_eq!(s.outstanding(), 0);
+        assert_eq!(s.delay(), Some(8e6));
+        assert_eq!(s.q_hat(1.0), Some(4.0));
+        assert_eq!(s.c3_score(1.0, 3.0), 8e6 + 64.0 * 2e6);
+        // second sample: 0.9 new + 0.1 old
+        s.respond(20 * MS, &response(2, 4, 16 * MS, false, fb(13, 1)));
+        assert!((s.queue().unwrap() - 12.0).abs() < 1e-9);
+        assert!((s.service().unwrap() - 1.1e6).abs() < 1e-3);
+        assert!((s.delay().unwrap() - (0.9 * 3e6 + 0.1 * 8e6)).abs() < 1e-3);
+        assert_eq!(s.received_at(), Some(20 * MS));
+    }
+
+    #[test]
+    fn stale_response_counts_but_does_not_apply() {
+        let mut s = ServerFeedback::new(0.9);
+        s.sent();
+        s.sent();
+        let mut r = response(1, 4, 0, false, fb(3, 2));
+        r.fresh = false;
+        assert!(!s.respond(10 * MS, &r));
+        assert_eq!(s.outstanding(), 1);
+        assert!(!s.has_feedback());
+        assert_eq!(s.queue(), None);
+    }
+
+    #[test]
+    fn node_slot_grows_and_refuses_absurd_ids() {
+        let mut v: Vec<u8> = Vec::new();
+        *node_slot(&mut v, 3, || 7).unwrap() += 1;
+        assert_eq!(v, vec![7, 7, 7, 8]);
+        assert!(node_slot(&mut v, u32::MAX, || 0).is_none());
+    }
+}
