@@ -52,7 +52,7 @@ impl Eft {
             backlogs: vec![Backlog::default(); env.servers],
             workers: env.workers.max(1) as u64,
             mean_service: Ewma::new(0.1),
-            rng: Rng::new(env.seed, 0x4546_54 + env.coordinator as u64),
+            rng: Rng::new(env.seed, 0x0045_4654 + env.coordinator as u64),
         }
     }
 

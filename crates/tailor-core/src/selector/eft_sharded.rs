@@ -50,7 +50,7 @@ impl EftSharded {
 
     /// Whether `node` is one of the servers that take long requests.
     pub fn is_large_server(&self, node: NodeId) -> bool {
-        node % self.replication == 0
+        node.is_multiple_of(self.replication)
     }
 
     /// Whether `req` counts as long (restricted to large servers).
@@ -63,7 +63,7 @@ impl ReplicaSelector for EftSharded {
     fn select(&mut self, now: Nanos, req: &RequestView, replicas: &[NodeId], world: &dyn World) -> Decision {
         let restrict = self.is_long(req) && replicas.iter().any(|&r| self.is_large_server(r));
         let k = self.replication;
-        self.eft.pick(now, replicas, world, |r| !restrict || r % k == 0)
+        self.eft.pick(now, replicas, world, |r| !restrict || r.is_multiple_of(k))
     }
 
     fn on_sent(&mut self, now: Nanos, req: &RequestView, replica: NodeId) {

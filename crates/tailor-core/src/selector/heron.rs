@@ -75,7 +75,7 @@ impl Heron {
             servers: vec![blank; env.servers],
             blank,
             busy_expiry: from_ms(cfg.busy_expiry_ms),
-            rng: Rng::new(env.seed, 0x4845_524f_4e + env.coordinator as u64),
+            rng: Rng::new(env.seed, 0x0048_4552_4f4e + env.coordinator as u64),
         }
     }
 
@@ -118,11 +118,18 @@ impl ReplicaSelector for Heron {
         let this = &*self;
         let mut rng = self.rng.clone();
         let pick = if any_available {
-            argmin_random_ties(replicas, &mut rng, |&r| if this.is_busy(now, r) { f64::INFINITY } else { this.score(r) })
+            argmin_random_ties(
+                replicas,
+                &mut rng,
+                |&r| if this.is_busy(now, r) { f64::INFINITY } else { this.score(r) },
+            )
         } else if large {
             // Only replicas busy by piggyback alone will free without a response to us.
-            let retry_at =
-                replicas.iter().filter(|&&r| self.view(r).local_large == 0).filter_map(|&r| self.remote_expiry(r)).min();
+            let retry_at = replicas
+                .iter()
+                .filter(|&&r| self.view(r).local_large == 0)
+                .filter_map(|&r| self.remote_expiry(r))
+                .min();
             return Decision::Wait { retry_at };
         } else {
             argmin_random_ties(replicas, &mut rng, |&r| this.score(r))

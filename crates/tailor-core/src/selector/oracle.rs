@@ -20,7 +20,7 @@ pub struct Oracle {
 impl Oracle {
     /// Build for one coordinator.
     pub fn new(env: &SelectorEnv) -> Self {
-        Oracle { outstanding: vec![0; env.servers], rng: Rng::new(env.seed, 0x4f52_41 + env.coordinator as u64) }
+        Oracle { outstanding: vec![0; env.servers], rng: Rng::new(env.seed, 0x004f_5241 + env.coordinator as u64) }
     }
 
     /// Requests this coordinator has in flight at `replica`.

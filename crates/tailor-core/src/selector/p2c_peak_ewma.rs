@@ -65,7 +65,7 @@ impl P2cPeakEwma {
             peers: vec![Peer::default(); env.servers],
             // A zero or negative tau would divide by zero: keep it at least 1 ns.
             tau: from_ms(cfg.tau_ms).max(1) as f64,
-            rng: Rng::new(env.seed, 0x5032_43 + env.coordinator as u64),
+            rng: Rng::new(env.seed, 0x0050_3243 + env.coordinator as u64),
         }
     }
 

@@ -75,7 +75,7 @@ impl PopularityAware {
             threshold: cfg.threshold,
             spread: cfg.spread,
             turns: HashMap::new(),
-            rng: Rng::new(env.seed, 0x504f_50 + env.coordinator as u64),
+            rng: Rng::new(env.seed, 0x0050_4f50 + env.coordinator as u64),
         }
     }
 
