@@ -144,6 +144,11 @@ struct Peer {
     queue_len: Option<u32>,
     /// Score from the last update (None: no samples then).
     score: Option<f64>,
+    /// Median (or EWMA) at the last update; recomputed only for peers with new samples, since a
+    /// forward-decayed median does not move without them.
+    stat: Option<f64>,
+    /// Samples changed since `stat` was computed.
+    dirty: bool,
 }
 
 /// `dynamic-snitch` selector.
@@ -156,7 +161,6 @@ pub struct DynamicSnitch {
     next_update: Nanos,
     next_reset: Nanos,
     rng: Rng,
-    stats: Vec<Option<f64>>,
     scratch: Vec<(f64, f64)>,
     sorted: Vec<f64>,
 }
@@ -170,7 +174,14 @@ impl DynamicSnitch {
     /// Build for one coordinator.
     pub fn new(cfg: &SnitchConfig, env: &SelectorEnv) -> Self {
         let w = if (0.0..=1.0).contains(&cfg.ewma_weight) { cfg.ewma_weight } else { 0.1 };
-        let blank = Peer { reservoir: Reservoir::default(), ewma: Ewma::new(w), queue_len: None, score: None };
+        let blank = Peer {
+            reservoir: Reservoir::default(),
+            ewma: Ewma::new(w),
+            queue_len: None,
+            score: None,
+            stat: None,
+            dirty: false,
+        };
         let update_interval = from_ms(cfg.update_interval_ms).max(1);
         let reset_interval = from_ms(cfg.reset_interval_ms).max(1);
         DynamicSnitch {
@@ -182,7 +193,6 @@ impl DynamicSnitch {
             next_update: update_interval,
             next_reset: reset_interval,
             rng: Rng::new(env.seed, 0x534e_4954 + env.coordinator as u64),
-            stats: Vec::new(),
             scratch: Vec::new(),
             sorted: Vec::new(),
         }
@@ -208,6 +218,7 @@ impl DynamicSnitch {
             for p in &mut self.peers {
                 p.reservoir = blank.reservoir.clone();
                 p.ewma = blank.ewma;
+                p.dirty = true;
             }
             self.next_reset = advance(self.next_reset, self.reset_interval, now);
         }
@@ -218,18 +229,17 @@ impl DynamicSnitch {
     }
 
     fn update_scores(&mut self) {
-        let mut stats = std::mem::take(&mut self.stats);
-        stats.clear();
-        for p in &self.peers {
-            stats.push(match self.cfg.sampling {
+        for p in self.peers.iter_mut().filter(|p| p.dirty) {
+            p.stat = match self.cfg.sampling {
                 Sampling::Reservoir => p.reservoir.median(&mut self.scratch),
                 Sampling::Ewma => p.ewma.get(),
-            });
+            };
+            p.dirty = false;
         }
-        let max = stats.iter().flatten().fold(0.0f64, |m, &v| m.max(v));
+        let max = self.peers.iter().filter_map(|p| p.stat).fold(0.0f64, f64::max);
         let max_queue = self.peers.iter().filter_map(|p| p.queue_len).max().unwrap_or(0);
-        for (p, stat) in self.peers.iter_mut().zip(&stats) {
-            p.score = stat.map(|v| {
+        for p in &mut self.peers {
+            p.score = p.stat.map(|v| {
                 let mut score = if max > 0.0 { v / max } else { 0.0 };
                 if self.cfg.severity && max_queue > 0 {
                     score += f64::from(p.queue_len.unwrap_or(0)) / f64::from(max_queue);
@@ -237,7 +247,6 @@ impl DynamicSnitch {
                 score
             });
         }
-        self.stats = stats;
     }
 
     /// The score used for ordering: peers without one count as 0, as in Cassandra.
@@ -282,6 +291,7 @@ impl ReplicaSelector for DynamicSnitch {
         // Both summaries are cheap to keep; only the configured one is read.
         p.ewma.update(latency);
         p.reservoir.add(now, latency, alpha, size, u);
+        p.dirty = true;
         if let Some(q) = fresh_queue {
             p.queue_len = Some(q);
         }
