@@ -1,1 +1,3 @@
 //! Oracles: what a coordinator may know about the workload (ALGORITHMS.md §4).
+
+pub mod popularity;

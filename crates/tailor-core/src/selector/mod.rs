@@ -91,6 +91,8 @@ pub struct SelectorEnv {
     pub servers: usize,
     /// Replication factor.
     pub replication: usize,
+    /// Worker threads per server (`P`): how many requests a replica executes at once.
+    pub workers: usize,
     /// Seed for the selector's private random stream.
     pub seed: u64,
 }
@@ -219,9 +221,9 @@ pub(crate) mod testkit {
     use crate::facts::Feedback;
     use crate::model::{Op, SizeHint};
 
-    /// An environment with `servers` servers, k = 3, one coordinator.
+    /// An environment with `servers` servers, k = 3, P = 4 workers, one coordinator.
     pub fn env(servers: usize) -> SelectorEnv {
-        SelectorEnv { coordinator: 0, coordinators: 1, servers, replication: 3, seed: 7 }
+        SelectorEnv { coordinator: 0, coordinators: 1, servers, replication: 3, workers: 4, seed: 7 }
     }
 
     /// A read for `key` released at `now` with the given hint.
