@@ -171,7 +171,17 @@ impl BloomFilter {
 
     /// Indices of the set bits, ascending.
     pub fn set_bits(&self) -> impl Iterator<Item = u32> + '_ {
-        (0..self.bits).filter(|&i| self.get(i))
+        // Walk words and peel set bits off, so a sparse filter costs m/64 steps, not m.
+        self.words.iter().enumerate().flat_map(|(w, &word)| {
+            let mut rest = word;
+            std::iter::from_fn(move || {
+                (rest != 0).then(|| {
+                    let bit = rest.trailing_zeros();
+                    rest &= rest - 1;
+                    w as u32 * 64 + bit
+                })
+            })
+        })
     }
 }
 
