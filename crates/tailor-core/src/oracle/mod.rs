@@ -1,3 +1,5 @@
 //! Oracles: what a coordinator may know about the workload (ALGORITHMS.md §4).
 
+pub mod bloom;
 pub mod popularity;
+pub mod size;
