@@ -124,9 +124,11 @@ impl<'a> Engine<'a> {
                 coordinators,
                 servers: c.servers,
                 replication: c.replication,
+                workers: c.workers,
                 seed: plan.seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ id as u64,
             };
-            let selector = selector::build(&plan.selector, &spec.selector, &env).map_err(|e| SimError::Spec(e.to_string()))?;
+            let selector =
+                selector::build(&plan.selector, &spec.selector, &env).map_err(|e| SimError::Spec(e.to_string()))?;
             clients.push(Client {
                 selector,
                 freshness: Freshness::default(),
@@ -279,7 +281,10 @@ impl<'a> Engine<'a> {
                 let r = &mut self.reqs[id as usize];
                 r.sent_at = self.now;
                 for &s in replicas.iter() {
-                    self.events.push(self.now + self.net, Event::ServerArrive { server: s, job: Job { req: id, kind: JobKind::Write } });
+                    self.events.push(
+                        self.now + self.net,
+                        Event::ServerArrive { server: s, job: Job { req: id, kind: JobKind::Write } },
+                    );
                 }
             }
         }
@@ -312,9 +317,15 @@ impl<'a> Engine<'a> {
         let now = self.now;
         let r = &self.reqs[id as usize];
         let client = r.client;
-        let view = RequestView { id: id as u64, key: r.key, op: r.op, release: r.release, coordinator: client, hint: r.hint };
+        let view =
+            RequestView { id: id as u64, key: r.key, op: r.op, release: r.release, coordinator: client, hint: r.hint };
         let replicas = r.replicas;
-        let world = SimWorld { servers: &self.servers, now, workers: self.spec.cluster.workers, base_service_ns: self.base_service_ns };
+        let world = SimWorld {
+            servers: &self.servers,
+            now,
+            workers: self.spec.cluster.workers,
+            base_service_ns: self.base_service_ns,
+        };
         let c = &mut self.clients[client as usize];
         match c.selector.select(now, &view, &replicas, &world) {
             Decision::Send { replica, tags } => {
@@ -322,10 +333,17 @@ impl<'a> Engine<'a> {
                 let r = &mut self.reqs[id as usize];
                 r.sent_at = now;
                 r.tags = Tags { priority: tags.priority, size_class: tags.size_class.max(r.tags.size_class) };
-                self.events.push(now + self.net, Event::ServerArrive { server: replica, job: Job { req: id, kind: JobKind::Read } });
-                if self.spec.cluster.read_repair > 0.0 && self.route_rng.random::<f64>() < self.spec.cluster.read_repair {
+                self.events.push(
+                    now + self.net,
+                    Event::ServerArrive { server: replica, job: Job { req: id, kind: JobKind::Read } },
+                );
+                if self.spec.cluster.read_repair > 0.0 && self.route_rng.random::<f64>() < self.spec.cluster.read_repair
+                {
                     for &other in replicas.iter().filter(|&&s| s != replica) {
-                        self.events.push(now + self.net, Event::ServerArrive { server: other, job: Job { req: id, kind: JobKind::Shadow } });
+                        self.events.push(
+                            now + self.net,
+                            Event::ServerArrive { server: other, job: Job { req: id, kind: JobKind::Shadow } },
+                        );
                     }
                 }
                 self.arm_timer(client);
@@ -389,7 +407,14 @@ impl<'a> Engine<'a> {
     fn on_server_arrive(&mut self, server: NodeId, job: Job) {
         let r = &self.reqs[job.req as usize];
         let large = r.size > self.spec.workload.large_threshold;
-        let meta = JobMeta { id: job.req as u64, release: r.release, enqueued: self.now, service: r.nominal, size: r.size, tags: r.tags };
+        let meta = JobMeta {
+            id: job.req as u64,
+            release: r.release,
+            enqueued: self.now,
+            service: r.nominal,
+            size: r.size,
+            tags: r.tags,
+        };
         let s = &mut self.servers[server as usize];
         let must_wait = s.running >= self.spec.cluster.workers;
         if must_wait && job.kind == JobKind::Read && !large && (s.running_large > 0 || s.queued_large > 0) {
@@ -458,7 +483,14 @@ impl<'a> Engine<'a> {
         let fb = s.feedback(server, self.now, service);
         if job.kind == JobKind::Read {
             self.rec.served(server, self.now);
-            self.rec.bound_job(job.req, self.reqs[job.req as usize].release + self.net, start, service, self.now, &self.reqs[job.req as usize].replicas);
+            self.rec.bound_job(
+                job.req,
+                self.reqs[job.req as usize].release + self.net,
+                start,
+                service,
+                self.now,
+                &self.reqs[job.req as usize].replicas,
+            );
         }
         let fb = Fb {
             queue_len: fb.queue_len,

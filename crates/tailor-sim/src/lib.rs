@@ -63,7 +63,11 @@ pub fn run(plan: &RunPlan, trace_text: Option<&str>) -> Result<RunOutput, SimErr
 
 /// Run every plan, in parallel on all cores, keeping the plans' order in the output.
 /// `progress(done_runs, done_requests)` is called after each run completes.
-pub fn run_all(plans: &[RunPlan], trace_text: Option<&str>, progress: &(dyn Fn(u64, u64) + Sync)) -> Result<Vec<RunOutput>, SimError> {
+pub fn run_all(
+    plans: &[RunPlan],
+    trace_text: Option<&str>,
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<Vec<RunOutput>, SimError> {
     let runs = AtomicU64::new(0);
     let reqs = AtomicU64::new(0);
     plans

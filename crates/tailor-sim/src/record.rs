@@ -115,9 +115,24 @@ impl Recorder {
     }
 
     /// A read executed: keep it for the lower bound when it is among the first requests.
-    pub fn bound_job(&mut self, req: u32, available: Nanos, start: Nanos, service: Nanos, done: Nanos, replicas: &ReplicaSet) {
+    pub fn bound_job(
+        &mut self,
+        req: u32,
+        available: Nanos,
+        start: Nanos,
+        service: Nanos,
+        done: Nanos,
+        replicas: &ReplicaSet,
+    ) {
         if (req as usize) < self.bound_requests {
-            self.bound_jobs.push(BoundJob { req, release: available, start, processing: service, completion: done, machines: replicas.to_vec() });
+            self.bound_jobs.push(BoundJob {
+                req,
+                release: available,
+                start,
+                processing: service,
+                completion: done,
+                machines: replicas.to_vec(),
+            });
         }
     }
 
@@ -141,7 +156,10 @@ impl Recorder {
         r.per_server_load = self.per_server;
         let mut extra = BTreeMap::new();
         if self.cache_hits + self.cache_misses > 0 {
-            extra.insert("cache_hit_ratio".into(), self.cache_hits as f64 / (self.cache_hits + self.cache_misses) as f64);
+            extra.insert(
+                "cache_hit_ratio".into(),
+                self.cache_hits as f64 / (self.cache_hits + self.cache_misses) as f64,
+            );
         }
         r.extra = extra;
         self.bound_jobs.sort_by_key(|j| j.req);

@@ -50,8 +50,7 @@ impl Generator {
         let sizes = SizeModel::new(&w.sizes).map_err(|e| bad("sizes", &e))?;
         let keys = KeySampler::new(&w.popularity, w.keys).map_err(|e| bad("popularity", &e))?;
         let ops = OpMix::new(w.reads).map_err(|e| bad("reads", &e))?;
-        let clients =
-            ClientSampler::new(spec.cluster.coordinators() as u32, w.skew).map_err(|e| bad("skew", &e))?;
+        let clients = ClientSampler::new(spec.cluster.coordinators() as u32, w.skew).map_err(|e| bad("skew", &e))?;
         let mean_service = mean_service_ns(spec, &sizes);
         let (poisson, offered_rps) = match w.arrival {
             ArrivalKind::Poisson => {

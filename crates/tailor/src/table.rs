@@ -47,7 +47,8 @@ pub fn render(runs: &[RunResult]) -> String {
         row.push(group.len().to_string());
         rows.push(row);
     }
-    let widths: Vec<usize> = (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> =
+        (0..rows[0].len()).map(|c| rows.iter().map(|r| r[c].chars().count()).max().unwrap_or(0)).collect();
     let mut out = String::new();
     for (i, row) in rows.iter().enumerate() {
         for (c, cell) in row.iter().enumerate() {

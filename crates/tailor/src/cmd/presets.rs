@@ -15,7 +15,9 @@ pub fn run(args: PresetsArgs) -> Result<()> {
     match args.name {
         Some(name) => match preset_text(&name) {
             Some(text) => print!("{text}"),
-            None => bail!("unknown preset `{name}` (known: {})", PRESETS.iter().map(|p| p.0).collect::<Vec<_>>().join(", ")),
+            None => {
+                bail!("unknown preset `{name}` (known: {})", PRESETS.iter().map(|p| p.0).collect::<Vec<_>>().join(", "))
+            }
         },
         None => {
             for (name, _) in PRESETS {

@@ -36,7 +36,10 @@ pub fn run(args: SimArgs) -> Result<()> {
     }
     let plans = expand(&spec)?;
     let trace = match spec.workload.arrival {
-        ArrivalKind::Trace => Some(std::fs::read_to_string(&spec.workload.trace).with_context(|| format!("reading trace {}", spec.workload.trace))?),
+        ArrivalKind::Trace => Some(
+            std::fs::read_to_string(&spec.workload.trace)
+                .with_context(|| format!("reading trace {}", spec.workload.trace))?,
+        ),
         _ => None,
     };
     let total_requests: u64 = plans.iter().map(|p| p.spec.workload.requests).sum();
@@ -94,7 +97,8 @@ pub fn progress_bar(quiet: bool, len: u64) -> ProgressBar {
 pub fn write_results(dir: &Path, results: &Results) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let json = serde_json::to_string_pretty(results)?;
-    std::fs::write(dir.join("results.json"), json + "\n").with_context(|| format!("writing {}", dir.join("results.json").display()))?;
+    std::fs::write(dir.join("results.json"), json + "\n")
+        .with_context(|| format!("writing {}", dir.join("results.json").display()))?;
     let mut csv = String::from("selector,local,params,seed,requests,p50_ms,p95_ms,p99_ms,p999_ms,max_ms,mean_ms,throughput_rps,offered_rps,stretch_p99,small_behind_large,bound_ratio\n");
     for r in &results.runs {
         let params: Vec<String> = r.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
