@@ -213,17 +213,20 @@ impl<'a> Engine<'a> {
             Event::ServiceDone { server, job, service, start } => self.on_service_done(server, job, service, start),
             Event::Response { server, req, fb } => self.on_response(server, req, fb),
             Event::WriteAck { req } => self.on_write_ack(req),
-            Event::Retry { client } => {
+            // a retry or timer superseded by an earlier one is stale: only the armed one acts
+            Event::Retry { client } if self.clients[client as usize].retry_at == self.now => {
                 self.clients[client as usize].retry_at = Nanos::MAX;
                 self.drain_backlog(client);
             }
-            Event::SelectorTimer { client } => {
+            Event::Retry { .. } => {}
+            Event::SelectorTimer { client } if self.clients[client as usize].timer_at == self.now => {
                 let c = &mut self.clients[client as usize];
                 c.timer_at = Nanos::MAX;
                 c.selector.on_timer(self.now);
                 self.arm_timer(client);
                 self.drain_backlog(client);
             }
+            Event::SelectorTimer { .. } => {}
             Event::Fluctuate => self.on_fluctuate(),
         }
     }
