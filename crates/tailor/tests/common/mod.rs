@@ -63,6 +63,14 @@ impl TestCluster {
         }
     }
 
+    /// Send `sig` to node `i`'s process.
+    pub fn signal(&self, i: usize, sig: i32) {
+        if let Some(c) = &self.children[i] {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(c.id() as i32, sig) };
+        }
+    }
+
     pub fn restart(&mut self, i: usize) {
         let child = spawn_node(&exe(), &self.cfgs[i], self.dir.path()).expect("respawn node");
         self.children[i] = Some(child);
@@ -92,6 +100,9 @@ impl TestCluster {
 
 impl Drop for TestCluster {
     fn drop(&mut self) {
+        for i in 0..self.children.len() {
+            self.signal(i, libc::SIGCONT);
+        }
         for i in 0..self.children.len() {
             self.kill(i);
         }
