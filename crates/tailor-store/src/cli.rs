@@ -8,18 +8,30 @@ use std::path::PathBuf;
 /// Errors of the node and cluster commands.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
-    /// The node failed.
+    /// The node failed (boxed: its errors are large).
     #[error(transparent)]
-    Node(#[from] crate::node::NodeError),
+    Node(Box<crate::node::NodeError>),
     /// Bad configuration.
     #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
+    Config(Box<crate::config::ConfigError>),
     /// Cluster management failed.
     #[error(transparent)]
     Cluster(#[from] crate::cluster::ClusterError),
     /// The async runtime could not start.
     #[error("cannot start the runtime: {0}")]
     Runtime(std::io::Error),
+}
+
+impl From<crate::node::NodeError> for CliError {
+    fn from(e: crate::node::NodeError) -> Self {
+        CliError::Node(Box::new(e))
+    }
+}
+
+impl From<crate::config::ConfigError> for CliError {
+    fn from(e: crate::config::ConfigError) -> Self {
+        CliError::Config(Box::new(e))
+    }
 }
 
 /// `tailor node`: run one node.

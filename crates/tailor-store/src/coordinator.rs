@@ -56,10 +56,19 @@ pub enum CoordError {
     },
 }
 
+/// Where a request goes: a replica and the tags it carries.
+type Route = (NodeId, Tags);
+
+/// The first decision for a read: go now, or wait parked for a grant.
+enum First {
+    Go(Route),
+    Parked(oneshot::Receiver<Route>),
+}
+
 struct Parked {
     view: RequestView,
     full: ReplicaSet,
-    grant: oneshot::Sender<(NodeId, Tags)>,
+    grant: oneshot::Sender<Route>,
 }
 
 /// Most keys the size oracle remembers before it starts over.
@@ -272,11 +281,7 @@ impl Coordinator {
     }
 
     /// Decide where a fresh read goes, parking it if the selector says wait.
-    fn first_decision(
-        &self,
-        view: &RequestView,
-        full: ReplicaSet,
-    ) -> Result<Result<(NodeId, Tags), oneshot::Receiver<(NodeId, Tags)>>, CoordError> {
+    fn first_decision(&self, view: &RequestView, full: ReplicaSet) -> Result<First, CoordError> {
         let up = full.retain_up(|n| !self.is_up(n));
         if up.is_empty() {
             return Err(CoordError::NoReplica);
@@ -290,7 +295,7 @@ impl Coordinator {
             if let Decision::Send { replica, tags } = sel.select(now, view, &up, &Blind) {
                 let replica = if up.contains(&replica) { replica } else { up[0] };
                 sel.on_sent(now, view, replica);
-                return Ok(Ok((replica, tags)));
+                return Ok(First::Go((replica, tags)));
             }
         }
         if queue_len >= self.park_capacity {
@@ -300,7 +305,7 @@ impl Coordinator {
         let (tx, rx) = oneshot::channel();
         parked.entry(group).or_default().push_back(Parked { view: *view, full, grant: tx });
         self.metrics.parked.fetch_add(1, Ordering::Relaxed);
-        Ok(Err(rx))
+        Ok(First::Parked(rx))
     }
 
     /// Offer the parked heads of `group` to the selector again.
@@ -383,8 +388,8 @@ impl Coordinator {
         loop {
             let (replica, mut tags) = if tried.is_empty() {
                 match self.first_decision(&view, full)? {
-                    Ok(x) => x,
-                    Err(rx) => match tokio::time::timeout(self.timeout, rx).await {
+                    First::Go(x) => x,
+                    First::Parked(rx) => match tokio::time::timeout(self.timeout, rx).await {
                         Ok(Ok(x)) => x,
                         _ => return Err(CoordError::Busy),
                     },

@@ -13,6 +13,7 @@
 use crate::config::Durability;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, KvSeparationOptions, PersistMode};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
 /// Storage errors.
@@ -45,6 +46,10 @@ pub struct Storage {
     durability: Durability,
     /// Serialises version check + write per key stripe so concurrent writers cannot interleave.
     stripes: Vec<Mutex<()>>,
+    /// Group commit: writes committed to the journal so far (a sequence number).
+    committed: AtomicU64,
+    /// The highest committed sequence number known durable; the mutex lets one writer sync for all.
+    synced: Mutex<u64>,
 }
 
 const META_VALUE: u8 = 0;
@@ -64,7 +69,15 @@ impl Storage {
                 .with_kv_separation(Some(KvSeparationOptions::default().separation_threshold(4096)))
         })?;
         let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
-        Ok(Storage { db, data, meta, durability, stripes: (0..STRIPES).map(|_| Mutex::new(())).collect() })
+        Ok(Storage {
+            db,
+            data,
+            meta,
+            durability,
+            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            committed: AtomicU64::new(0),
+            synced: Mutex::new(0),
+        })
     }
 
     /// Size in bytes and version of the value under `key`, without reading it.
@@ -137,12 +150,27 @@ impl Storage {
         batch.insert(&self.meta, key, meta);
         batch.commit()?;
         drop(guard);
+        let mine = self.committed.fetch_add(1, Ordering::SeqCst) + 1;
+        self.make_durable(mine)?;
+        Ok(true)
+    }
+
+    /// Group commit: return once the journal is persisted past commit number `mine`. Whoever
+    /// holds the lock syncs every commit made so far, so concurrent writers share one fsync.
+    fn make_durable(&self, mine: u64) -> Result<(), StorageError> {
+        let mut synced = self.synced.lock().unwrap_or_else(|p| p.into_inner());
+        if *synced >= mine {
+            return Ok(());
+        }
+        // every sequence number up to `target` was committed before it was counted
+        let target = self.committed.load(Ordering::SeqCst);
         let mode = match self.durability {
             Durability::Sync => PersistMode::SyncData,
             Durability::Buffer => PersistMode::Buffer,
         };
         self.db.persist(mode)?;
-        Ok(true)
+        *synced = target;
+        Ok(())
     }
 
     /// Sync everything (on clean shutdown).

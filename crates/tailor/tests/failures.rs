@@ -23,7 +23,7 @@ fn sigkill_under_write_load_loses_no_acknowledged_write() {
             let mut i = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 let k = format!("w{i}");
-                let v = value(if i % 7 == 0 { 100_000 } else { 1000 }, i);
+                let v = value(if i.is_multiple_of(7) { 100_000 } else { 1000 }, i);
                 match set(&mut con, &k, &v) {
                     Ok(()) => acked.lock().unwrap().push((k, v)),
                     Err(_) => *failures.lock().unwrap() += 1,

@@ -105,6 +105,7 @@ fn cluster_up_prints_addresses_and_down_stops_it() {
     }
     if !exited {
         let _ = up.kill();
+        let _ = up.wait();
     }
     assert!(exited, "cluster up did not exit after cluster down");
     assert!(std::net::TcpStream::connect(&addrs[0]).is_err(), "node still listening");
