@@ -515,3 +515,101 @@ impl Coordinator {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Durability, EmulationConfig};
+    use crate::emulation::Emulation;
+    use crate::storage::Storage;
+    use tailor_core::selector::World;
+
+    /// Says wait for its first `waits` decisions, then sends to the first replica; counts events.
+    struct Scripted {
+        waits: usize,
+        sent: Arc<AtomicU64>,
+        responses: Arc<AtomicU64>,
+    }
+
+    impl ReplicaSelector for Scripted {
+        fn select(&mut self, _now: Nanos, _req: &RequestView, replicas: &[NodeId], _w: &dyn World) -> Decision {
+            if self.waits > 0 {
+                self.waits -= 1;
+                Decision::Wait { retry_at: None }
+            } else {
+                Decision::to(replicas[0])
+            }
+        }
+        fn on_sent(&mut self, _now: Nanos, _req: &RequestView, _replica: NodeId) {
+            self.sent.fetch_add(1, Ordering::Relaxed);
+        }
+        fn on_response(&mut self, _now: Nanos, resp: &Response) {
+            assert!(resp.fresh, "local feedback is always fresh here");
+            self.responses.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn single(
+        waits: usize,
+        park_capacity: usize,
+    ) -> (tempfile::TempDir, Arc<Coordinator>, Arc<AtomicU64>, Arc<AtomicU64>) {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Arc::new(Storage::open(dir.path(), Durability::Buffer).unwrap());
+        let metrics = Arc::new(Metrics::new(1));
+        let em = Arc::new(Emulation::new(&EmulationConfig::default(), 1));
+        let q = tailor_core::local::build("fcfs", &Default::default(), 1).unwrap();
+        let clock = Instant::now();
+        let replica = Replica::start(0, clock, q, 2, 1000, storage, em, metrics.clone());
+        let (sent, responses) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let selector = Box::new(Scripted { waits, sent: sent.clone(), responses: responses.clone() });
+        let c = Coordinator::start(CoordinatorParts {
+            id: 0,
+            clock,
+            ring: Ring::new(1, 1, 1).unwrap(),
+            selector,
+            park_capacity,
+            large: 1000,
+            replica,
+            peers: vec![None],
+            ids: Arc::new(AtomicU64::new(1)),
+            timeout: Duration::from_secs(5),
+            read_consistency: Consistency::One,
+            write_consistency: Consistency::All,
+            metrics,
+        });
+        (dir, c, sent, responses)
+    }
+
+    #[tokio::test]
+    async fn a_parked_read_is_re_offered_and_served() {
+        let (_d, c, sent, responses) = single(3, 8);
+        c.write(b"k", Some(b"v".to_vec())).await.unwrap();
+        let v = c.read(b"k").await.unwrap();
+        assert_eq!(v.value.as_deref(), Some(&b"v"[..]));
+        assert_eq!(c.metrics.parked.load(Ordering::Relaxed), 1);
+        assert_eq!(sent.load(Ordering::Relaxed), 1, "on_sent once, by the wake-up");
+        assert_eq!(responses.load(Ordering::Relaxed), 1);
+        assert_eq!(c.metrics.selections[0].load(Ordering::Relaxed), 1);
+    }
+
+    #[tokio::test]
+    async fn a_full_park_queue_refuses_reads() {
+        let (_d, c, _, _) = single(usize::MAX, 0);
+        assert_eq!(c.read(b"k").await.unwrap_err(), CoordError::Busy);
+        assert_eq!(c.metrics.park_rejected.load(Ordering::Relaxed), 1);
+    }
+
+    #[tokio::test]
+    async fn versions_increase_and_deletes_read_as_absent() {
+        let (_d, c, _, _) = single(0, 8);
+        let a = c.next_version();
+        let b = c.next_version();
+        assert!(b > a && b & 0xff == 0);
+        c.write(b"k", Some(b"1".to_vec())).await.unwrap();
+        c.write(b"k", None).await.unwrap();
+        assert_eq!(c.read(b"k").await.unwrap().value, None);
+        c.set_consistency(false, Consistency::All);
+        assert_eq!(c.read(b"k").await.unwrap().value, None);
+        assert_eq!(c.consistency(), (Consistency::All, Consistency::All));
+    }
+}
