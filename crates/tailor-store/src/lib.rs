@@ -11,6 +11,8 @@
 //! One job per module: [`config`], [`storage`], [`resp`], [`commands`], [`internode`], [`peer`],
 //! [`coordinator`], [`replica`], [`emulation`], [`metrics`], [`node`], [`cli`], [`cluster`].
 
+#![warn(missing_docs)]
+
 pub mod cli;
 pub mod cluster;
 pub mod commands;
