@@ -19,13 +19,23 @@ enum Command {
     Sim(cmd::sim::SimArgs),
     /// List the built-in presets, or print one as TOML.
     Presets(cmd::presets::PresetsArgs),
+    /// Run one store node.
+    Node(tailor_store::cli::NodeArgs),
+    /// Start or stop a loopback cluster of store nodes.
+    Cluster(tailor_store::cli::ClusterArgs),
 }
 
 fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Sim(args) => cmd::sim::run(args),
         Command::Presets(args) => cmd::presets::run(args),
+        Command::Node(args) => tailor_store::cli::run_node(&args).map_err(Into::into),
+        Command::Cluster(args) => tailor_store::cli::run_cluster(&args).map_err(Into::into),
     };
     if let Err(e) = outcome {
         eprintln!("error: {e:#}");

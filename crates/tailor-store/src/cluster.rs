@@ -1,0 +1,276 @@
+//! `tailor cluster up/down`: N node processes on loopback with data dirs and pid files.
+
+use crate::config::{Consistency, Durability, Member, NodeConfig};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Errors managing a local cluster.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// A file or process operation failed.
+    #[error("{what}: {source}")]
+    Io {
+        /// What was attempted.
+        what: String,
+        /// The error.
+        source: std::io::Error,
+    },
+    /// A node did not start listening in time.
+    #[error("node {0} did not start within {1:?} (see its node.log)")]
+    StartTimeout(u32, Duration),
+    /// Bad options.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ClusterError {
+    let what = what.into();
+    move |source| ClusterError::Io { what, source }
+}
+
+/// Options of a local cluster, applied to every node.
+#[derive(Clone, Debug)]
+pub struct ClusterOptions {
+    /// Number of nodes.
+    pub nodes: usize,
+    /// Replication factor (capped at `nodes`).
+    pub replication: usize,
+    /// Selector name.
+    pub selector: String,
+    /// Local policy name.
+    pub local: String,
+    /// Read parallelism.
+    pub workers: usize,
+    /// Write consistency.
+    pub write_consistency: Consistency,
+    /// Read consistency.
+    pub read_consistency: Consistency,
+    /// Journal durability.
+    pub durability: Durability,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        let d = NodeConfig::default();
+        ClusterOptions {
+            nodes: 3,
+            replication: d.replication,
+            selector: d.selector,
+            local: d.local,
+            workers: d.workers,
+            write_consistency: d.write_consistency,
+            read_consistency: d.read_consistency,
+            durability: d.durability,
+        }
+    }
+}
+
+/// `n` distinct free loopback ports (all bound at once, then released).
+pub fn free_ports(n: usize) -> Result<Vec<u16>, ClusterError> {
+    let ls: Vec<TcpListener> =
+        (0..n).map(|_| TcpListener::bind("127.0.0.1:0")).collect::<Result<_, _>>().map_err(io("bind a free port"))?;
+    ls.iter().map(|l| l.local_addr().map(|a| a.port()).map_err(io("read a bound port"))).collect()
+}
+
+/// Configurations for a loopback cluster under `dir` (node `i` keeps its files in `dir/node{i}`).
+pub fn plan(opts: &ClusterOptions, dir: &Path) -> Result<Vec<NodeConfig>, ClusterError> {
+    if opts.nodes == 0 {
+        return Err(ClusterError::Invalid("--nodes must be at least 1".into()));
+    }
+    let ports = free_ports(3 * opts.nodes)?;
+    let addr = |p: u16| SocketAddr::from(([127, 0, 0, 1], p));
+    let members: Vec<Member> = (0..opts.nodes).map(|i| Member { id: i as u32, peer: addr(ports[3 * i + 1]) }).collect();
+    Ok((0..opts.nodes)
+        .map(|i| NodeConfig {
+            id: i as u32,
+            data_dir: dir.join(format!("node{i}")).join("data"),
+            client_addr: addr(ports[3 * i]),
+            metrics_addr: Some(addr(ports[3 * i + 2])),
+            members: members.clone(),
+            replication: opts.replication.min(opts.nodes),
+            selector: opts.selector.clone(),
+            local: opts.local.clone(),
+            workers: opts.workers,
+            write_consistency: opts.write_consistency,
+            read_consistency: opts.read_consistency,
+            durability: opts.durability,
+            seed: 1,
+            ..NodeConfig::default()
+        })
+        .collect())
+}
+
+/// Start one node process (`exe node --config dir/node{id}/node.toml`), logging to `node.log`
+/// beside its config and writing `dir/node{id}.pid`.
+pub fn spawn_node(exe: &Path, cfg: &NodeConfig, dir: &Path) -> Result<Child, ClusterError> {
+    let home = dir.join(format!("node{}", cfg.id));
+    std::fs::create_dir_all(&home).map_err(io(format!("create {}", home.display())))?;
+    let path = home.join("node.toml");
+    std::fs::write(&path, cfg.to_toml()).map_err(io(format!("write {}", path.display())))?;
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(home.join("node.log"))
+        .map_err(io("open node.log"))?;
+    let log2 = log.try_clone().map_err(io("open node.log"))?;
+    let child = Command::new(exe)
+        .arg("node")
+        .arg("--config")
+        .arg(&path)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log2)
+        .spawn()
+        .map_err(io(format!("start {}", exe.display())))?;
+    let pid = dir.join(format!("node{}.pid", cfg.id));
+    std::fs::write(&pid, child.id().to_string()).map_err(io(format!("write {}", pid.display())))?;
+    Ok(child)
+}
+
+/// Poll until `addr` accepts a TCP connection or `deadline` passes.
+pub fn wait_listening(addr: SocketAddr, deadline: Instant) -> bool {
+    while Instant::now() < deadline {
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+fn signal(pid: i32, sig: i32) -> bool {
+    // SAFETY: kill(2) has no memory effects; a stale pid only yields ESRCH.
+    unsafe { libc::kill(pid, sig) == 0 }
+}
+
+/// Start the cluster, print each node's client address, and wait until Ctrl-C / SIGTERM or a
+/// node exits; then stop every node.
+pub fn up(opts: &ClusterOptions, dir: Option<PathBuf>) -> Result<(), ClusterError> {
+    let dir = match dir {
+        Some(d) => d,
+        None => {
+            let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+            std::env::temp_dir().join(format!("tailor-cluster-{}-{nanos}", std::process::id()))
+        }
+    };
+    std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
+    let exe = std::env::current_exe().map_err(io("find the tailor executable"))?;
+    let cfgs = plan(opts, &dir)?;
+    let mut children = Vec::new();
+    for cfg in &cfgs {
+        children.push(spawn_node(&exe, cfg, &dir)?);
+    }
+    let wait = Duration::from_secs(30);
+    let deadline = Instant::now() + wait;
+    for cfg in &cfgs {
+        if !wait_listening(cfg.client_addr, deadline) {
+            stop_children(&mut children);
+            return Err(ClusterError::StartTimeout(cfg.id, wait));
+        }
+    }
+    eprintln!(
+        "cluster of {} nodes in {} (stop with Ctrl-C or `tailor cluster down --dir {}`)",
+        cfgs.len(),
+        dir.display(),
+        dir.display()
+    );
+    for cfg in &cfgs {
+        println!("{}", cfg.client_addr);
+    }
+    for cfg in &cfgs {
+        if let Some(m) = cfg.metrics_addr {
+            eprintln!("node {} metrics: http://{m}/metrics", cfg.id);
+        }
+    }
+    let stop = install_stop_flag();
+    loop {
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
+        if children.iter_mut().any(|c| matches!(c.try_wait(), Ok(Some(_)))) {
+            eprintln!("a node exited; stopping the cluster");
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    stop_children(&mut children);
+    for cfg in &cfgs {
+        let _ = std::fs::remove_file(dir.join(format!("node{}.pid", cfg.id)));
+    }
+    Ok(())
+}
+
+fn install_stop_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static STOP: AtomicBool = AtomicBool::new(false);
+    extern "C" fn on_signal(_: i32) {
+        STOP.store(true, Ordering::Relaxed);
+    }
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+    let flag = std::sync::Arc::new(AtomicBool::new(false));
+    let f = flag.clone();
+    std::thread::spawn(move || loop {
+        if STOP.load(Ordering::Relaxed) {
+            f.store(true, Ordering::Relaxed);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    });
+    flag
+}
+
+fn stop_children(children: &mut [Child]) {
+    for c in children.iter() {
+        signal(c.id() as i32, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for c in children.iter_mut() {
+        loop {
+            match c.try_wait() {
+                Ok(Some(_)) | Err(_) => break,
+                Ok(None) if Instant::now() > deadline => {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                    break;
+                }
+                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            }
+        }
+    }
+}
+
+/// Stop every node whose pid file is under `dir` (SIGTERM, then SIGKILL after 10 s).
+pub fn down(dir: &Path) -> Result<usize, ClusterError> {
+    let entries = std::fs::read_dir(dir).map_err(io(format!("read {}", dir.display())))?;
+    let mut pids = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if name.starts_with("node") && name.ends_with(".pid") {
+            let text = std::fs::read_to_string(e.path()).map_err(io(format!("read {name}")))?;
+            match text.trim().parse::<i32>() {
+                Ok(pid) if pid > 0 => pids.push((pid, e.path())),
+                _ => return Err(ClusterError::Invalid(format!("{name} does not hold a pid"))),
+            }
+        }
+    }
+    for (pid, _) in &pids {
+        signal(*pid, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    for (pid, path) in &pids {
+        while signal(*pid, 0) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        if signal(*pid, 0) {
+            signal(*pid, libc::SIGKILL);
+        }
+        let _ = std::fs::remove_file(path);
+    }
+    Ok(pids.len())
+}

@@ -1,0 +1,230 @@
+//! Client commands: the Redis subset unmodified clients need, plus `TAILOR.*` admin commands.
+//!
+//! Choices: `SET` accepts no options (`EX`, `NX`, ... get a syntax error); `DEL` and `EXISTS`
+//! read each key first (at the read consistency) to count what existed; `HELLO` is refused as an
+//! unknown command so clients fall back to RESP2; `CONFIG GET` answers `save` and `appendonly`
+//! (what redis-benchmark asks) and an empty list otherwise.
+
+use crate::config::Consistency;
+use crate::node::Node;
+use crate::resp::Reply;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// The result of one command: the reply and whether to close the connection after it.
+pub struct Executed {
+    /// Reply to send.
+    pub reply: Reply,
+    /// Close after sending (QUIT).
+    pub close: bool,
+}
+
+fn wrong_args(name: &str) -> Reply {
+    Reply::err(format!("wrong number of arguments for '{name}' command"))
+}
+
+fn unknown(args: &[Vec<u8>]) -> Reply {
+    let name = String::from_utf8_lossy(&args[0]);
+    let mut rest = String::new();
+    for a in args.iter().skip(1).take(8) {
+        let a = String::from_utf8_lossy(a);
+        let a: String = a.chars().take(64).collect();
+        rest.push_str(&format!("'{a}' "));
+    }
+    let name: String = name.chars().take(128).collect();
+    Reply::err(format!("unknown command '{name}', with args beginning with: {rest}"))
+}
+
+/// Execute one command (`args[0]` is its name, any case).
+pub async fn execute(node: &Arc<Node>, args: Vec<Vec<u8>>) -> Executed {
+    node.metrics.client_commands.fetch_add(1, Ordering::Relaxed);
+    let reply = |reply| Executed { reply, close: false };
+    if args.is_empty() {
+        return reply(Reply::err("empty command"));
+    }
+    let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
+    let n = args.len();
+    let coord = &node.coordinator;
+    let err = |e: crate::coordinator::CoordError| Reply::err(e);
+    reply(match name.as_str() {
+        "ping" => match n {
+            1 => Reply::Simple("PONG".into()),
+            2 => Reply::Bulk(args[1].clone()),
+            _ => wrong_args("ping"),
+        },
+        "echo" if n == 2 => Reply::Bulk(args[1].clone()),
+        "echo" => wrong_args("echo"),
+        "quit" => return Executed { reply: Reply::ok(), close: true },
+        "get" if n == 2 => match coord.read(&args[1]).await {
+            Ok(v) => v.value.map_or(Reply::Null, Reply::Bulk),
+            Err(e) => err(e),
+        },
+        "get" => wrong_args("get"),
+        "set" if n == 3 => {
+            let mut it = args.into_iter().skip(1);
+            let (Some(k), Some(v)) = (it.next(), it.next()) else { return reply(wrong_args("set")) };
+            if v.len() as u64 > node.cfg.max_value_bytes {
+                Reply::err(format!(
+                    "value of {} bytes exceeds the maximum of {} bytes",
+                    v.len(),
+                    node.cfg.max_value_bytes
+                ))
+            } else {
+                match coord.write(&k, Some(v)).await {
+                    Ok(()) => Reply::ok(),
+                    Err(e) => err(e),
+                }
+            }
+        }
+        "set" if n > 3 => Reply::err("syntax error"),
+        "set" => wrong_args("set"),
+        "mget" if n >= 2 => {
+            let mut out = Vec::with_capacity(n - 1);
+            for k in &args[1..] {
+                match coord.read(k).await {
+                    Ok(v) => out.push(v.value.map_or(Reply::Null, Reply::Bulk)),
+                    Err(e) => return reply(err(e)),
+                }
+            }
+            Reply::Array(out)
+        }
+        "mget" => wrong_args("mget"),
+        "exists" | "del" if n >= 2 => {
+            let mut count = 0;
+            for k in &args[1..] {
+                match coord.read(k).await {
+                    Ok(v) if v.value.is_some() => {
+                        if name == "del" {
+                            if let Err(e) = coord.write(k, None).await {
+                                return reply(err(e));
+                            }
+                        }
+                        count += 1;
+                    }
+                    Ok(_) => {}
+                    Err(e) => return reply(err(e)),
+                }
+            }
+            Reply::Integer(count)
+        }
+        "exists" | "del" => wrong_args(&name),
+        "select" if n == 2 => {
+            if args[1] == b"0" {
+                Reply::ok()
+            } else {
+                Reply::err("DB index is out of range")
+            }
+        }
+        "select" => wrong_args("select"),
+        "command" => match args.get(1).map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()) {
+            Some(s) if s == "count" => Reply::Integer(COMMANDS.len() as i64),
+            _ => Reply::Array(Vec::new()),
+        },
+        "config" if n >= 3 && args[1].eq_ignore_ascii_case(b"get") => {
+            let mut out = Vec::new();
+            for p in &args[2..] {
+                let p = String::from_utf8_lossy(p).to_ascii_lowercase();
+                let v = match p.as_str() {
+                    "save" => "",
+                    "appendonly" => "no",
+                    _ => continue,
+                };
+                out.push(Reply::Bulk(p.into_bytes()));
+                out.push(Reply::Bulk(v.as_bytes().to_vec()));
+            }
+            Reply::Array(out)
+        }
+        "config" => Reply::err("CONFIG supports only GET here"),
+        "client" if n >= 2 => Reply::ok(),
+        "client" => wrong_args("client"),
+        "info" => Reply::Bulk(info(node).into_bytes()),
+        "tailor.set" if n == 3 => tailor_set(node, &args[1], &args[2]),
+        "tailor.set" => wrong_args("tailor.set"),
+        "tailor.get" if n == 2 => tailor_get(node, &args[1]),
+        "tailor.get" => wrong_args("tailor.get"),
+        "tailor.localget" if n == 2 => match node.storage.get(&args[1]) {
+            Ok(v) => v.value.map_or(Reply::Null, Reply::Bulk),
+            Err(e) => Reply::err(e),
+        },
+        "tailor.localget" => wrong_args("tailor.localget"),
+        _ => unknown(&args),
+    })
+}
+
+/// Commands this node implements (for `COMMAND COUNT` and `INFO`).
+pub const COMMANDS: &[&str] = &[
+    "get",
+    "set",
+    "del",
+    "exists",
+    "mget",
+    "ping",
+    "echo",
+    "info",
+    "command",
+    "config",
+    "client",
+    "select",
+    "quit",
+    "tailor.set",
+    "tailor.get",
+    "tailor.localget",
+];
+
+fn tailor_set(node: &Arc<Node>, knob: &[u8], value: &[u8]) -> Reply {
+    let knob = String::from_utf8_lossy(knob).to_ascii_lowercase().replace('-', "_");
+    let value = String::from_utf8_lossy(value).to_string();
+    match knob.as_str() {
+        "workers" => match value.parse::<usize>() {
+            Ok(n) if (1..=crate::replica::MAX_WORKERS).contains(&n) => {
+                node.replica.set_workers(n);
+                Reply::ok()
+            }
+            _ => {
+                Reply::err(format!("invalid value '{value}' for knob 'workers' (1..={})", crate::replica::MAX_WORKERS))
+            }
+        },
+        "read_consistency" | "write_consistency" => match Consistency::parse(&value) {
+            Some(c) => {
+                node.coordinator.set_consistency(knob == "write_consistency", c);
+                Reply::ok()
+            }
+            None => Reply::err(format!("invalid value '{value}' for knob '{knob}' (one, quorum, all)")),
+        },
+        _ => match node.emulation.set(&knob, &value) {
+            Ok(()) => Reply::ok(),
+            Err(e) => Reply::err(e),
+        },
+    }
+}
+
+fn tailor_get(node: &Arc<Node>, knob: &[u8]) -> Reply {
+    let knob = String::from_utf8_lossy(knob).to_ascii_lowercase().replace('-', "_");
+    let (r, w) = node.coordinator.consistency();
+    let text = match knob.as_str() {
+        "workers" => node.replica.workers().to_string(),
+        "read_consistency" => format!("{r:?}").to_lowercase(),
+        "write_consistency" => format!("{w:?}").to_lowercase(),
+        "queue_len" => node.replica.queue_len().to_string(),
+        _ => match node.emulation.get(&knob) {
+            Some(v) => v,
+            None => return Reply::err(format!("unknown knob '{knob}'")),
+        },
+    };
+    Reply::Bulk(text.into_bytes())
+}
+
+fn info(node: &Arc<Node>) -> String {
+    let c = &node.cfg;
+    format!(
+        "# Server\r\nredis_version:7.0.0\r\ntailor_version:{}\r\nredis_mode:standalone\r\nnode_id:{}\r\nrole:master\r\n\r\n# Tailor\r\nmembers:{}\r\nreplication:{}\r\nselector:{}\r\nlocal:{}\r\nworkers:{}\r\nqueue_len:{}\r\n",
+        env!("CARGO_PKG_VERSION"),
+        c.id,
+        c.members.len(),
+        c.replication,
+        c.selector,
+        c.local,
+        node.replica.workers(),
+        node.replica.queue_len()
+    )
+}

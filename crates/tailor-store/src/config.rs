@@ -1,0 +1,319 @@
+//! Node configuration: a TOML file (or flags turned into one), every field defaulted.
+
+use serde::{Deserialize, Serialize};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use tailor_core::local::LocalConfig;
+use tailor_core::selector::SelectorConfig;
+
+/// Errors loading or validating a node configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The TOML did not parse or named an unknown field.
+    #[error("invalid config {path}: {source}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The TOML error (names the field).
+        source: toml::de::Error,
+    },
+    /// A field has a value the node cannot run with.
+    #[error("invalid config field `{field}`: {reason}")]
+    Invalid {
+        /// The field.
+        field: &'static str,
+        /// Why.
+        reason: String,
+    },
+}
+
+/// How many replicas must acknowledge (writes) or answer (reads) before the client gets a reply.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Consistency {
+    /// One replica.
+    One,
+    /// A majority of the replication factor.
+    #[default]
+    Quorum,
+    /// Every replica.
+    All,
+}
+
+impl Consistency {
+    /// Replies needed out of `k` replicas.
+    pub fn required(self, k: usize) -> usize {
+        match self {
+            Consistency::One => 1,
+            Consistency::Quorum => k / 2 + 1,
+            Consistency::All => k,
+        }
+    }
+
+    /// Parse `one`, `quorum` or `all` (any case).
+    pub fn parse(s: &str) -> Option<Consistency> {
+        match s.to_ascii_lowercase().as_str() {
+            "one" => Some(Consistency::One),
+            "quorum" => Some(Consistency::Quorum),
+            "all" => Some(Consistency::All),
+            _ => None,
+        }
+    }
+}
+
+/// When a write is durable relative to its acknowledgement.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Durability {
+    /// The journal is fsynced (fdatasync) before the replica acknowledges: survives power loss.
+    #[default]
+    Sync,
+    /// The journal is flushed to OS buffers before the ack: survives a process crash, not power loss.
+    Buffer,
+}
+
+/// One cluster member as every node sees it (static membership).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Member {
+    /// Node id: members must be numbered `0..m` (the ring's node index).
+    pub id: u32,
+    /// Internode (peer protocol) address.
+    pub peer: SocketAddr,
+}
+
+/// Emulation knobs that make a laptop node behave like a slower or noisier datacenter one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EmulationConfig {
+    /// Emulated service time per value byte, in nanoseconds (`alpha`; 80 = 100 Mbit/s).
+    pub alpha_ns_per_byte: f64,
+    /// Emulated fixed service time per request, in microseconds (`beta`).
+    pub beta_us: f64,
+    /// Fluctuation factor `D`: while slow, a request takes `D` times as long (1 = off).
+    pub fluct_factor: f64,
+    /// Fluctuation period `T` in ms: every `T` ms the node is slow with probability 1/2.
+    /// 0 with `fluct_factor > 1` means permanently slow.
+    pub fluct_period_ms: u64,
+    /// Stall injection: a stall starts every this many ms (0 = off).
+    pub stall_every_ms: u64,
+    /// Length of each stall in ms: workers start nothing while it lasts.
+    pub stall_ms: u64,
+}
+
+impl Default for EmulationConfig {
+    fn default() -> Self {
+        EmulationConfig {
+            alpha_ns_per_byte: 0.0,
+            beta_us: 0.0,
+            fluct_factor: 1.0,
+            fluct_period_ms: 0,
+            stall_every_ms: 0,
+            stall_ms: 0,
+        }
+    }
+}
+
+/// A node's whole configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NodeConfig {
+    /// This node's id (an entry of `members`).
+    pub id: u32,
+    /// Directory of the storage engine's files.
+    pub data_dir: PathBuf,
+    /// Address of the RESP2 client endpoint.
+    pub client_addr: SocketAddr,
+    /// Address of the internode endpoint; defaults to this node's `members` entry.
+    pub peer_addr: Option<SocketAddr>,
+    /// Address of the Prometheus text endpoint (plain HTTP); none disables it.
+    pub metrics_addr: Option<SocketAddr>,
+    /// Every cluster member, this node included.
+    pub members: Vec<Member>,
+    /// Replication factor `k`.
+    pub replication: usize,
+    /// Tokens per node on the ring (1 = evenly spaced groups of consecutive nodes).
+    pub vnodes: usize,
+    /// Replica selector name (see `tailor_core::selector::SELECTORS`).
+    pub selector: String,
+    /// Local queue policy name (see `tailor_core::local::LOCALS`).
+    pub local: String,
+    /// Read parallelism `P`: worker threads executing requests.
+    pub workers: usize,
+    /// Write consistency level.
+    pub write_consistency: Consistency,
+    /// Read consistency level (ONE uses the selector; QUORUM/ALL ask every up replica and return
+    /// the newest version once enough answered).
+    pub read_consistency: Consistency,
+    /// Journal persistence before a replica acknowledges a write.
+    pub durability: Durability,
+    /// Largest value accepted from clients, in bytes.
+    pub max_value_bytes: u64,
+    /// Values above this size are "large" (Héron's THR_L, RML's size class).
+    pub large_value_bytes: u64,
+    /// Timeout of one request to a replica, in ms; a read that times out moves to the next replica.
+    pub request_timeout_ms: u64,
+    /// Heartbeat interval of the failure detector, in ms.
+    pub heartbeat_ms: u64,
+    /// Consecutive missed heartbeats (or timed-out requests) that mark a peer down.
+    pub down_after_misses: u32,
+    /// Requests a replica group may park at the coordinator (C3 backpressure, Héron blocking).
+    pub park_capacity: usize,
+    /// Seed of the strategies' random streams (mixed with the node id).
+    pub seed: u64,
+    /// Emulation knobs.
+    pub emulation: EmulationConfig,
+    /// Selector tunables.
+    pub selectors: SelectorConfig,
+    /// Local policy tunables.
+    pub locals: LocalConfig,
+}
+
+impl Default for NodeConfig {
+    fn default() -> Self {
+        NodeConfig {
+            id: 0,
+            data_dir: PathBuf::from("tailor-data"),
+            client_addr: SocketAddr::from(([127, 0, 0, 1], 6379)),
+            peer_addr: None,
+            metrics_addr: None,
+            members: Vec::new(),
+            replication: 3,
+            vnodes: 1,
+            selector: "c3".to_string(),
+            local: "fcfs".to_string(),
+            workers: 4,
+            write_consistency: Consistency::Quorum,
+            read_consistency: Consistency::One,
+            durability: Durability::Sync,
+            max_value_bytes: 16 * 1024 * 1024,
+            large_value_bytes: 256 * 1024,
+            request_timeout_ms: 1000,
+            heartbeat_ms: 100,
+            down_after_misses: 3,
+            park_capacity: 1024,
+            seed: 1,
+            emulation: EmulationConfig::default(),
+            selectors: SelectorConfig::default(),
+            locals: LocalConfig::default(),
+        }
+    }
+}
+
+impl NodeConfig {
+    /// Load and validate a TOML file.
+    pub fn load(path: &Path) -> Result<NodeConfig, ConfigError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_path_buf(), source })?;
+        let cfg: NodeConfig =
+            toml::from_str(&text).map_err(|source| ConfigError::Parse { path: path.to_path_buf(), source })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Serialize to TOML (what `tailor cluster up` writes).
+    pub fn to_toml(&self) -> String {
+        toml::to_string(self).unwrap_or_default()
+    }
+
+    /// Check the fields that the types cannot.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |field, reason: String| Err(ConfigError::Invalid { field, reason });
+        if self.members.is_empty() {
+            return bad("members", "at least one member (this node) is required".into());
+        }
+        for (i, m) in self.members.iter().enumerate() {
+            if m.id as usize != i {
+                return bad(
+                    "members",
+                    format!("ids must be 0..{} in order; entry {i} has id {}", self.members.len(), m.id),
+                );
+            }
+        }
+        if self.id as usize >= self.members.len() {
+            return bad("id", format!("{} is not a member id", self.id));
+        }
+        if self.replication == 0 || self.replication > self.members.len() {
+            return bad("replication", format!("{} must be in 1..={}", self.replication, self.members.len()));
+        }
+        if self.workers == 0 || self.workers > 256 {
+            return bad("workers", format!("{} must be in 1..=256", self.workers));
+        }
+        if !tailor_core::selector::SELECTORS.contains(&self.selector.as_str()) {
+            return bad("selector", format!("unknown `{}`", self.selector));
+        }
+        if !tailor_core::local::LOCALS.contains(&self.local.as_str()) {
+            return bad("local", format!("unknown `{}`", self.local));
+        }
+        if self.request_timeout_ms == 0 || self.heartbeat_ms == 0 {
+            return bad("request_timeout_ms", "timeouts and heartbeat must be > 0".into());
+        }
+        if self.max_value_bytes > u32::MAX as u64 {
+            return bad("max_value_bytes", "must fit in 32 bits (the engine's value limit)".into());
+        }
+        Ok(())
+    }
+
+    /// The internode address this node listens on.
+    pub fn peer_listen(&self) -> SocketAddr {
+        self.peer_addr.unwrap_or(self.members[self.id as usize].peer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_and_unknown_fields() {
+        let cfg: NodeConfig =
+            toml::from_str("members = [{ id = 0, peer = \"127.0.0.1:1\" }]\nreplication = 1").unwrap();
+        assert_eq!(cfg.workers, 4);
+        assert_eq!(cfg.write_consistency, Consistency::Quorum);
+        assert_eq!(cfg.max_value_bytes, 16 << 20);
+        cfg.validate().unwrap();
+        let err = toml::from_str::<NodeConfig>("bogus = 1").unwrap_err();
+        assert!(err.to_string().contains("bogus"), "{err}");
+    }
+
+    #[test]
+    fn validation_names_the_field() {
+        let mut cfg = NodeConfig {
+            members: vec![Member { id: 0, peer: "127.0.0.1:1".parse().unwrap() }],
+            replication: 3,
+            ..NodeConfig::default()
+        };
+        assert!(cfg.validate().unwrap_err().to_string().contains("replication"));
+        cfg.replication = 1;
+        cfg.selector = "nope".into();
+        assert!(cfg.validate().unwrap_err().to_string().contains("selector"));
+    }
+
+    #[test]
+    fn round_trips_through_toml() {
+        let cfg = NodeConfig {
+            members: vec![Member { id: 0, peer: "127.0.0.1:1".parse().unwrap() }],
+            replication: 1,
+            metrics_addr: Some("127.0.0.1:2".parse().unwrap()),
+            ..NodeConfig::default()
+        };
+        let back: NodeConfig = toml::from_str(&cfg.to_toml()).unwrap();
+        assert_eq!(back, cfg);
+    }
+
+    #[test]
+    fn consistency_counts() {
+        assert_eq!(Consistency::Quorum.required(3), 2);
+        assert_eq!(Consistency::All.required(3), 3);
+        assert_eq!(Consistency::One.required(3), 1);
+        assert_eq!(Consistency::parse("ALL"), Some(Consistency::All));
+    }
+}

@@ -1,0 +1,141 @@
+//! Emulation knobs: an emulated service-time model, bimodal fluctuation and stall injection,
+//! changeable at runtime (`TAILOR.SET knob value`).
+
+use crate::config::EmulationConfig;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+use tailor_core::time::{Nanos, MS};
+
+/// The knobs' names as `TAILOR.SET` accepts them.
+pub const KNOBS: &[&str] =
+    &["alpha_ns_per_byte", "beta_us", "fluct_factor", "fluct_period_ms", "stall_every_ms", "stall_ms", "workers"];
+
+/// Live emulation settings of one node (lock-free: workers read them on every request).
+#[derive(Debug)]
+pub struct Emulation {
+    alpha: AtomicU64,
+    beta_us: AtomicU64,
+    fluct_factor: AtomicU64,
+    fluct_period_ms: AtomicU64,
+    stall_every_ms: AtomicU64,
+    stall_ms: AtomicU64,
+    seed: u64,
+}
+
+fn f(a: &AtomicU64) -> f64 {
+    f64::from_bits(a.load(Ordering::Relaxed))
+}
+
+impl Emulation {
+    /// Settings from the config; `seed` decorrelates nodes' fluctuation draws.
+    pub fn new(cfg: &EmulationConfig, seed: u64) -> Emulation {
+        Emulation {
+            alpha: AtomicU64::new(cfg.alpha_ns_per_byte.to_bits()),
+            beta_us: AtomicU64::new(cfg.beta_us.to_bits()),
+            fluct_factor: AtomicU64::new(cfg.fluct_factor.to_bits()),
+            fluct_period_ms: AtomicU64::new(cfg.fluct_period_ms),
+            stall_every_ms: AtomicU64::new(cfg.stall_every_ms),
+            stall_ms: AtomicU64::new(cfg.stall_ms),
+            seed,
+        }
+    }
+
+    /// Set a knob (not `workers`, which the replica owns); errors name the knob or the value.
+    pub fn set(&self, knob: &str, value: &str) -> Result<(), String> {
+        let num: f64 = value.parse().map_err(|_| format!("invalid value '{value}' for knob '{knob}'"))?;
+        if !num.is_finite() || num < 0.0 {
+            return Err(format!("knob '{knob}' must be a finite number >= 0"));
+        }
+        match knob {
+            "alpha_ns_per_byte" => self.alpha.store(num.to_bits(), Ordering::Relaxed),
+            "beta_us" => self.beta_us.store(num.to_bits(), Ordering::Relaxed),
+            "fluct_factor" if num >= 1.0 => self.fluct_factor.store(num.to_bits(), Ordering::Relaxed),
+            "fluct_factor" => return Err("knob 'fluct_factor' must be >= 1".into()),
+            "fluct_period_ms" => self.fluct_period_ms.store(num as u64, Ordering::Relaxed),
+            "stall_every_ms" => self.stall_every_ms.store(num as u64, Ordering::Relaxed),
+            "stall_ms" => self.stall_ms.store(num as u64, Ordering::Relaxed),
+            _ => return Err(format!("unknown knob '{knob}' (known: {})", KNOBS.join(", "))),
+        }
+        Ok(())
+    }
+
+    /// A knob's current value as text.
+    pub fn get(&self, knob: &str) -> Option<String> {
+        Some(match knob {
+            "alpha_ns_per_byte" => f(&self.alpha).to_string(),
+            "beta_us" => f(&self.beta_us).to_string(),
+            "fluct_factor" => f(&self.fluct_factor).to_string(),
+            "fluct_period_ms" => self.fluct_period_ms.load(Ordering::Relaxed).to_string(),
+            "stall_every_ms" => self.stall_every_ms.load(Ordering::Relaxed).to_string(),
+            "stall_ms" => self.stall_ms.load(Ordering::Relaxed).to_string(),
+            _ => return None,
+        })
+    }
+
+    /// Emulated processing time `alpha * size + beta` of a value of `size` bytes (0 when off).
+    pub fn model_time(&self, size: u64) -> Nanos {
+        (f(&self.alpha) * size as f64 + f(&self.beta_us) * 1000.0).max(0.0) as Nanos
+    }
+
+    /// Whether the node is in its slow state at `now`: each period of `T` ms it is slow with
+    /// probability 1/2 (a deterministic hash of the seed and the period index); `T = 0` with a
+    /// factor above 1 means always slow.
+    pub fn slow_at(&self, now: Nanos) -> bool {
+        if f(&self.fluct_factor) <= 1.0 {
+            return false;
+        }
+        let period = self.fluct_period_ms.load(Ordering::Relaxed);
+        if period == 0 {
+            return true;
+        }
+        tailor_core::ring::hash_key(self.seed ^ (now / (period * MS))) & 1 == 1
+    }
+
+    /// How long a request whose real execution took `real` and whose value has `size` bytes must
+    /// additionally wait so that it takes `(real + model) * D` while slow, `real + model` otherwise.
+    pub fn extra_delay(&self, now: Nanos, real: Nanos, size: u64) -> Duration {
+        let base = real + self.model_time(size);
+        let total = if self.slow_at(now) { (base as f64 * f(&self.fluct_factor)) as Nanos } else { base };
+        Duration::from_nanos(total.saturating_sub(real))
+    }
+
+    /// If a stall covers `now`, how long remains of it.
+    pub fn stall_remaining(&self, now: Nanos) -> Option<Duration> {
+        let every = self.stall_every_ms.load(Ordering::Relaxed) * MS;
+        let len = self.stall_ms.load(Ordering::Relaxed) * MS;
+        if every == 0 || len == 0 {
+            return None;
+        }
+        let into = now % every;
+        (into < len).then(|| Duration::from_nanos(len - into))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_fluctuation_and_stalls() {
+        let e = Emulation::new(&EmulationConfig::default(), 1);
+        assert_eq!(e.model_time(1000), 0);
+        assert_eq!(e.extra_delay(0, 500, 10), Duration::ZERO);
+        e.set("alpha_ns_per_byte", "80").unwrap();
+        e.set("beta_us", "1000").unwrap();
+        assert_eq!(e.model_time(1000), 80_000 + 1_000_000);
+        e.set("fluct_factor", "3").unwrap();
+        assert!(e.slow_at(123), "period 0 means always slow");
+        assert_eq!(e.extra_delay(0, 0, 0), Duration::from_millis(3));
+        e.set("fluct_period_ms", "10").unwrap();
+        let slow = (0..1000u64).filter(|i| e.slow_at(i * 10 * MS)).count();
+        assert!((400..600).contains(&slow), "{slow}");
+        e.set("stall_every_ms", "100").unwrap();
+        e.set("stall_ms", "10").unwrap();
+        assert_eq!(e.stall_remaining(204 * MS), Some(Duration::from_millis(6)));
+        assert_eq!(e.stall_remaining(250 * MS), None);
+        assert!(e.set("fluct_factor", "0.5").is_err());
+        assert!(e.set("nope", "1").unwrap_err().contains("unknown knob"));
+        assert!(e.set("beta_us", "x").is_err());
+        assert_eq!(e.get("stall_ms").as_deref(), Some("10"));
+    }
+}

@@ -1,0 +1,303 @@
+//! Hand-written binary encoding of [`Message`]: `u32` big-endian length of what follows, a
+//! version byte, a kind byte, then the fields in little-endian order. Byte strings are `u32`
+//! length + bytes. Decoding never trusts a length beyond the frame it is in.
+
+use super::message::Message;
+use tailor_core::facts::Feedback;
+use tailor_core::model::Tags;
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+/// Protocol version carried by every frame.
+pub const VERSION: u8 = 1;
+
+const READ: u8 = 1;
+const WRITE: u8 = 2;
+const PING: u8 = 3;
+const READ_REPLY: u8 = 4;
+const WRITE_ACK: u8 = 5;
+const PONG: u8 = 6;
+const FAILED: u8 = 7;
+
+/// A frame that cannot be decoded.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum DecodeError {
+    /// The frame ended inside a field.
+    #[error("internode frame truncated at byte {0}")]
+    Truncated(usize),
+    /// Unknown protocol version.
+    #[error("internode frame has version {0}, expected {VERSION}")]
+    Version(u8),
+    /// Unknown message kind.
+    #[error("internode frame has unknown kind {0}")]
+    Kind(u8),
+    /// Bytes left after the message.
+    #[error("internode frame has {0} trailing bytes")]
+    Trailing(usize),
+    /// A string field is not UTF-8.
+    #[error("internode frame has a non-UTF-8 string")]
+    Utf8,
+    /// The declared frame length is above the limit.
+    #[error("internode frame of {len} bytes exceeds the limit of {max}")]
+    TooLong {
+        /// Declared length.
+        len: u64,
+        /// Limit.
+        max: u64,
+    },
+    /// The connection failed.
+    #[error("internode connection: {0}")]
+    Io(String),
+}
+
+struct W(Vec<u8>);
+
+impl W {
+    fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    fn bytes(&mut self, b: &[u8]) {
+        self.u32(b.len() as u32);
+        self.0.extend_from_slice(b);
+    }
+    fn opt(&mut self, b: &Option<Vec<u8>>) {
+        match b {
+            Some(b) => {
+                self.u8(1);
+                self.bytes(b);
+            }
+            None => self.u8(0),
+        }
+    }
+    fn feedback(&mut self, f: &Feedback) {
+        self.u32(f.from);
+        self.u64(f.timestamp);
+        self.u32(f.queue_len);
+        self.u64(f.service_time);
+        self.u64(f.completed);
+        self.u8(f.busy as u8);
+        self.u64(f.dq as u64);
+        self.u64(f.pending_work);
+        self.u32(f.bloom_generation);
+        self.u32(f.bloom_bits.len() as u32);
+        for b in &f.bloom_bits {
+            self.u32(*b);
+        }
+    }
+}
+
+struct R<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> R<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
+        if self.buf.len() - self.pos < n {
+            return Err(DecodeError::Truncated(self.pos));
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+    fn u8(&mut self) -> Result<u8, DecodeError> {
+        Ok(self.take(1)?[0])
+    }
+    fn u32(&mut self) -> Result<u32, DecodeError> {
+        let mut a = [0u8; 4];
+        a.copy_from_slice(self.take(4)?);
+        Ok(u32::from_le_bytes(a))
+    }
+    fn u64(&mut self) -> Result<u64, DecodeError> {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(self.take(8)?);
+        Ok(u64::from_le_bytes(a))
+    }
+    fn bytes(&mut self) -> Result<Vec<u8>, DecodeError> {
+        let n = self.u32()? as usize;
+        Ok(self.take(n)?.to_vec())
+    }
+    fn opt(&mut self) -> Result<Option<Vec<u8>>, DecodeError> {
+        Ok(match self.u8()? {
+            0 => None,
+            _ => Some(self.bytes()?),
+        })
+    }
+    fn feedback(&mut self) -> Result<Feedback, DecodeError> {
+        let mut f = Feedback {
+            from: self.u32()?,
+            timestamp: self.u64()?,
+            queue_len: self.u32()?,
+            service_time: self.u64()?,
+            completed: self.u64()?,
+            busy: self.u8()? != 0,
+            dq: self.u64()? as i64,
+            pending_work: self.u64()?,
+            bloom_generation: self.u32()?,
+            bloom_bits: Vec::new(),
+        };
+        let n = self.u32()? as usize;
+        // bound by what the frame can hold before allocating
+        if n > (self.buf.len() - self.pos) / 4 {
+            return Err(DecodeError::Truncated(self.pos));
+        }
+        f.bloom_bits = (0..n).map(|_| self.u32()).collect::<Result<_, _>>()?;
+        Ok(f)
+    }
+}
+
+/// Encode `msg` as a whole frame (length prefix included).
+pub fn encode(msg: &Message) -> Vec<u8> {
+    let mut w = W(vec![0, 0, 0, 0, VERSION]);
+    match msg {
+        Message::Read { id, key, tags } => {
+            w.u8(READ);
+            w.u64(*id);
+            w.bytes(key);
+            w.u8(tags.priority);
+            w.u8(tags.size_class);
+        }
+        Message::Write { id, key, version, value } => {
+            w.u8(WRITE);
+            w.u64(*id);
+            w.bytes(key);
+            w.u64(*version);
+            w.opt(value);
+        }
+        Message::Ping { id } => {
+            w.u8(PING);
+            w.u64(*id);
+        }
+        Message::ReadReply { id, version, value, feedback } => {
+            w.u8(READ_REPLY);
+            w.u64(*id);
+            w.u64(*version);
+            w.opt(value);
+            w.feedback(feedback);
+        }
+        Message::WriteAck { id, applied, feedback } => {
+            w.u8(WRITE_ACK);
+            w.u64(*id);
+            w.u8(*applied as u8);
+            w.feedback(feedback);
+        }
+        Message::Pong { id, feedback } => {
+            w.u8(PONG);
+            w.u64(*id);
+            w.feedback(feedback);
+        }
+        Message::Failed { id, reason } => {
+            w.u8(FAILED);
+            w.u64(*id);
+            w.bytes(reason.as_bytes());
+        }
+    }
+    let len = (w.0.len() - 4) as u32;
+    w.0[..4].copy_from_slice(&len.to_be_bytes());
+    w.0
+}
+
+/// Decode a frame body (after the length prefix).
+pub fn decode(body: &[u8]) -> Result<Message, DecodeError> {
+    let mut r = R { buf: body, pos: 0 };
+    let version = r.u8()?;
+    if version != VERSION {
+        return Err(DecodeError::Version(version));
+    }
+    let kind = r.u8()?;
+    let msg = match kind {
+        READ => Message::Read { id: r.u64()?, key: r.bytes()?, tags: Tags { priority: r.u8()?, size_class: r.u8()? } },
+        WRITE => Message::Write { id: r.u64()?, key: r.bytes()?, version: r.u64()?, value: r.opt()? },
+        PING => Message::Ping { id: r.u64()? },
+        READ_REPLY => Message::ReadReply { id: r.u64()?, version: r.u64()?, value: r.opt()?, feedback: r.feedback()? },
+        WRITE_ACK => Message::WriteAck { id: r.u64()?, applied: r.u8()? != 0, feedback: r.feedback()? },
+        PONG => Message::Pong { id: r.u64()?, feedback: r.feedback()? },
+        FAILED => {
+            let id = r.u64()?;
+            let reason = String::from_utf8(r.bytes()?).map_err(|_| DecodeError::Utf8)?;
+            Message::Failed { id, reason }
+        }
+        k => return Err(DecodeError::Kind(k)),
+    };
+    if r.pos != body.len() {
+        return Err(DecodeError::Trailing(body.len() - r.pos));
+    }
+    Ok(msg)
+}
+
+/// Read one frame body from `src`, refusing declared lengths above `max`; `Ok(None)` on a clean EOF.
+pub async fn read_frame<S: AsyncRead + Unpin>(src: &mut S, max: u64) -> Result<Option<Vec<u8>>, DecodeError> {
+    let mut len = [0u8; 4];
+    match src.read_exact(&mut len).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(DecodeError::Io(e.to_string())),
+    }
+    let len = u32::from_be_bytes(len) as u64;
+    if len > max {
+        return Err(DecodeError::TooLong { len, max });
+    }
+    let mut body = vec![0u8; len as usize];
+    src.read_exact(&mut body).await.map_err(|e| DecodeError::Io(e.to_string()))?;
+    Ok(Some(body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fb() -> Feedback {
+        Feedback { from: 2, timestamp: 9, queue_len: 3, dq: -4, bloom_bits: vec![1, 7], ..Feedback::default() }
+    }
+
+    #[test]
+    fn every_message_round_trips() {
+        let msgs = vec![
+            Message::Read { id: 1, key: b"k".to_vec(), tags: Tags { priority: 1, size_class: 2 } },
+            Message::Write { id: 2, key: b"k".to_vec(), version: 77, value: Some(vec![0; 100]) },
+            Message::Write { id: 3, key: b"k".to_vec(), version: 78, value: None },
+            Message::Ping { id: 4 },
+            Message::ReadReply { id: 5, version: 3, value: Some(b"v".to_vec()), feedback: fb() },
+            Message::WriteAck { id: 6, applied: true, feedback: fb() },
+            Message::Pong { id: 7, feedback: fb() },
+            Message::Failed { id: 8, reason: "disk".into() },
+        ];
+        for m in msgs {
+            let frame = encode(&m);
+            assert_eq!(u32::from_be_bytes(frame[..4].try_into().unwrap()) as usize, frame.len() - 4);
+            assert_eq!(decode(&frame[4..]).unwrap(), m);
+        }
+    }
+
+    #[test]
+    fn malformed_frames_are_errors() {
+        let frame = encode(&Message::ReadReply { id: 5, version: 3, value: Some(b"v".to_vec()), feedback: fb() });
+        for cut in 0..frame.len() - 4 {
+            assert!(decode(&frame[4..4 + cut]).is_err(), "cut at {cut}");
+        }
+        assert_eq!(decode(&[9, 1]).unwrap_err(), DecodeError::Version(9));
+        assert_eq!(decode(&[VERSION, 99]).unwrap_err(), DecodeError::Kind(99));
+        let mut long = encode(&Message::Ping { id: 1 });
+        long.push(0);
+        assert_eq!(decode(&long[4..]).unwrap_err(), DecodeError::Trailing(1));
+        // a byte string claiming 4 GB inside a tiny frame
+        assert!(matches!(
+            decode(&[VERSION, READ, 0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255]),
+            Err(DecodeError::Truncated(_))
+        ));
+    }
+
+    #[tokio::test]
+    async fn read_frame_enforces_the_limit() {
+        let mut src: &[u8] = &[0, 0, 1, 0, 1, 2];
+        assert!(matches!(read_frame(&mut src, 16).await, Err(DecodeError::TooLong { len: 256, max: 16 })));
+        let mut ok: &[u8] = &[0, 0, 0, 2, 7, 8];
+        assert_eq!(read_frame(&mut ok, 16).await.unwrap(), Some(vec![7, 8]));
+        assert_eq!(read_frame(&mut ok, 16).await.unwrap(), None);
+    }
+}

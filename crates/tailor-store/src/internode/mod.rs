@@ -1,0 +1,7 @@
+//! The internode protocol: length-prefixed binary frames with a version byte.
+
+pub mod codec;
+pub mod message;
+
+pub use codec::{decode, encode, read_frame, DecodeError, VERSION};
+pub use message::Message;

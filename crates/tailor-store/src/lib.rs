@@ -1,0 +1,38 @@
+//! Tailor's real replicated key-value store.
+//!
+//! A node is a coordinator and a replica at once. Clients speak RESP2 to any node; its
+//! coordinator maps the key on the token ring ([`tailor_core::ring::Ring`]), picks a replica for
+//! reads with the configured [`tailor_core::selector`] strategy (parking requests when the
+//! strategy says wait), and sends writes to every replica, acknowledging at the configured
+//! consistency level. Replicas order work with a [`tailor_core::local`] queue policy feeding `P`
+//! worker threads over the fjall storage engine ([`storage`]), and piggyback their facts
+//! ([`tailor_core::facts::Feedback`]) on every response.
+//!
+//! One job per module: [`config`], [`storage`], [`resp`], [`commands`], [`internode`], [`peer`],
+//! [`coordinator`], [`replica`], [`emulation`], [`metrics`], [`node`], [`cli`], [`cluster`].
+
+#![warn(missing_docs)]
+
+pub mod cli;
+pub mod cluster;
+pub mod commands;
+pub mod config;
+pub mod coordinator;
+pub mod emulation;
+pub mod internode;
+pub mod metrics;
+pub mod node;
+pub mod peer;
+pub mod replica;
+pub mod resp;
+pub mod storage;
+
+/// A stable 64-bit hash of a client key (FNV-1a); the ring mixes it again.
+pub fn key_hash(key: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in key {
+        h ^= b as u64;
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}

@@ -1,0 +1,173 @@
+//! Counters and the Prometheus text endpoint (hand-written plain HTTP/1.0 on its own port).
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpListener;
+
+/// Upper bounds (seconds) of the service-time histogram buckets.
+pub const SERVICE_BUCKETS: &[f64] = &[0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0];
+
+/// A node's counters, updated lock-free by every path.
+#[derive(Debug, Default)]
+pub struct Metrics {
+    /// Reads this replica executed.
+    pub reads_served: AtomicU64,
+    /// Writes this replica executed.
+    pub writes_served: AtomicU64,
+    /// Client commands handled by this node's RESP endpoint.
+    pub client_commands: AtomicU64,
+    /// Reads this coordinator sent to each replica (index = node id).
+    pub selections: Vec<AtomicU64>,
+    /// Reads this coordinator parked because its selector said wait.
+    pub parked: AtomicU64,
+    /// Reads refused because the replica group's park queue was full.
+    pub park_rejected: AtomicU64,
+    /// Reads retried on another replica after a timeout or failure.
+    pub retries: AtomicU64,
+    /// Requests to replicas that timed out.
+    pub timeouts: AtomicU64,
+    /// Responses whose feedback was stale (older than already applied).
+    pub stale_feedback: AtomicU64,
+    /// Writes acknowledged to clients.
+    pub writes_acked: AtomicU64,
+    /// Malformed client or internode input rejected.
+    pub protocol_errors: AtomicU64,
+    service_buckets: Vec<AtomicU64>,
+    service_sum_ns: AtomicU64,
+    service_count: AtomicU64,
+}
+
+impl Metrics {
+    /// Counters for a cluster of `members` nodes.
+    pub fn new(members: usize) -> Metrics {
+        Metrics {
+            selections: (0..members).map(|_| AtomicU64::new(0)).collect(),
+            service_buckets: (0..SERVICE_BUCKETS.len()).map(|_| AtomicU64::new(0)).collect(),
+            ..Metrics::default()
+        }
+    }
+
+    /// Count one request sent to replica `node`.
+    pub fn selected(&self, node: u32) {
+        if let Some(c) = self.selections.get(node as usize) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Record one service time.
+    pub fn service(&self, ns: u64) {
+        let s = ns as f64 / 1e9;
+        if let Some(i) = SERVICE_BUCKETS.iter().position(|&b| s <= b) {
+            self.service_buckets[i].fetch_add(1, Ordering::Relaxed);
+        }
+        self.service_sum_ns.fetch_add(ns, Ordering::Relaxed);
+        self.service_count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The Prometheus text exposition; `gauges` are extra `(name{labels}, value)` samples.
+    pub fn render(&self, node: u32, selector: &str, local: &str, gauges: &[(String, f64)]) -> String {
+        let mut o = String::new();
+        let l = format!("node=\"{node}\",selector=\"{selector}\",local=\"{local}\"");
+        let counters: [(&str, &str, &AtomicU64); 10] = [
+            ("tailor_reads_served_total", "Reads executed by this replica.", &self.reads_served),
+            ("tailor_writes_served_total", "Writes executed by this replica.", &self.writes_served),
+            ("tailor_client_commands_total", "RESP commands handled.", &self.client_commands),
+            ("tailor_parked_total", "Reads parked by the selector (wait decisions).", &self.parked),
+            ("tailor_park_rejected_total", "Reads refused because a park queue was full.", &self.park_rejected),
+            ("tailor_retries_total", "Reads retried on another replica.", &self.retries),
+            ("tailor_timeouts_total", "Replica requests that timed out.", &self.timeouts),
+            ("tailor_stale_feedback_total", "Responses with stale feedback.", &self.stale_feedback),
+            ("tailor_writes_acked_total", "Writes acknowledged to clients.", &self.writes_acked),
+            ("tailor_protocol_errors_total", "Malformed inputs rejected.", &self.protocol_errors),
+        ];
+        for (name, help, c) in counters {
+            let _ =
+                writeln!(o, "# HELP {name} {help}\n# TYPE {name} counter\n{name}{{{l}}} {}", c.load(Ordering::Relaxed));
+        }
+        let _ = writeln!(o, "# HELP tailor_selections_total Reads this coordinator sent to each replica.");
+        let _ = writeln!(o, "# TYPE tailor_selections_total counter");
+        for (i, c) in self.selections.iter().enumerate() {
+            let _ = writeln!(o, "tailor_selections_total{{{l},replica=\"{i}\"}} {}", c.load(Ordering::Relaxed));
+        }
+        let _ = writeln!(o, "# HELP tailor_service_seconds Service time of requests executed here.");
+        let _ = writeln!(o, "# TYPE tailor_service_seconds histogram");
+        let mut cum = 0;
+        for (b, c) in SERVICE_BUCKETS.iter().zip(&self.service_buckets) {
+            cum += c.load(Ordering::Relaxed);
+            let _ = writeln!(o, "tailor_service_seconds_bucket{{{l},le=\"{b}\"}} {cum}");
+        }
+        let count = self.service_count.load(Ordering::Relaxed);
+        let _ = writeln!(o, "tailor_service_seconds_bucket{{{l},le=\"+Inf\"}} {count}");
+        let sum = self.service_sum_ns.load(Ordering::Relaxed) as f64 / 1e9;
+        let _ = writeln!(o, "tailor_service_seconds_sum{{{l}}} {sum}\ntailor_service_seconds_count{{{l}}} {count}");
+        for (name, v) in gauges {
+            let _ = writeln!(o, "{name} {v}");
+        }
+        o
+    }
+}
+
+/// Serve `render()` to every HTTP request on `listener` until the task is dropped.
+pub async fn serve<F>(listener: TcpListener, render: Arc<F>)
+where
+    F: Fn() -> String + Send + Sync + 'static,
+{
+    loop {
+        let Ok((mut sock, _)) = listener.accept().await else { continue };
+        let render = render.clone();
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 8192];
+            let mut n = 0;
+            // read the request head (bounded, with a deadline) and ignore it: every path is /metrics
+            let head = tokio::time::timeout(std::time::Duration::from_secs(5), async {
+                while n < buf.len() {
+                    match sock.read(&mut buf[n..]).await {
+                        Ok(0) | Err(_) => return false,
+                        Ok(k) => n += k,
+                    }
+                    if buf[..n].windows(4).any(|w| w == b"\r\n\r\n") {
+                        return true;
+                    }
+                }
+                false
+            })
+            .await;
+            if head != Ok(true) {
+                return;
+            }
+            let body = render();
+            let resp = format!(
+                "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = sock.write_all(resp.as_bytes()).await;
+            let _ = sock.shutdown().await;
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_counters_and_cumulative_buckets() {
+        let m = Metrics::new(3);
+        m.selected(1);
+        m.selected(1);
+        m.selected(9);
+        m.service(300_000);
+        m.service(2_000_000);
+        let text = m.render(0, "c3", "fcfs", &[("tailor_queue_length{node=\"0\"}".into(), 4.0)]);
+        assert!(
+            text.contains("tailor_selections_total{node=\"0\",selector=\"c3\",local=\"fcfs\",replica=\"1\"} 2"),
+            "{text}"
+        );
+        assert!(text.contains("le=\"0.0005\"} 1"), "{text}");
+        assert!(text.contains("le=\"0.0025\"} 2"), "{text}");
+        assert!(text.contains("tailor_service_seconds_count{node=\"0\",selector=\"c3\",local=\"fcfs\"} 2"));
+        assert!(text.contains("tailor_queue_length{node=\"0\"} 4"));
+    }
+}

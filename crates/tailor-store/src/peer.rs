@@ -1,0 +1,203 @@
+//! Connections to peers and the failure detector.
+//!
+//! One multiplexed TCP connection per peer: a writer task drains an outgoing channel and a
+//! reader task routes replies to waiting callers by request id. A heartbeat every
+//! `heartbeat_ms` (and every timed-out request) counts as a miss when unanswered; after
+//! `down_after_misses` consecutive misses the peer is down, and one answered heartbeat brings it
+//! back up.
+
+use crate::internode::{decode, encode, read_frame, Message};
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tailor_core::model::NodeId;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+
+/// Why a call to a peer failed.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+pub enum PeerError {
+    /// No answer within the timeout.
+    #[error("node {0} timed out")]
+    Timeout(NodeId),
+    /// The connection could not be made or broke.
+    #[error("node {0} unreachable: {1}")]
+    Unreachable(NodeId, String),
+}
+
+type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Message>>>>;
+
+struct Conn {
+    tx: mpsc::Sender<Vec<u8>>,
+    alive: Arc<AtomicBool>,
+}
+
+/// One remote node.
+pub struct Peer {
+    /// Its node id.
+    pub id: NodeId,
+    addr: SocketAddr,
+    max_frame: u64,
+    conn: tokio::sync::Mutex<Option<Conn>>,
+    pending: Pending,
+    misses: AtomicU32,
+    up: AtomicBool,
+    down_after: u32,
+}
+
+impl Peer {
+    /// A peer at `addr`, assumed up until heartbeats say otherwise.
+    pub fn new(id: NodeId, addr: SocketAddr, max_frame: u64, down_after: u32) -> Peer {
+        Peer {
+            id,
+            addr,
+            max_frame,
+            conn: tokio::sync::Mutex::new(None),
+            pending: Arc::default(),
+            misses: AtomicU32::new(0),
+            up: AtomicBool::new(true),
+            down_after: down_after.max(1),
+        }
+    }
+
+    /// Whether the failure detector considers the peer up.
+    pub fn is_up(&self) -> bool {
+        self.up.load(Ordering::Relaxed)
+    }
+
+    /// Record an unanswered request or heartbeat.
+    pub fn miss(&self) {
+        let m = self.misses.fetch_add(1, Ordering::Relaxed) + 1;
+        if m >= self.down_after && self.up.swap(false, Ordering::Relaxed) {
+            tracing::warn!(peer = self.id, "peer marked down after {m} misses");
+        }
+    }
+
+    fn answered(&self) {
+        self.misses.store(0, Ordering::Relaxed);
+        if !self.up.swap(true, Ordering::Relaxed) {
+            tracing::info!(peer = self.id, "peer back up");
+        }
+    }
+
+    async fn sender(&self, timeout: Duration) -> Result<mpsc::Sender<Vec<u8>>, PeerError> {
+        let mut guard = self.conn.lock().await;
+        if let Some(c) = guard.as_ref() {
+            if c.alive.load(Ordering::Relaxed) {
+                return Ok(c.tx.clone());
+            }
+        }
+        let stream = tokio::time::timeout(timeout, TcpStream::connect(self.addr))
+            .await
+            .map_err(|_| PeerError::Timeout(self.id))?
+            .map_err(|e| PeerError::Unreachable(self.id, e.to_string()))?;
+        let _ = stream.set_nodelay(true);
+        let (mut rd, mut wr) = stream.into_split();
+        let (tx, mut rx) = mpsc::channel::<Vec<u8>>(1024);
+        let alive = Arc::new(AtomicBool::new(true));
+        let a = alive.clone();
+        tokio::spawn(async move {
+            while let Some(frame) = rx.recv().await {
+                if wr.write_all(&frame).await.is_err() {
+                    break;
+                }
+            }
+            a.store(false, Ordering::Relaxed);
+        });
+        let a = alive.clone();
+        let pending = self.pending.clone();
+        let (max, id) = (self.max_frame, self.id);
+        tokio::spawn(async move {
+            loop {
+                match read_frame(&mut rd, max).await {
+                    Ok(Some(body)) => match decode(&body) {
+                        Ok(msg) => {
+                            let waiter = pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&msg.id());
+                            if let Some(w) = waiter {
+                                let _ = w.send(msg);
+                            }
+                        }
+                        Err(e) => {
+                            tracing::warn!(peer = id, "bad frame from peer: {e}");
+                            break;
+                        }
+                    },
+                    Ok(None) => break,
+                    Err(e) => {
+                        tracing::debug!(peer = id, "peer connection closed: {e}");
+                        break;
+                    }
+                }
+            }
+            a.store(false, Ordering::Relaxed);
+            // fail every caller waiting on this connection now rather than at its timeout
+            pending.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        });
+        *guard = Some(Conn { tx: tx.clone(), alive });
+        Ok(tx)
+    }
+
+    /// Send `msg` and wait for its reply (matched by id) for at most `timeout`.
+    pub async fn call(&self, msg: Message, timeout: Duration) -> Result<Message, PeerError> {
+        let id = msg.id();
+        let (tx, rx) = oneshot::channel();
+        let run = async {
+            let sender = self.sender(timeout).await?;
+            self.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(id, tx);
+            sender.send(encode(&msg)).await.map_err(|_| PeerError::Unreachable(self.id, "connection closed".into()))?;
+            rx.await.map_err(|_| PeerError::Unreachable(self.id, "connection closed".into()))
+        };
+        let res = match tokio::time::timeout(timeout, run).await {
+            Ok(r) => r,
+            Err(_) => Err(PeerError::Timeout(self.id)),
+        };
+        if res.is_err() {
+            self.pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+        }
+        res
+    }
+
+    /// Heartbeat forever: ping every `every`, counting misses.
+    pub async fn heartbeat(self: Arc<Self>, ids: Arc<AtomicU64>, every: Duration, timeout: Duration) {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let id = ids.fetch_add(1, Ordering::Relaxed);
+            match self.call(Message::Ping { id }, timeout).await {
+                Ok(Message::Pong { .. }) => self.answered(),
+                _ => self.miss(),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn misses_mark_down_and_an_answer_brings_up() {
+        let p = Peer::new(1, "127.0.0.1:1".parse().unwrap(), 1024, 3);
+        assert!(p.is_up());
+        p.miss();
+        p.miss();
+        assert!(p.is_up());
+        p.miss();
+        assert!(!p.is_up());
+        p.answered();
+        assert!(p.is_up());
+    }
+
+    #[tokio::test]
+    async fn call_to_a_closed_port_fails() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap();
+        drop(l);
+        let p = Peer::new(1, addr, 1024, 3);
+        assert!(p.call(Message::Ping { id: 1 }, Duration::from_secs(2)).await.is_err());
+    }
+}

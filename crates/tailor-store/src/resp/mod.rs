@@ -1,0 +1,7 @@
+//! RESP2, the Redis client protocol: reply frames and a bounded command parser.
+
+pub mod codec;
+pub mod frame;
+
+pub use codec::{parse_bulk_header, parse_command, Limits, Parsed, ProtocolError};
+pub use frame::Reply;

@@ -1,0 +1,208 @@
+//! The storage engine: an embedded fjall 3 database with versioned values.
+//!
+//! Why fjall: it is a pure-Rust LSM tree (no C++ toolchain, a 46 s clean build against 24 min
+//! for bundled RocksDB) with key-value separation, so 1 MB values live in blob files and do not
+//! bloat compactions; on these machines it measured faster than RocksDB for both 1 KB and
+//! 512 KB values (DESIGN.md).
+//!
+//! Every value carries a version (last writer wins across replicas): the `data` keyspace maps
+//! key → `version (u64 LE) ++ bytes`, and the small `meta` keyspace maps key → `version ++ flag
+//! ++ size`, so a replica can check versions and learn a value's size without reading it, and
+//! deletes leave a versioned tombstone.
+
+use crate::config::Durability;
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, KvSeparationOptions, PersistMode};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+/// Storage errors.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// The engine failed.
+    #[error("storage engine: {0}")]
+    Engine(#[from] fjall::Error),
+    /// A stored record is shorter than its header (corruption).
+    #[error("corrupt record for key of {0} bytes")]
+    Corrupt(usize),
+}
+
+/// A value read from the engine with its version.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Versioned {
+    /// Version of the newest write (0 = never written).
+    pub version: u64,
+    /// The value, or `None` if absent or deleted.
+    pub value: Option<Vec<u8>>,
+}
+
+const STRIPES: usize = 64;
+
+/// The node's persistent key-value store.
+pub struct Storage {
+    db: Database,
+    data: Keyspace,
+    meta: Keyspace,
+    durability: Durability,
+    /// Serialises version check + write per key stripe so concurrent writers cannot interleave.
+    stripes: Vec<Mutex<()>>,
+    /// Group commit: writes committed to the journal so far (a sequence number).
+    committed: AtomicU64,
+    /// The highest committed sequence number known durable; the mutex lets one writer sync for all.
+    synced: Mutex<u64>,
+}
+
+const META_VALUE: u8 = 0;
+const META_TOMBSTONE: u8 = 1;
+
+fn stripe_of(key: &[u8]) -> usize {
+    (crate::key_hash(key) % STRIPES as u64) as usize
+}
+
+impl Storage {
+    /// Open (or create) the database under `dir`.
+    pub fn open(dir: &Path, durability: Durability) -> Result<Storage, StorageError> {
+        // Manual persistence: the replica decides when the journal reaches the disk (before the ack).
+        let db = Database::builder(dir).manual_journal_persist(true).open()?;
+        let data = db.keyspace("data", || {
+            KeyspaceCreateOptions::default()
+                .with_kv_separation(Some(KvSeparationOptions::default().separation_threshold(4096)))
+        })?;
+        let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
+        Ok(Storage {
+            db,
+            data,
+            meta,
+            durability,
+            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            committed: AtomicU64::new(0),
+            synced: Mutex::new(0),
+        })
+    }
+
+    /// Size in bytes and version of the value under `key`, without reading it.
+    pub fn size_of(&self, key: &[u8]) -> Result<Option<(u64, u64)>, StorageError> {
+        Ok(match self.meta.get(key)? {
+            Some(m) if m.len() >= 17 => {
+                let version = u64::from_le_bytes(m[0..8].try_into().map_err(|_| StorageError::Corrupt(key.len()))?);
+                if m[8] == META_TOMBSTONE {
+                    None
+                } else {
+                    let size = u64::from_le_bytes(m[9..17].try_into().map_err(|_| StorageError::Corrupt(key.len()))?);
+                    Some((size, version))
+                }
+            }
+            Some(_) => return Err(StorageError::Corrupt(key.len())),
+            None => None,
+        })
+    }
+
+    fn meta_version(&self, key: &[u8]) -> Result<u64, StorageError> {
+        Ok(match self.meta.get(key)? {
+            Some(m) if m.len() >= 8 => {
+                u64::from_le_bytes(m[0..8].try_into().map_err(|_| StorageError::Corrupt(key.len()))?)
+            }
+            Some(_) => return Err(StorageError::Corrupt(key.len())),
+            None => 0,
+        })
+    }
+
+    /// Read `key` with its version.
+    pub fn get(&self, key: &[u8]) -> Result<Versioned, StorageError> {
+        match self.data.get(key)? {
+            Some(rec) => {
+                if rec.len() < 8 {
+                    return Err(StorageError::Corrupt(key.len()));
+                }
+                let version = u64::from_le_bytes(rec[0..8].try_into().map_err(|_| StorageError::Corrupt(key.len()))?);
+                Ok(Versioned { version, value: Some(rec[8..].to_vec()) })
+            }
+            // absent: a tombstone may still carry a version (matters when merging replicas)
+            None => Ok(Versioned { version: self.meta_version(key)?, value: None }),
+        }
+    }
+
+    /// Apply a write (`None` deletes) if `version` is newer than the stored one; durable per the
+    /// configured policy before returning. Returns whether it was applied.
+    pub fn put(&self, key: &[u8], version: u64, value: Option<&[u8]>) -> Result<bool, StorageError> {
+        let guard = self.stripes[stripe_of(key)].lock().unwrap_or_else(|p| p.into_inner());
+        if self.meta_version(key)? >= version {
+            return Ok(false);
+        }
+        let mut batch = self.db.batch();
+        let mut meta = Vec::with_capacity(17);
+        meta.extend_from_slice(&version.to_le_bytes());
+        match value {
+            Some(v) => {
+                let mut rec = Vec::with_capacity(8 + v.len());
+                rec.extend_from_slice(&version.to_le_bytes());
+                rec.extend_from_slice(v);
+                meta.push(META_VALUE);
+                meta.extend_from_slice(&(v.len() as u64).to_le_bytes());
+                batch.insert(&self.data, key, rec);
+            }
+            None => {
+                meta.push(META_TOMBSTONE);
+                meta.extend_from_slice(&0u64.to_le_bytes());
+                batch.remove(&self.data, key);
+            }
+        }
+        batch.insert(&self.meta, key, meta);
+        batch.commit()?;
+        drop(guard);
+        let mine = self.committed.fetch_add(1, Ordering::SeqCst) + 1;
+        self.make_durable(mine)?;
+        Ok(true)
+    }
+
+    /// Group commit: return once the journal is persisted past commit number `mine`. Whoever
+    /// holds the lock syncs every commit made so far, so concurrent writers share one fsync.
+    fn make_durable(&self, mine: u64) -> Result<(), StorageError> {
+        let mut synced = self.synced.lock().unwrap_or_else(|p| p.into_inner());
+        if *synced >= mine {
+            return Ok(());
+        }
+        // every sequence number up to `target` was committed before it was counted
+        let target = self.committed.load(Ordering::SeqCst);
+        let mode = match self.durability {
+            Durability::Sync => PersistMode::SyncData,
+            Durability::Buffer => PersistMode::Buffer,
+        };
+        self.db.persist(mode)?;
+        *synced = target;
+        Ok(())
+    }
+
+    /// Sync everything (on clean shutdown).
+    pub fn flush(&self) -> Result<(), StorageError> {
+        self.db.persist(PersistMode::SyncAll)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_win_and_survive_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let s = Storage::open(dir.path(), Durability::Sync).unwrap();
+            assert_eq!(s.get(b"k").unwrap(), Versioned::default());
+            assert!(s.put(b"k", 5, Some(b"five")).unwrap());
+            assert!(!s.put(b"k", 4, Some(b"four")).unwrap(), "older version must lose");
+            assert_eq!(s.get(b"k").unwrap(), Versioned { version: 5, value: Some(b"five".to_vec()) });
+            assert_eq!(s.size_of(b"k").unwrap(), Some((4, 5)));
+            let big = vec![7u8; 1 << 20];
+            assert!(s.put(b"big", 1, Some(&big)).unwrap());
+            assert!(s.put(b"k", 9, None).unwrap());
+            assert_eq!(s.get(b"k").unwrap(), Versioned { version: 9, value: None });
+            assert!(!s.put(b"k", 8, Some(b"late")).unwrap(), "a tombstone keeps its version");
+        }
+        let s = Storage::open(dir.path(), Durability::Sync).unwrap();
+        assert_eq!(s.get(b"k").unwrap().version, 9);
+        assert_eq!(s.get(b"big").unwrap().value.map(|v| v.len()), Some(1 << 20));
+        assert_eq!(s.size_of(b"k").unwrap(), None);
+    }
+}

@@ -1,0 +1,135 @@
+//! Helpers shared by the integration tests: real `tailor node` processes on loopback.
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::Child;
+use std::time::{Duration, Instant};
+use tailor_store::cluster::{plan, spawn_node, wait_listening, ClusterOptions};
+use tailor_store::config::NodeConfig;
+
+/// A cluster of node processes that dies with the test.
+pub struct TestCluster {
+    pub dir: tempfile::TempDir,
+    pub cfgs: Vec<NodeConfig>,
+    children: Vec<Option<Child>>,
+}
+
+pub fn exe() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_BIN_EXE_tailor"))
+}
+
+impl TestCluster {
+    /// Start `opts.nodes` nodes, letting `tweak` adjust each config first.
+    pub fn start(opts: ClusterOptions, tweak: impl Fn(&mut NodeConfig)) -> TestCluster {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut cfgs = plan(&opts, dir.path()).expect("plan");
+        for c in &mut cfgs {
+            c.heartbeat_ms = 50;
+            c.request_timeout_ms = 500;
+            tweak(c);
+        }
+        let mut cl = TestCluster { dir, cfgs, children: Vec::new() };
+        for i in 0..cl.cfgs.len() {
+            let child = spawn_node(&exe(), &cl.cfgs[i], cl.dir.path()).expect("spawn node");
+            cl.children.push(Some(child));
+        }
+        for i in 0..cl.cfgs.len() {
+            cl.wait_up(i);
+        }
+        cl
+    }
+
+    pub fn wait_up(&self, i: usize) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        assert!(wait_listening(self.cfgs[i].client_addr, deadline), "node {i} did not start: {}", self.log(i));
+        assert!(wait_listening(self.cfgs[i].peer_listen(), deadline), "node {i} internode did not start");
+    }
+
+    pub fn log(&self, i: usize) -> String {
+        std::fs::read_to_string(self.dir.path().join(format!("node{i}/node.log"))).unwrap_or_default()
+    }
+
+    pub fn conn(&self, i: usize) -> redis::Connection {
+        let url = format!("redis://{}/", self.cfgs[i].client_addr);
+        let client = redis::Client::open(url).expect("client");
+        client.get_connection_with_timeout(Duration::from_secs(10)).expect("connect")
+    }
+
+    pub fn kill(&mut self, i: usize) {
+        if let Some(mut c) = self.children[i].take() {
+            let _ = c.kill(); // SIGKILL
+            let _ = c.wait();
+        }
+    }
+
+    /// Send `sig` to node `i`'s process.
+    pub fn signal(&self, i: usize, sig: i32) {
+        if let Some(c) = &self.children[i] {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(c.id() as i32, sig) };
+        }
+    }
+
+    pub fn restart(&mut self, i: usize) {
+        let child = spawn_node(&exe(), &self.cfgs[i], self.dir.path()).expect("respawn node");
+        self.children[i] = Some(child);
+        self.wait_up(i);
+    }
+
+    /// The node's Prometheus text.
+    pub fn metrics(&self, i: usize) -> String {
+        let addr = self.cfgs[i].metrics_addr.expect("metrics addr");
+        let mut s = TcpStream::connect(addr).expect("metrics connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        out
+    }
+
+    /// Sum of a metric's samples whose line contains every `needle`.
+    pub fn metric(&self, i: usize, name: &str, needles: &[&str]) -> f64 {
+        self.metrics(i)
+            .lines()
+            .filter(|l| l.starts_with(name) && needles.iter().all(|n| l.contains(n)))
+            .filter_map(|l| l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
+            .sum()
+    }
+}
+
+impl Drop for TestCluster {
+    fn drop(&mut self) {
+        for i in 0..self.children.len() {
+            self.signal(i, libc::SIGCONT);
+        }
+        for i in 0..self.children.len() {
+            self.kill(i);
+        }
+    }
+}
+
+/// Poll `f` until it returns true or `secs` pass.
+pub fn eventually(secs: u64, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// A value of `len` bytes that depends on `seed`.
+pub fn value(len: usize, seed: u64) -> Vec<u8> {
+    (0..len).map(|i| ((i as u64).wrapping_mul(31).wrapping_add(seed * 7) % 251) as u8).collect()
+}
+
+pub fn set(con: &mut redis::Connection, k: &str, v: &[u8]) -> redis::RedisResult<()> {
+    redis::cmd("SET").arg(k).arg(v).query(con)
+}
+
+pub fn get(con: &mut redis::Connection, k: &str) -> redis::RedisResult<Option<Vec<u8>>> {
+    redis::cmd("GET").arg(k).query(con)
+}

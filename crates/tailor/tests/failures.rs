@@ -1,0 +1,98 @@
+//! Failures: a node killed under write load loses no acknowledged write; reads keep succeeding
+//! while one replica in three is frozen or dead.
+
+mod common;
+use common::*;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use tailor_store::cluster::ClusterOptions;
+use tailor_store::config::Consistency;
+
+#[test]
+fn sigkill_under_write_load_loses_no_acknowledged_write() {
+    // ALL: every acknowledged write was durable on the node we kill, so we can check it there
+    let opts = ClusterOptions { nodes: 3, write_consistency: Consistency::All, ..ClusterOptions::default() };
+    let mut cl = TestCluster::start(opts, |_| {});
+    let acked = Arc::new(Mutex::new(Vec::<(String, Vec<u8>)>::new()));
+    let failures = Arc::new(Mutex::new(0usize));
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (acked, failures, stop) = (acked.clone(), failures.clone(), stop.clone());
+        let mut con = cl.conn(0);
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                let k = format!("w{i}");
+                let v = value(if i.is_multiple_of(7) { 100_000 } else { 1000 }, i);
+                match set(&mut con, &k, &v) {
+                    Ok(()) => acked.lock().unwrap().push((k, v)),
+                    Err(_) => *failures.lock().unwrap() += 1,
+                }
+                i += 1;
+            }
+        })
+    };
+    assert!(eventually(60, || acked.lock().unwrap().len() >= 40), "writes did not get going");
+    cl.kill(2);
+    assert!(eventually(60, || *failures.lock().unwrap() >= 3), "writes at ALL kept succeeding with a dead replica");
+    stop.store(true, Ordering::Relaxed);
+    writer.join().unwrap();
+    cl.restart(2);
+    let acked = acked.lock().unwrap().clone();
+    assert!(acked.len() >= 40);
+    // the restarted node holds every acknowledged write in its own engine
+    let mut c2 = cl.conn(2);
+    for (k, v) in &acked {
+        let local: Option<Vec<u8>> = redis::cmd("TAILOR.LOCALGET").arg(k).query(&mut c2).unwrap();
+        assert!(local.as_ref() == Some(v), "acknowledged write {k} lost on the killed node");
+    }
+    // and a read at ALL through another node returns it once node 2 is back up
+    let mut c0 = cl.conn(0);
+    let _: () = redis::cmd("TAILOR.SET").arg("read_consistency").arg("all").query(&mut c0).unwrap();
+    assert!(eventually(30, || get(&mut c0, &acked[0].0).is_ok()), "node 0 never saw node 2 come back");
+    for (k, v) in &acked {
+        assert!(get(&mut c0, k).unwrap().as_ref() == Some(v), "read at ALL of {k} is wrong");
+    }
+}
+
+#[test]
+fn reads_keep_succeeding_with_one_replica_in_three_down() {
+    let opts = ClusterOptions {
+        nodes: 3,
+        selector: "round-robin".into(),
+        write_consistency: Consistency::All,
+        ..ClusterOptions::default()
+    };
+    let mut cl = TestCluster::start(opts, |_| {});
+    let mut c0 = cl.conn(0);
+    let keys: Vec<(String, Vec<u8>)> = (0..30).map(|i| (format!("r{i}"), value(2000, i))).collect();
+    for (k, v) in &keys {
+        set(&mut c0, k, v).unwrap();
+    }
+    let mut c1 = cl.conn(1);
+    // frozen: requests to node 2 time out and move to the next replica
+    cl.signal(2, libc::SIGSTOP);
+    for (k, v) in &keys {
+        assert!(get(&mut c0, k).unwrap().as_ref() == Some(v), "{k} while node 2 is frozen");
+        assert!(get(&mut c1, k).unwrap().as_ref() == Some(v), "{k} while node 2 is frozen");
+    }
+    let moved = cl.metric(0, "tailor_retries_total", &[]) + cl.metric(1, "tailor_retries_total", &[]);
+    let down = cl.metric(0, "tailor_peer_up", &["peer=\"2\""]) == 0.0;
+    assert!(moved > 0.0 || down, "reads never avoided the frozen node");
+    // dead: the failure detector marks it down and selectors no longer see it
+    cl.signal(2, libc::SIGCONT);
+    cl.kill(2);
+    assert!(eventually(30, || cl.metric(0, "tailor_peer_up", &["peer=\"2\""]) == 0.0), "node 2 never marked down");
+    let before = cl.metric(0, "tailor_selections_total", &["replica=\"2\""]);
+    for (k, v) in &keys {
+        assert!(get(&mut c0, k).unwrap().as_ref() == Some(v), "{k} while node 2 is dead");
+    }
+    assert_eq!(cl.metric(0, "tailor_selections_total", &["replica=\"2\""]), before, "a down replica was selected");
+    // writes at QUORUM still succeed with two of three replicas
+    let _: () = redis::cmd("TAILOR.SET").arg("write_consistency").arg("quorum").query(&mut c0).unwrap();
+    set(&mut c0, "during", b"outage").unwrap();
+    assert_eq!(get(&mut c0, "during").unwrap(), Some(b"outage".to_vec()));
+    // and it comes back up
+    cl.restart(2);
+    assert!(eventually(30, || cl.metric(0, "tailor_peer_up", &["peer=\"2\""]) == 1.0), "node 2 never marked up");
+}

@@ -1,0 +1,112 @@
+//! Several node processes: replication, every selector and local policy, `cluster up/down`.
+
+mod common;
+use common::*;
+use std::io::BufRead;
+use std::time::{Duration, Instant};
+use tailor_store::cluster::ClusterOptions;
+use tailor_store::config::Consistency;
+
+#[test]
+fn writes_then_reads_through_every_node() {
+    // ALL so that any replica a read picks already holds the write (QUORUM is eventually consistent)
+    let opts = ClusterOptions { nodes: 4, write_consistency: Consistency::All, ..ClusterOptions::default() };
+    let cl = TestCluster::start(opts, |_| {});
+    let mut cons: Vec<_> = (0..4).map(|i| cl.conn(i)).collect();
+    let mut expected = Vec::new();
+    for (w, con) in cons.iter_mut().enumerate() {
+        for (j, len) in [1024usize, 1 << 20].into_iter().enumerate() {
+            let k = format!("key-{w}-{j}");
+            let v = value(len, (w * 10 + j) as u64);
+            set(con, &k, &v).unwrap();
+            expected.push((k, v));
+        }
+    }
+    for con in cons.iter_mut() {
+        for (k, v) in &expected {
+            assert!(get(con, k).unwrap().as_ref() == Some(v), "key {k}");
+        }
+    }
+    // reads went through the selector to several replicas, counted per replica
+    let sel: f64 = (0..4).map(|i| cl.metric(i, "tailor_selections_total", &[])).sum();
+    assert!(sel >= (expected.len() * 4) as f64, "{sel}");
+}
+
+#[test]
+fn every_selector_and_local_policy_serves_a_mixed_workload() {
+    let selectors = tailor_core::selector::SELECTORS;
+    let locals = tailor_core::local::LOCALS;
+    let runs = selectors.len().max(locals.len());
+    for r in 0..runs {
+        let selector = selectors[r % selectors.len()];
+        let local = locals[r % locals.len()];
+        let opts = ClusterOptions {
+            nodes: 3,
+            selector: selector.into(),
+            local: local.into(),
+            write_consistency: Consistency::All,
+            ..ClusterOptions::default()
+        };
+        let cl = TestCluster::start(opts, |_| {});
+        let mut cons: Vec<_> = (0..3).map(|i| cl.conn(i)).collect();
+        for i in 0..60u64 {
+            let con = &mut cons[(i % 3) as usize];
+            let k = format!("k{}", i % 20);
+            let len = if i % 10 == 0 { 300_000 } else { 1000 };
+            let v = value(len, i);
+            set(con, &k, &v).unwrap_or_else(|e| panic!("{selector}/{local}: {e}"));
+            let got = get(&mut cons[((i + 1) % 3) as usize], &k).unwrap_or_else(|e| panic!("{selector}/{local}: {e}"));
+            assert!(got == Some(v), "{selector}/{local}: wrong value for {k}");
+        }
+        let reads: f64 = (0..3).map(|i| cl.metric(i, "tailor_reads_served_total", &[])).sum();
+        assert!(reads >= 60.0, "{selector}/{local}: {reads}");
+    }
+}
+
+#[test]
+fn cluster_up_prints_addresses_and_down_stops_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut up = std::process::Command::new(exe())
+        .args(["cluster", "up", "--nodes", "3", "--selector", "round-robin", "--dir"])
+        .arg(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let out = up.stdout.take().unwrap();
+    let mut lines = std::io::BufReader::new(out).lines();
+    let addrs: Vec<String> = (0..3).map(|_| lines.next().unwrap().unwrap()).collect();
+    for a in &addrs {
+        assert!(a.starts_with("127.0.0.1:"), "{a}");
+    }
+    let client = redis::Client::open(format!("redis://{}/", addrs[0])).unwrap();
+    let mut con = client.get_connection().unwrap();
+    set(&mut con, "x", b"y").unwrap();
+    let client = redis::Client::open(format!("redis://{}/", addrs[2])).unwrap();
+    let mut con2 = client.get_connection().unwrap();
+    assert_eq!(get(&mut con2, "x").unwrap(), Some(b"y".to_vec()));
+    assert_eq!(
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".pid"))
+            .count(),
+        3
+    );
+    let st = std::process::Command::new(exe()).args(["cluster", "down", "--dir"]).arg(dir.path()).status().unwrap();
+    assert!(st.success());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut exited = false;
+    while Instant::now() < deadline {
+        if up.try_wait().unwrap().is_some() {
+            exited = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if !exited {
+        let _ = up.kill();
+        let _ = up.wait();
+    }
+    assert!(exited, "cluster up did not exit after cluster down");
+    assert!(std::net::TcpStream::connect(&addrs[0]).is_err(), "node still listening");
+}
