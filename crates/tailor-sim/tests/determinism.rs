@@ -1,0 +1,68 @@
+//! A run is a pure function of its plan: the same spec and seed give the same bits.
+
+use tailor_spec::{expand, presets::preset};
+
+#[test]
+fn same_plan_same_results_bit_for_bit() {
+    let spec = preset("heron")
+        .unwrap()
+        .with_overrides(&[
+            "workload.requests=20000",
+            "seeds=[7]",
+            "sweep.workload.sizes.weights=[[0.9,0.1]]",
+            "compare.selectors=c3,heron,tap",
+        ])
+        .unwrap();
+    let plans = expand(&spec).unwrap();
+    let a = tailor_sim::run_all(&plans, None, &|_, _| {}).unwrap();
+    let b = tailor_sim::run_all(&plans, None, &|_, _| {}).unwrap();
+    assert_eq!(a, b);
+    let other_seed = spec.with_overrides(&["seeds=[8]"]).unwrap();
+    let c = tailor_sim::run_all(&expand(&other_seed).unwrap(), None, &|_, _| {}).unwrap();
+    assert_ne!(a[0].result.read_latency_ms, c[0].result.read_latency_ms);
+}
+
+#[test]
+fn every_selector_and_local_policy_completes_every_request() {
+    let spec = preset("europar")
+        .unwrap()
+        .with_overrides(&[
+            "workload.requests=3000",
+            "workload.reads=0.9",
+            "seeds=[1]",
+            "sweep.workload.load=0.8",
+            &format!("compare.selectors={}", tailor_core::selector::SELECTORS.join(",")),
+            &format!("compare.locals={}", tailor_core::local::LOCALS.join(",")),
+        ])
+        .unwrap();
+    let plans = expand(&spec).unwrap();
+    for out in tailor_sim::run_all(&plans, None, &|_, _| {}).unwrap() {
+        let r = &out.result;
+        let writes = r.write_latency_ms.map(|w| w.count).unwrap_or(0);
+        assert_eq!(r.read_latency_ms.count + writes, 3000, "{} / {}", r.selector, r.local);
+        assert!(r.read_latency_ms.p50 > 0.0 && r.read_latency_ms.p50 <= r.read_latency_ms.p99);
+    }
+}
+
+#[test]
+fn closed_loop_and_trace_replay_run() {
+    let spec = preset("hector-cache")
+        .unwrap()
+        .with_overrides(&["workload.requests=5000", "workload.warmup_ms=0", "seeds=[1]", "compare.selectors=c3"])
+        .unwrap();
+    for out in tailor_sim::run_all(&expand(&spec).unwrap(), None, &|_, _| {}).unwrap() {
+        assert!(out.result.throughput_rps > 0.0);
+        assert!(out.result.extra["cache_hit_ratio"] > 0.0);
+    }
+    let trace = "time,key,op,size\n0.0,1,read,1000\n0.5,2,write,2000\n1.0,user:3,get,500\n";
+    let spec = tailor_spec::Spec::default()
+        .with_overrides(&[
+            "workload.arrival=trace",
+            "workload.trace=t.csv",
+            "compare.selectors=lor",
+            "workload.requests=10",
+        ])
+        .unwrap();
+    let outs = tailor_sim::run_all(&expand(&spec).unwrap(), Some(trace), &|_, _| {}).unwrap();
+    assert_eq!(outs[0].result.requests, 3);
+}
