@@ -19,7 +19,8 @@ for _ in $(seq 1 300); do
   sleep 0.1
 done
 [ -n "$addr" ] || { echo "cluster did not come up:"; cat "$log"; exit 1; }
-out=$(redis-benchmark -h 127.0.0.1 -p "${addr#*:}" -t set,get -n 20000 -q 2>&1)
+# -q still draws progress with carriage returns: keep only the final lines
+out=$(redis-benchmark -h 127.0.0.1 -p "${addr#*:}" -t set,get -n 20000 -q 2>&1 | tr '\r' '\n' | grep -v 'rps=' | grep -v '^ *$' || true)
 echo "$out"
 if echo "$out" | grep -qiE 'error|ERR'; then echo "redis-benchmark saw error replies"; exit 1; fi
 echo "$out" | grep -q '^SET: ' && echo "$out" | grep -q '^GET: ' || { echo "missing SET/GET results"; exit 1; }
