@@ -115,7 +115,7 @@ pub(crate) fn feasible(inst: &Instance, objective: f64) -> bool {
         }
     }
     let total: f64 = inst.requests.iter().map(|j| j.processing_ms).sum();
-    net.max_flow(s, t) >= total - 1e-9 * total.max(1.0)
+    net.max_flow(s, t) >= total - 1e-11 * total.max(1.0)
 }
 
 /// The relaxation's optimum to relative precision 1e-10, by bisection on [`feasible`].

@@ -18,7 +18,7 @@ fn tight() -> BoundOptions {
 /// Asserts the bound is within `rel` of `expected` and never above it.
 fn assert_bound(inst: &Instance, expected: f64, rel: f64) -> Bound {
     let b = lower_bound(inst, &tight()).unwrap();
-    assert!(b.value <= expected * (1.0 + 1e-9), "bound {b:?} above optimum {expected}");
+    assert!(b.value <= expected * (1.0 + 1e-8), "bound {b:?} above optimum {expected}");
     assert!(b.value >= expected * (1.0 - rel), "bound {b:?} too far below optimum {expected}");
     assert!(b.upper >= b.value && b.upper - b.value <= 1e-7 * b.upper, "{b:?}");
     b
@@ -113,7 +113,7 @@ fn default_tolerance_is_honoured() {
         Instance::with_weighting(2, (0..5).map(|i| (i as f64 * 0.3, 1.0 + i as f64, vec![0, 1])), Weighting::Flow);
     let exact = maxflow::optimum(&inst);
     let b = lower_bound(&inst, &BoundOptions::default()).unwrap();
-    assert!(b.value <= exact * (1.0 + 1e-9) && b.value >= exact * (1.0 - 2e-4), "{b:?} vs {exact}");
+    assert!(b.value <= exact * (1.0 + 1e-8) && b.value >= exact * (1.0 - 2e-4), "{b:?} vs {exact}");
     assert!(b.upper - b.value <= 1e-4 * b.upper, "{b:?}");
     assert!(b.solve_seconds >= 0.0);
 }
@@ -242,7 +242,7 @@ proptest! {
             prop_assert!(b.value <= objective * (1.0 + 1e-9), "{name}: {objective} < bound {b:?}");
         }
         let exact = maxflow::optimum(&inst);
-        prop_assert!(b.value <= exact * (1.0 + 1e-9), "bound {b:?} above oracle {exact}");
+        prop_assert!(b.value <= exact * (1.0 + 1e-8), "bound {b:?} above oracle {exact}");
         prop_assert!(b.value >= exact * (1.0 - 2e-4), "bound {b:?} far below oracle {exact}");
     }
 }
