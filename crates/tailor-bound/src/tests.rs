@@ -11,17 +11,25 @@ fn job(r: f64, p: f64, w: f64, m: &[u32]) -> Job {
     Job { release_ms: r, processing_ms: p, weight: w, machines: m.to_vec() }
 }
 
-fn tight() -> BoundOptions {
-    BoundOptions { rel_tol: 1e-7, threads: None }
+const BACKENDS: [Backend; 2] = [Backend::Highs, Backend::MaxFlow];
+
+fn tight(backend: Backend) -> BoundOptions {
+    BoundOptions { rel_tol: 1e-7, threads: None, backend }
 }
 
-/// Asserts the bound is within `rel` of `expected` and never above it.
+/// Asserts that, with every backend, the bound is within `rel` of `expected` and never above
+/// it; returns the HiGHS result.
 fn assert_bound(inst: &Instance, expected: f64, rel: f64) -> Bound {
-    let b = lower_bound(inst, &tight()).unwrap();
-    assert!(b.value <= expected * (1.0 + 1e-8), "bound {b:?} above optimum {expected}");
-    assert!(b.value >= expected * (1.0 - rel), "bound {b:?} too far below optimum {expected}");
-    assert!(b.upper >= b.value && b.upper - b.value <= 1e-7 * b.upper, "{b:?}");
-    b
+    let results = BACKENDS.map(|backend| {
+        let b = lower_bound(inst, &tight(backend)).unwrap();
+        assert!(b.value <= expected * (1.0 + 1e-8), "{backend:?}: bound {b:?} above optimum {expected}");
+        assert!(b.value >= expected * (1.0 - rel), "{backend:?}: bound {b:?} too far below optimum {expected}");
+        assert!(b.upper >= b.value && b.upper - b.value <= 1e-7 * b.upper, "{backend:?}: {b:?}");
+        b
+    });
+    // Both answer the same LP, so they build it the same size and take the same steps.
+    assert_eq!(results[0].variables, results[1].variables);
+    results[0]
 }
 
 #[test]
@@ -129,10 +137,10 @@ fn invalid_input_is_rejected_before_solving() {
     assert_eq!(lower_bound(&none, &BoundOptions::default()), Err(BoundError::NoMachine { index: 0 }));
     let ok = Instance::new(1, vec![job(0.0, 1.0, 1.0, &[0])]);
     for rel_tol in [0.0, -1.0, f64::NAN, f64::INFINITY] {
-        let err = lower_bound(&ok, &BoundOptions { rel_tol, threads: None }).unwrap_err();
+        let err = lower_bound(&ok, &BoundOptions { rel_tol, ..BoundOptions::default() }).unwrap_err();
         assert!(matches!(err, BoundError::BadOption { field: "rel_tol", .. }), "{err}");
     }
-    let err = lower_bound(&ok, &BoundOptions { rel_tol: 1e-4, threads: Some(0) }).unwrap_err();
+    let err = lower_bound(&ok, &BoundOptions { threads: Some(0), ..BoundOptions::default() }).unwrap_err();
     assert!(matches!(err, BoundError::BadOption { field: "threads", .. }), "{err}");
     assert_eq!(lower_bound(&Instance::new(4, vec![]), &BoundOptions::default()).unwrap(), Bound::default());
 }
@@ -226,11 +234,12 @@ fn arb_instance() -> impl Strategy<Value = Instance> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, rng_seed: prop::test_runner::RngSeed::Fixed(0x7a11), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 160, rng_seed: prop::test_runner::RngSeed::Fixed(0x7a11), ..ProptestConfig::default() })]
 
     #[test]
-    fn bound_is_below_heuristics_and_matches_oracle(inst in arb_instance(), seed in 0u64..1000) {
-        let b = lower_bound(&inst, &BoundOptions::default()).unwrap();
+    fn bound_is_below_heuristics_and_matches_oracle(inst in arb_instance(), seed in 0u64..1000, flow in any::<bool>()) {
+        let backend = if flow { Backend::MaxFlow } else { Backend::Highs };
+        let b = lower_bound(&inst, &BoundOptions { backend, ..BoundOptions::default() }).unwrap();
         prop_assert!(b.value >= inst.trivial_lower_bound() * (1.0 - 1e-12));
         let schedules = [
             ("fcfs", list_schedule(&inst, |j| j.release_ms)),
@@ -267,18 +276,51 @@ fn europar_instance(n: usize, machines: usize, k: usize, load: f64, seed: u64) -
     Instance::with_weighting(machines, jobs, Weighting::Flow)
 }
 
-/// Prints the solve time of a 1,000-request, 12-machine, k = 3 instance (run with
-/// `cargo test -p tailor-bound --release -- --ignored --nocapture`).
 #[test]
-#[ignore]
-fn time_europar_1000() {
+fn backends_agree_on_a_medium_instance() {
+    for weighting in [Weighting::Flow, Weighting::Stretch] {
+        // Sizes uniform in [1, 5] ms arriving faster than 6 machines drain them, so queues
+        // build and the search needs real LPs.
+        let mut rng = SmallRng::seed_from_u64(3);
+        let jobs: Vec<_> = (0..60)
+            .map(|i| {
+                let first = rng.random_range(0..6u32);
+                (f64::from(i) * 0.4, rng.random_range(1.0..5.0), (0..3).map(|d| (first + d) % 6).collect())
+            })
+            .collect();
+        let inst = Instance::with_weighting(6, jobs, weighting);
+        let [highs, flow] = BACKENDS.map(|backend| lower_bound(&inst, &tight(backend)).unwrap());
+        assert!(highs.lp_solves > 2, "{highs:?}");
+        assert!((highs.value - flow.value).abs() <= 1e-6 * highs.value, "{highs:?} vs {flow:?}");
+        let exact = maxflow::optimum(&inst);
+        assert!(flow.value <= exact * (1.0 + 1e-8) && flow.value >= exact * (1.0 - 1e-6), "{flow:?} vs {exact}");
+    }
+}
+
+/// Prints the bound and solve time of a 1,000-request, 12-machine, k = 3 instance at load 0.9.
+fn time_europar_1000(backend: Backend) {
     for weighting in [Weighting::Flow, Weighting::Stretch] {
         let inst = europar_instance(1000, 12, 3, 0.9, 1).reweighted(weighting);
         let fcfs = max_weighted_flow(&inst, &instance::fcfs_completions(&inst));
-        let b = lower_bound(&inst, &BoundOptions::default()).unwrap();
+        let b = lower_bound(&inst, &BoundOptions { backend, ..BoundOptions::default() }).unwrap();
         println!(
-            "{weighting:?}: bound {:.4} (upper {:.4}, fcfs {:.4}), {} LPs, largest {} variables, {:.1} s",
+            "{backend:?} {weighting:?}: bound {:.5} (upper {:.5}, fcfs {:.4}), {} solves, largest {} variables, {:.2} s",
             b.value, b.upper, fcfs, b.lp_solves, b.variables, b.solve_seconds
         );
     }
+}
+
+/// Run with `cargo test -p tailor-bound --lib -- --ignored --nocapture time_` (HiGHS itself is
+/// always built in release mode, so the dev profile times the solver fairly).
+#[test]
+#[ignore]
+fn time_europar_1000_highs() {
+    time_europar_1000(Backend::Highs);
+}
+
+/// The max-flow backend on the same instance as [`time_europar_1000_highs`].
+#[test]
+#[ignore]
+fn time_europar_1000_maxflow() {
+    time_europar_1000(Backend::MaxFlow);
 }
