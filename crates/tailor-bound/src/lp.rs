@@ -113,7 +113,13 @@ pub(crate) fn check(inst: &Instance, objective: f64, threads: Option<usize>) -> 
         let n = i32::try_from(n).unwrap_or(i32::MAX);
         model.try_set_option("threads", n).map_err(|_| solver_error("setting threads", "rejected".into()))?;
     }
-    let solved = model.try_solve().map_err(|s| solver_error("solving", format!("{s:?}")))?;
+    let stage = if threads.is_some() {
+        // The usual cause: HiGHS sizes one thread pool per process and refuses another size.
+        "solving (note: HiGHS fixes `threads` at the first solve of the process)"
+    } else {
+        "solving"
+    };
+    let solved = model.try_solve().map_err(|s| solver_error(stage, format!("{s:?}")))?;
     let status = solved.status();
     if status != HighsModelStatus::Optimal {
         return Err(solver_error("solving", format!("{status:?}")));
