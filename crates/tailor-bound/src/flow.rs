@@ -6,7 +6,7 @@
 //! maximum scheduled work as HiGHS; on 1,000 requests it takes about a second where one LP
 //! takes minutes (see the crate docs).
 
-use crate::lp::{Check, Cut, FEASIBILITY_SLACK};
+use crate::cut::{Check, Cut, FEASIBILITY_SLACK};
 use crate::Instance;
 
 const NONE: usize = usize::MAX;
@@ -118,7 +118,7 @@ impl Network {
     }
 }
 
-/// The feasibility test of [`crate::lp::check`] by max flow: same cut, same slack, same count
+/// The feasibility test of `lp::check` (HiGHS) by max flow: same cut, same slack, same count
 /// of `(request, machine, interval)` variables (here arcs).
 pub(crate) fn check(inst: &Instance, objective: f64) -> Check {
     let cut = Cut::new(inst, objective);

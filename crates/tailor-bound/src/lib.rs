@@ -30,8 +30,8 @@
 //! The LP is solved in its phase-1 form (maximise the scheduled work under `<= p_i`, feasible
 //! iff it reaches `sum p_i`), which is always feasible and bounded, so a solver status other
 //! than optimal is a real failure rather than the answer "infeasible". Two backends solve it:
-//! HiGHS ([`Backend::Highs`], the default) and Dinic's max flow on the equivalent
-//! transportation network ([`Backend::MaxFlow`]). On a 1,000-request, 12-machine, `k = 3`
+//! HiGHS ([`Backend::Highs`], behind the `highs` feature) and Dinic's max flow on the equivalent
+//! transportation network ([`Backend::MaxFlow`], the default). On a 1,000-request, 12-machine, `k = 3`
 //! Euro-Par instance at load 0.9 the LPs have 1.2 to 1.6 million variables; one HiGHS solve
 //! takes minutes (interior point plus crossover) where one max flow takes about a second even
 //! in a debug build.
@@ -40,13 +40,15 @@
 //! even with migration, because it never runs in parallel with itself) and from the objective
 //! of a first-come-first-served list schedule (an achievable value, hence feasible).
 
+mod cut;
 mod flow;
 mod instance;
+#[cfg(feature = "highs")]
 mod lp;
 
 #[cfg(test)]
 mod maxflow;
-#[cfg(test)]
+#[cfg(all(test, feature = "highs"))]
 mod tests;
 
 pub use instance::{max_weighted_flow, weight_for, Instance, Job};
@@ -129,11 +131,12 @@ pub enum BoundError {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Backend {
-    /// HiGHS (dual simplex on small LPs, interior point on large ones).
-    #[default]
+    /// HiGHS (dual simplex on small LPs, interior point on large ones); needs the `highs` feature.
     Highs,
     /// Dinic's max flow on the equivalent network: exact to rounding and about two orders of
-    /// magnitude faster than HiGHS on 1,000-request instances; ignores `threads`.
+    /// magnitude faster than HiGHS on 1,000-request instances; ignores `threads`. The default:
+    /// the tests check it against HiGHS and an independent max-flow oracle.
+    #[default]
     MaxFlow,
 }
 
@@ -153,7 +156,7 @@ pub struct BoundOptions {
 
 impl Default for BoundOptions {
     fn default() -> Self {
-        BoundOptions { rel_tol: 1e-4, threads: None, backend: Backend::Highs }
+        BoundOptions { rel_tol: 1e-4, threads: None, backend: Backend::MaxFlow }
     }
 }
 
@@ -196,7 +199,15 @@ pub fn lower_bound(inst: &Instance, opts: &BoundOptions) -> Result<Bound, BoundE
     }
     let feasible = |objective: f64, bound: &mut Bound| -> Result<bool, BoundError> {
         let check = match opts.backend {
+            #[cfg(feature = "highs")]
             Backend::Highs => lp::check(inst, objective, opts.threads)?,
+            #[cfg(not(feature = "highs"))]
+            Backend::Highs => {
+                return Err(BoundError::BadOption {
+                    field: "backend",
+                    reason: "this build has no HiGHS: rebuild with the `highs` feature or use max-flow".into(),
+                })
+            }
             Backend::MaxFlow => flow::check(inst, objective),
         };
         bound.lp_solves += 1;

@@ -1,5 +1,6 @@
 //! The feasibility LP of the preemptive migratory relaxation for one candidate objective.
 
+use crate::cut::{Check, Cut, FEASIBILITY_SLACK};
 use crate::{BoundError, Instance};
 use highs::{ColProblem, HighsModelStatus, Row, Sense};
 
@@ -8,61 +9,10 @@ use highs::{ColProblem, HighsModelStatus, Row, Sense};
 /// minutes where IPM took seconds on the 1,000-request Euro-Par instances.
 const IPM_MIN_VARIABLES: usize = 20_000;
 
-/// Relative shortfall of scheduled work, over the total work, still counted as feasible. It
-/// absorbs the solver's primal tolerance: a wrongly "feasible" answer only loosens the bound,
-/// a wrongly "infeasible" one would overstate it, so the margin errs towards feasible.
-pub(crate) const FEASIBILITY_SLACK: f64 = 1e-7;
-
-/// The outcome of one feasibility test.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Check {
-    /// Whether every request's work fits before its deadline.
-    pub feasible: bool,
-    /// Work the LP could place, in milliseconds.
-    pub scheduled_ms: f64,
-    /// Columns of the LP.
-    pub variables: usize,
-}
-
-/// The time cut of one candidate objective: sorted distinct breakpoints and, per request, the
-/// half-open range of interval indices inside `[r_i, d_i]`.
-pub(crate) struct Cut {
-    /// Sorted distinct release times and deadlines.
-    pub points: Vec<f64>,
-    /// Per request, `(first, end)` interval indices: intervals `first..end` lie in `[r_i, d_i]`.
-    pub spans: Vec<(usize, usize)>,
-}
-
-impl Cut {
-    /// Cuts time at every release and every deadline `d_i = r_i + objective / w_i`.
-    pub fn new(inst: &Instance, objective: f64) -> Self {
-        let deadlines: Vec<f64> = inst.requests.iter().map(|j| j.release_ms + objective / j.weight).collect();
-        let mut points: Vec<f64> =
-            inst.requests.iter().map(|j| j.release_ms).chain(deadlines.iter().copied()).collect();
-        points.sort_by(f64::total_cmp);
-        points.dedup();
-        // Every value searched for is in `points`, so the search is exact; the fallback index
-        // only guards against a NaN slipping past validation.
-        let index = |v: f64| points.binary_search_by(|p| p.total_cmp(&v)).unwrap_or_else(|i| i);
-        let spans = inst.requests.iter().zip(&deadlines).map(|(j, &d)| (index(j.release_ms), index(d))).collect();
-        Cut { points, spans }
-    }
-
-    /// Number of intervals.
-    pub fn intervals(&self) -> usize {
-        self.points.len().saturating_sub(1)
-    }
-
-    /// Length `L_t` of interval `t`.
-    pub fn length(&self, t: usize) -> f64 {
-        self.points[t + 1] - self.points[t]
-    }
-}
-
 /// Solves the phase-1 form of the feasibility LP for `objective`: maximise the scheduled work
 /// `sum x` subject to `sum_{j,t} x_{i,j,t} <= p_i`, machine capacity and one-machine-at-a-time
 /// per interval; the candidate is feasible iff the maximum equals `sum p_i` (within
-/// [`FEASIBILITY_SLACK`]). Unlike asking for `= p_i` directly, this LP is always feasible and
+/// [`crate::cut::FEASIBILITY_SLACK`]). Unlike asking for `= p_i` directly, this LP is always feasible and
 /// bounded, so any status but optimal is a genuine solver failure.
 pub(crate) fn check(inst: &Instance, objective: f64, threads: Option<usize>) -> Result<Check, BoundError> {
     let cut = Cut::new(inst, objective);

@@ -5,6 +5,7 @@
 //! bimodal fluctuation, optional LRU caches, one-way network delay, read repair, and clients
 //! acting as coordinators. A run is a pure function of its [`RunPlan`]: same plan, same bits.
 
+pub mod bound;
 mod engine;
 mod events;
 mod lru;
@@ -73,7 +74,8 @@ pub fn run_all(
     plans
         .par_iter()
         .map(|plan| {
-            let out = run(plan, trace_text)?;
+            let mut out = run(plan, trace_text)?;
+            bound::attach(&mut out, &plan.spec)?;
             let done = runs.fetch_add(1, Ordering::Relaxed) + 1;
             let total = reqs.fetch_add(plan.spec.workload.requests, Ordering::Relaxed) + plan.spec.workload.requests;
             progress(done, total);

@@ -337,11 +337,19 @@ pub struct BoundSpec {
     pub weighting: tailor_core::results::Weighting,
     /// Relative tolerance of the binary search.
     pub tolerance: f64,
+    /// Feasibility solver: "max-flow" (default, exact and fast) or "highs" (needs the `highs` build feature).
+    pub solver: tailor_bound::Backend,
 }
 
 impl Default for BoundSpec {
     fn default() -> Self {
-        BoundSpec { enabled: false, requests: 1000, weighting: Default::default(), tolerance: 1e-4 }
+        BoundSpec {
+            enabled: false,
+            requests: 1000,
+            weighting: Default::default(),
+            tolerance: 1e-4,
+            solver: Default::default(),
+        }
     }
 }
 

@@ -17,6 +17,8 @@ struct Cli {
 enum Command {
     /// Run an experiment in the discrete-event simulator.
     Sim(cmd::sim::SimArgs),
+    /// Lower bound (LP relaxation) on the max weighted flow of an instance or a preset's requests.
+    Bound(cmd::bound::BoundArgs),
     /// List the built-in presets, or print one as TOML.
     Presets(cmd::presets::PresetsArgs),
     /// Run one store node.
@@ -33,6 +35,7 @@ fn main() {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Sim(args) => cmd::sim::run(args),
+        Command::Bound(args) => cmd::bound::run(args),
         Command::Presets(args) => cmd::presets::run(args),
         Command::Node(args) => tailor_store::cli::run_node(&args).map_err(Into::into),
         Command::Cluster(args) => tailor_store::cli::run_cluster(&args).map_err(Into::into),

@@ -21,10 +21,15 @@ pub fn render(runs: &[RunResult]) -> String {
     }
     let param_names: Vec<String> = runs.first().map(|r| r.params.keys().cloned().collect()).unwrap_or_default();
     let mut header: Vec<String> = param_names.iter().map(|p| p.rsplit('.').next().unwrap_or(p).to_string()).collect();
+    let with_bound = runs.iter().any(|r| r.bound.is_some());
     header.extend(
-        ["selector", "local", "p50 ms", "p95 ms", "p99 ms", "p99.9 ms", "max ms", "tput/s", "stretch p99", "seeds"]
+        ["selector", "local", "p50 ms", "p95 ms", "p99 ms", "p99.9 ms", "max ms", "tput/s", "stretch p99"]
             .map(String::from),
     );
+    if with_bound {
+        header.push("max/bound".into());
+    }
+    header.push("seeds".into());
     let mut rows: Vec<Vec<String>> = vec![header];
     for (_, group) in &groups {
         let n = group.len() as f64;
@@ -44,6 +49,9 @@ pub fn render(runs: &[RunResult]) -> String {
         }
         row.push(format!("{:.0}", avg(&|r| r.throughput_rps)));
         row.push(format!("{:.2}", avg(&|r| r.stretch.p99)));
+        if with_bound {
+            row.push(format!("{:.3}", avg(&|r| r.bound.map_or(f64::NAN, |b| b.ratio))));
+        }
         row.push(group.len().to_string());
         rows.push(row);
     }

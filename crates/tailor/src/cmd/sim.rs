@@ -19,6 +19,9 @@ pub struct SimArgs {
     /// Directory for results.json and results.csv (default: tailor-out/<experiment>).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Add each run's max weighted flow over the LP lower bound (same as `--set bound.enabled=true`).
+    #[arg(long)]
+    bound: bool,
     /// Print the effective spec as TOML and exit without running.
     #[arg(long)]
     print_spec: bool,
@@ -29,7 +32,11 @@ pub struct SimArgs {
 
 /// Run the experiment.
 pub fn run(args: SimArgs) -> Result<()> {
-    let spec = load_spec(&args.spec, &args.sets)?;
+    let mut sets = args.sets.clone();
+    if args.bound {
+        sets.push("bound.enabled=true".into());
+    }
+    let spec = load_spec(&args.spec, &sets)?;
     if args.print_spec {
         print!("{}", spec.to_toml());
         return Ok(());

@@ -1,0 +1,103 @@
+//! `tailor bound`: the lower bound of an instance file, or of a spec's first requests.
+
+use super::spec_arg::load_spec;
+use anyhow::{Context, Result};
+use std::path::PathBuf;
+use tailor_bound::{lower_bound, max_weighted_flow, Backend, BoundOptions, Instance, Weighting};
+use tailor_core::time::to_ms;
+use tailor_spec::expand;
+
+/// Arguments of `tailor bound`.
+#[derive(clap::Args)]
+pub struct BoundArgs {
+    /// An instance (`.json`: machines and requests with release_ms, processing_ms, weight,
+    /// machines), or a preset / spec whose first run's first requests make the instance.
+    input: String,
+    /// Requests taken from the spec's first run (default: the spec's `bound.requests`).
+    #[arg(long)]
+    requests: Option<usize>,
+    /// `flow` (w = 1) or `stretch` (w = 1/p); for instance files, re-weights the requests.
+    #[arg(long, value_parser = parse_weighting)]
+    weighting: Option<Weighting>,
+    /// Feasibility solver: `max-flow` (default) or `highs` (needs a build with `--features highs`).
+    #[arg(long, value_parser = parse_backend, default_value = "max-flow")]
+    solver: Backend,
+    /// Relative tolerance of the binary search.
+    #[arg(long, default_value_t = 1e-4)]
+    tolerance: f64,
+    /// Override a spec field by its dotted path (spec inputs only).
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    sets: Vec<String>,
+    /// Write the instance as JSON to this file.
+    #[arg(long)]
+    export: Option<PathBuf>,
+}
+
+fn parse_weighting(s: &str) -> Result<Weighting, String> {
+    match s {
+        "flow" => Ok(Weighting::Flow),
+        "stretch" => Ok(Weighting::Stretch),
+        _ => Err(format!("unknown weighting `{s}` (flow, stretch)")),
+    }
+}
+
+fn parse_backend(s: &str) -> Result<Backend, String> {
+    match s {
+        "max-flow" => Ok(Backend::MaxFlow),
+        "highs" => Ok(Backend::Highs),
+        _ => Err(format!("unknown solver `{s}` (max-flow, highs)")),
+    }
+}
+
+/// Compute and print the bound.
+pub fn run(args: BoundArgs) -> Result<()> {
+    let (inst, achieved) = if args.input.ends_with(".json") {
+        let text = std::fs::read_to_string(&args.input).with_context(|| format!("reading {}", args.input))?;
+        let mut inst: Instance =
+            serde_json::from_str(&text).with_context(|| format!("{} is not an instance", args.input))?;
+        if let Some(w) = args.weighting {
+            inst = inst.reweighted(w);
+        }
+        (inst, None)
+    } else {
+        from_spec(&args)?
+    };
+    if let Some(path) = &args.export {
+        std::fs::write(path, serde_json::to_string_pretty(&inst)? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("instance written to {}", path.display());
+    }
+    let opts = BoundOptions { rel_tol: args.tolerance, backend: args.solver, ..BoundOptions::default() };
+    let bound = lower_bound(&inst, &opts)?;
+    println!("requests          {}", inst.requests.len());
+    println!("machines          {}", inst.machines);
+    println!("lower bound       {:.6}", bound.value);
+    println!("relaxation upper  {:.6}", bound.upper);
+    println!("feasibility tests {}", bound.lp_solves);
+    println!("largest LP        {} variables", bound.variables);
+    println!("solve time        {:.3} s ({:?})", bound.solve_seconds, args.solver);
+    if let Some((selector, value)) = achieved {
+        println!("{selector:<17} {value:.6} (max weighted flow), ratio {:.4}", value / bound.value);
+    }
+    Ok(())
+}
+
+/// The instance of the spec's first run (first swept point, selector, local policy and seed),
+/// and that run's own max weighted flow on it.
+fn from_spec(args: &BoundArgs) -> Result<(Instance, Option<(String, f64)>)> {
+    let mut sets = args.sets.clone();
+    sets.push("bound.enabled=true".into());
+    let spec = load_spec(&args.input, &sets)?;
+    let n = args.requests.unwrap_or(spec.bound.requests);
+    let weighting = args.weighting.unwrap_or(spec.bound.weighting);
+    let mut plan = expand(&spec)?.into_iter().next().context("the spec has no run")?;
+    plan.spec.workload.requests = n as u64;
+    plan.spec.workload.warmup_ms = 0.0;
+    plan.spec.bound.requests = n;
+    let out = tailor_sim::run(&plan, None)?;
+    let inst =
+        tailor_sim::bound::instance(&out.bound_jobs, plan.spec.cluster.servers, plan.spec.cluster.workers, weighting);
+    let completions: Vec<f64> = out.bound_jobs.iter().map(|j| to_ms(j.completion)).collect();
+    let achieved = max_weighted_flow(&inst, &completions);
+    Ok((inst, Some((format!("{}+{}", plan.selector, plan.local), achieved))))
+}
