@@ -169,14 +169,27 @@ impl BitOr {
 /// Discards stale feedback: per sender, only timestamps newer than the newest applied pass.
 #[derive(Clone, Debug, Default)]
 pub struct Freshness {
-    newest: HashMap<NodeId, Nanos>,
+    /// Newest timestamp per small node id (the common case, checked on every response).
+    dense: Vec<Nanos>,
+    /// Newest timestamp for ids too large to index densely.
+    sparse: HashMap<NodeId, Nanos>,
 }
+
+/// Node ids below this are tracked in a vector; larger ones (never seen in practice) in a map.
+const DENSE_IDS: NodeId = 1 << 16;
 
 impl Freshness {
     /// True (and remembered) if `timestamp` from `from` is newer than anything applied from it.
     /// Equal timestamps pass: one sender can emit several facts in the same instant.
     pub fn accept(&mut self, from: NodeId, timestamp: Nanos) -> bool {
-        let newest = self.newest.entry(from).or_insert(0);
+        let newest = if from < DENSE_IDS {
+            if self.dense.len() <= from as usize {
+                self.dense.resize(from as usize + 1, 0);
+            }
+            &mut self.dense[from as usize]
+        } else {
+            self.sparse.entry(from).or_insert(0)
+        };
         if timestamp >= *newest {
             *newest = timestamp;
             true
