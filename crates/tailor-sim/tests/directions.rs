@@ -99,3 +99,19 @@ fn hector_cache_popularity_aware_outruns_dynamic_snitch_under_zipf_01() {
     let (ds, pa) = (get(&m, "dynamic-snitch", "fcfs"), get(&m, "popularity-aware", "fcfs"));
     assert!(pa > 2.0 * ds, "throughput pa {pa:.0} vs ds {ds:.0}");
 }
+
+#[test]
+fn heron_with_10_percent_large_values_beats_c3_at_p99() {
+    let m = averaged(
+        "heron",
+        &[
+            "workload.requests=100000",
+            "seeds=[1,2,3,4]",
+            "sweep.workload.sizes.weights=[[0.9,0.1]]",
+            "compare.selectors=c3,heron",
+        ],
+        p99,
+    );
+    let (heron, c3) = (get(&m, "heron", "fcfs"), get(&m, "c3", "fcfs"));
+    assert!(heron < c3, "p99 heron {heron:.2} vs c3 {c3:.2}");
+}

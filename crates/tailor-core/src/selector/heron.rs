@@ -3,7 +3,10 @@
 //!
 //! Scoring is C3's product `q_bar * (1/mu_bar)` without rate control: per-server EWMAs of the
 //! piggybacked queue length and service time (a server with no feedback yet scores 0, so it is
-//! tried first). Each replica is *busy* or *available*:
+//! tried first). `scoring = "c3"` ranks with C3's full cubic score instead: with many
+//! coordinators the bare product herds them onto the same replica between feedbacks, and in the
+//! simulator only the full score reproduces Héron's published edge over C3 (the `heron` preset
+//! uses it). Each replica is *busy* or *available*:
 //! - busy while this coordinator has an outstanding large request there (marked in `on_sent` when
 //!   `hint.large`, cleared by the response to that request, recognised by `Response::large`);
 //! - busy when the newest fresh piggybacked `Feedback::busy` from it says so.
@@ -22,6 +25,7 @@
 //! such expiry. Setting `busy_expiry_ms = 0` keeps statuses until the next feedback (the paper's
 //! literal rule).
 
+use super::c3_score::ServerFeedback;
 use super::{argmin_random_ties, Decision, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::{Ewma, Response};
 use crate::model::{NodeId, RequestView, Tags};
@@ -37,16 +41,31 @@ pub struct HeronConfig {
     /// How long a piggybacked "busy" status holds after it was received, in ms (100; 0 = until
     /// the next feedback from that replica).
     pub busy_expiry_ms: f64,
+    /// How replicas are ranked: "product" (`q_bar * service_bar`, ALGORITHMS.md) or "c3" (C3's
+    /// full cubic score with concurrency compensation, `w` = number of coordinators; Héron's
+    /// Cassandra implementation extends C3's scoring code).
+    pub scoring: HeronScoring,
+}
+
+/// Replica ranking used by Héron.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HeronScoring {
+    /// `q_bar * service_bar`.
+    #[default]
+    Product,
+    /// `(R - 1/mu) + (1 + os*w + q_bar)^3 / mu`.
+    C3,
 }
 
 impl Default for HeronConfig {
     fn default() -> Self {
-        HeronConfig { ewma_weight: 0.9, busy_expiry_ms: 100.0 }
+        HeronConfig { ewma_weight: 0.9, busy_expiry_ms: 100.0, scoring: HeronScoring::Product }
     }
 }
 
 /// What this coordinator knows about one server.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct ServerView {
     /// EWMA of the piggybacked queue length.
     queue: Ewma,
@@ -56,6 +75,8 @@ struct ServerView {
     local_large: u32,
     /// When the newest fresh feedback saying "busy" arrived (None once a fresh one says available).
     remote_busy_since: Option<Nanos>,
+    /// C3's per-server state, for the "c3" scoring.
+    c3: ServerFeedback,
 }
 
 /// `heron` selector: C3-scored, size-aware, blocking large requests on busy replicas.
@@ -63,6 +84,8 @@ pub struct Heron {
     servers: Vec<ServerView>,
     blank: ServerView,
     busy_expiry: Nanos,
+    scoring: HeronScoring,
+    coordinators: f64,
     rng: Rng,
 }
 
@@ -70,11 +93,19 @@ impl Heron {
     /// Build for one coordinator.
     pub fn new(cfg: &HeronConfig, env: &SelectorEnv) -> Self {
         let w = if (0.0..=1.0).contains(&cfg.ewma_weight) { cfg.ewma_weight } else { 0.9 };
-        let blank = ServerView { queue: Ewma::new(w), service: Ewma::new(w), local_large: 0, remote_busy_since: None };
+        let blank = ServerView {
+            queue: Ewma::new(w),
+            service: Ewma::new(w),
+            local_large: 0,
+            remote_busy_since: None,
+            c3: ServerFeedback::new(w),
+        };
         Heron {
-            servers: vec![blank; env.servers],
+            servers: vec![blank.clone(); env.servers],
             blank,
             busy_expiry: from_ms(cfg.busy_expiry_ms),
+            scoring: cfg.scoring,
+            coordinators: env.coordinators.max(1) as f64,
             rng: Rng::new(env.seed, 0x0048_4552_4f4e + env.coordinator as u64),
         }
     }
@@ -86,7 +117,7 @@ impl Heron {
     fn view_mut(&mut self, node: NodeId) -> &mut ServerView {
         let i = node as usize;
         if i >= self.servers.len() {
-            self.servers.resize(i + 1, self.blank);
+            self.servers.resize(i + 1, self.blank.clone());
         }
         &mut self.servers[i]
     }
@@ -94,7 +125,10 @@ impl Heron {
     /// The replica's score `q_bar * service_bar` (ns); 0 before any feedback. Lower is better.
     pub fn score(&self, node: NodeId) -> f64 {
         let v = self.view(node);
-        v.queue.get_or(0.0) * v.service.get_or(0.0)
+        match self.scoring {
+            HeronScoring::Product => v.queue.get_or(0.0) * v.service.get_or(0.0),
+            HeronScoring::C3 => v.c3.c3_score(self.coordinators, 3.0),
+        }
     }
 
     /// When a piggybacked busy status of `node` stops counting, if it is busy only by piggyback.
@@ -143,13 +177,16 @@ impl ReplicaSelector for Heron {
     }
 
     fn on_sent(&mut self, _now: Nanos, req: &RequestView, replica: NodeId) {
+        let v = self.view_mut(replica);
+        v.c3.sent();
         if req.hint.large {
-            self.view_mut(replica).local_large += 1;
+            v.local_large += 1;
         }
     }
 
     fn on_response(&mut self, now: Nanos, resp: &Response) {
         let v = self.view_mut(resp.replica);
+        v.c3.respond(now, resp);
         if resp.large {
             v.local_large = v.local_large.saturating_sub(1);
         }
@@ -275,7 +312,7 @@ mod tests {
     #[test]
     fn config_defaults_and_unknown_fields() {
         let cfg: HeronConfig = serde_json::from_str("{}").expect("empty config");
-        assert_eq!(cfg, HeronConfig { ewma_weight: 0.9, busy_expiry_ms: 100.0 });
+        assert_eq!(cfg, HeronConfig { ewma_weight: 0.9, busy_expiry_ms: 100.0, scoring: HeronScoring::Product });
         assert!(serde_json::from_str::<HeronConfig>(r#"{"nope": 1}"#).is_err());
     }
 }
