@@ -144,7 +144,7 @@ pub struct BenchOutput {
 }
 
 impl BenchOutput {
-    /// The run's figures.
+    /// The run's figures (outputs of [`run`] always hold exactly one run; panics on an empty `runs`).
     pub fn run(&self) -> &RunResult {
         &self.results.runs[0]
     }
