@@ -25,6 +25,8 @@ enum Command {
     Node(tailor_store::cli::NodeArgs),
     /// Start or stop a loopback cluster of store nodes.
     Cluster(tailor_store::cli::ClusterArgs),
+    /// Drive live nodes with a workload, open loop, and write results.
+    Bench(cmd::bench::BenchArgs),
 }
 
 fn main() {
@@ -39,6 +41,7 @@ fn main() {
         Command::Presets(args) => cmd::presets::run(args),
         Command::Node(args) => tailor_store::cli::run_node(&args).map_err(Into::into),
         Command::Cluster(args) => tailor_store::cli::run_cluster(&args).map_err(Into::into),
+        Command::Bench(args) => cmd::bench::run(args),
     };
     if let Err(e) = outcome {
         eprintln!("error: {e:#}");

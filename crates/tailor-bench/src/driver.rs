@@ -1,0 +1,353 @@
+//! The asynchronous part of a run: asking the cluster for its labels, the load phase, the
+//! open-loop send loop, the connection tasks and the progress line.
+
+use crate::record::{Completion, Outcome, Recorder};
+use crate::resp::{Conn, Reply};
+use crate::schedule::{self, load_set, value_bytes, Planned, Schedule, ScheduleInput};
+use crate::{BenchConfig, BenchError, LoadStats, SecondStats};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tailor_core::results::RunResult;
+use tailor_core::time::{from_ms, Nanos};
+use tailor_core::Op;
+use tokio::sync::mpsc;
+
+/// What [`run`] hands back to [`crate::run`].
+pub struct DriverOutput {
+    /// The run's figures.
+    pub result: RunResult,
+    /// Per-second rows.
+    pub timeseries: Vec<SecondStats>,
+    /// The load phase.
+    pub load: LoadStats,
+    /// Example error messages.
+    pub error_samples: Vec<String>,
+}
+
+/// Time to set up connections before the first intended send.
+const LEAD: Duration = Duration::from_millis(20);
+
+fn nanos(d: Duration) -> Nanos {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// The whole run (see the crate docs for the rules it follows).
+pub async fn run(cfg: &BenchConfig) -> Result<DriverOutput, BenchError> {
+    let spec = &cfg.spec;
+    let seed = cfg.seed.or_else(|| spec.seeds.first().copied()).unwrap_or(1);
+    let input = ScheduleInput {
+        spec,
+        seed,
+        nodes: cfg.nodes.len(),
+        rate: cfg.rate,
+        load: cfg.load,
+        duration: cfg.duration.map(nanos),
+        trace_text: cfg.trace_text.as_deref(),
+    };
+    let schedule = schedule::generate(&input)?;
+    let warmup = cfg.warmup.map(nanos).unwrap_or_else(|| from_ms(spec.workload.warmup_ms));
+    if warmup >= schedule.duration && schedule.duration > 0 {
+        return Err(BenchError::Config(format!(
+            "the warm-up ({:.1} s) must be shorter than the run ({:.1} s)",
+            warmup as f64 / 1e9,
+            schedule.duration as f64 / 1e9
+        )));
+    }
+    let (selector, local) = labels(cfg).await;
+    if cfg.progress {
+        eprintln!(
+            "bench {}: {} requests over {:.1} s at {:.0} req/s offered ({:.1} s warm-up) on {} nodes, {} connections; selector {selector}, local {local}",
+            spec.name,
+            schedule.requests.len(),
+            schedule.duration as f64 / 1e9,
+            schedule.offered_rps,
+            warmup as f64 / 1e9,
+            cfg.nodes.len(),
+            cfg.connections
+        );
+    }
+    let load = load_phase(cfg, &load_set(&schedule, cfg.load_keys)).await;
+    let recorder = Arc::new(Mutex::new(Recorder::new(warmup, spec.cluster.service.clone())));
+    open_loop(cfg, &schedule, &recorder).await;
+    let rec = recorder.lock().unwrap_or_else(|e| e.into_inner());
+    let mut result = RunResult {
+        selector,
+        local,
+        params: cfg.params.clone(),
+        seed,
+        window_ms: spec.report.window_ms,
+        ..RunResult::default()
+    };
+    rec.fill(&mut result, schedule.offered_rps, spec.report.cdf_points);
+    result.extra.insert("connections".into(), cfg.connections as f64);
+    result.extra.insert("duration_s".into(), schedule.duration as f64 / 1e9);
+    result.extra.insert("warmup_s".into(), warmup as f64 / 1e9);
+    result.extra.insert("load_keys".into(), load.keys as f64);
+    result.extra.insert("load_errors".into(), load.errors as f64);
+    Ok(DriverOutput { result, timeseries: rec.timeseries(), load, error_samples: rec.error_samples().to_vec() })
+}
+
+/// The selector and local policy labels: the flags, else what the first answering node says
+/// (`TAILOR.GET selector`/`local`, falling back to the `selector:`/`local:` lines of `INFO`),
+/// else "unknown".
+async fn labels(cfg: &BenchConfig) -> (String, String) {
+    let (mut sel, mut loc) = (cfg.selector_label.clone(), cfg.local_label.clone());
+    for &addr in &cfg.nodes {
+        if sel.is_some() && loc.is_some() {
+            break;
+        }
+        let asked = tokio::time::timeout(Duration::from_secs(2), ask_labels(addr)).await;
+        if let Ok(Ok((s, l))) = asked {
+            sel = sel.or(s);
+            loc = loc.or(l);
+        }
+    }
+    (sel.unwrap_or_else(|| "unknown".into()), loc.unwrap_or_else(|| "unknown".into()))
+}
+
+async fn ask_labels(addr: SocketAddr) -> std::io::Result<(Option<String>, Option<String>)> {
+    let mut conn = Conn::connect(addr).await?;
+    let (mut s, mut l) = (knob(&mut conn, "selector").await?, knob(&mut conn, "local").await?);
+    if s.is_none() || l.is_none() {
+        if let Reply::Bulk(info) = conn.command(&[b"INFO"]).await? {
+            let info = String::from_utf8_lossy(&info).into_owned();
+            let field = |name: &str| {
+                info.lines()
+                    .find_map(|line| line.strip_prefix(name).map(|v| v.trim().to_string()))
+                    .filter(|v| !v.is_empty())
+            };
+            s = s.or_else(|| field("selector:"));
+            l = l.or_else(|| field("local:"));
+        }
+    }
+    Ok((s, l))
+}
+
+/// A `TAILOR.GET` knob as text, `None` if the node does not know it.
+async fn knob(conn: &mut Conn, name: &str) -> std::io::Result<Option<String>> {
+    Ok(match conn.command(&[b"TAILOR.GET", name.as_bytes()]).await? {
+        Reply::Bulk(v) => Some(String::from_utf8_lossy(&v).into_owned()),
+        _ => None,
+    })
+}
+
+/// Write `keys` with `connections` writers spread over the nodes; failures are counted, not fatal.
+async fn load_phase(cfg: &BenchConfig, keys: &[(u64, u64)]) -> LoadStats {
+    if keys.is_empty() {
+        return LoadStats::default();
+    }
+    let started = Instant::now();
+    let keys: Arc<Vec<(u64, u64)>> = Arc::new(keys.to_vec());
+    let next = Arc::new(AtomicUsize::new(0));
+    let ok = Arc::new(AtomicU64::new(0));
+    let failed = Arc::new(AtomicU64::new(0));
+    let writers = cfg.connections.min(keys.len());
+    let mut tasks = Vec::with_capacity(writers);
+    for w in 0..writers {
+        let addr = cfg.nodes[w % cfg.nodes.len()];
+        let (keys, next, ok, failed, timeout) = (keys.clone(), next.clone(), ok.clone(), failed.clone(), cfg.timeout);
+        tasks.push(tokio::spawn(async move {
+            let mut conn: Option<Conn> = None;
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(key, size)) = keys.get(i) else { break };
+                let value = value_bytes(key, size);
+                let done = tokio::time::timeout(timeout, async {
+                    let c = match &mut conn {
+                        Some(c) => c,
+                        None => conn.insert(Conn::connect(addr).await?),
+                    };
+                    c.command(&[b"SET", key.to_string().as_bytes(), &value]).await
+                })
+                .await;
+                match done {
+                    Ok(Ok(Reply::Simple(_))) => ok.fetch_add(1, Ordering::Relaxed),
+                    Ok(Ok(_)) => failed.fetch_add(1, Ordering::Relaxed),
+                    _ => {
+                        conn = None;
+                        failed.fetch_add(1, Ordering::Relaxed)
+                    }
+                };
+            }
+        }));
+    }
+    let ticker = cfg.progress.then(|| {
+        let (ok, failed, total) = (ok.clone(), failed.clone(), keys.len());
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(1));
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                let (o, f) = (ok.load(Ordering::Relaxed), failed.load(Ordering::Relaxed));
+                eprintln!("load: {}/{} keys written, {} errors", o, total, f);
+            }
+        })
+    });
+    for t in tasks {
+        let _ = t.await;
+    }
+    if let Some(t) = ticker {
+        t.abort();
+    }
+    let stats = LoadStats {
+        keys: ok.load(Ordering::Relaxed),
+        errors: failed.load(Ordering::Relaxed),
+        seconds: started.elapsed().as_secs_f64(),
+    };
+    if cfg.progress {
+        eprintln!("load: {} keys written, {} errors, in {:.1} s", stats.keys, stats.errors, stats.seconds);
+    }
+    stats
+}
+
+/// A coordinator's queue of requests waiting for one of its connections.
+type Queue = Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Planned>>>;
+
+/// Send every request at its intended time and wait until each has completed or timed out.
+async fn open_loop(cfg: &BenchConfig, schedule: &Schedule, recorder: &Arc<Mutex<Recorder>>) {
+    let n = cfg.nodes.len();
+    let (senders, queues): (Vec<_>, Vec<Queue>) = (0..n)
+        .map(|_| {
+            let (tx, rx) = mpsc::unbounded_channel::<Planned>();
+            (tx, Arc::new(tokio::sync::Mutex::new(rx)))
+        })
+        .unzip();
+    // Connect first so that the first requests do not pay for the handshakes.
+    let connects = (0..cfg.connections).map(|i| {
+        let addr = cfg.nodes[i % n];
+        async move { tokio::time::timeout(Duration::from_secs(1), Conn::connect(addr)).await.ok().and_then(Result::ok) }
+    });
+    let mut conns = Vec::with_capacity(cfg.connections);
+    for c in connects {
+        conns.push(c.await);
+    }
+    let start = Instant::now() + LEAD;
+    let mut workers = Vec::with_capacity(cfg.connections);
+    for (i, conn) in conns.into_iter().enumerate() {
+        let w = Worker {
+            addr: cfg.nodes[i % n],
+            queue: queues[i % n].clone(),
+            start,
+            timeout: cfg.timeout,
+            recorder: recorder.clone(),
+            conn,
+        };
+        workers.push(tokio::spawn(w.serve()));
+    }
+    let ticker = cfg.progress.then(|| tokio::spawn(progress(recorder.clone(), start, schedule.offered_rps)));
+    // The send loop runs on its own OS thread: std's sleep is precise to tens of microseconds,
+    // tokio's timer only to a millisecond.
+    let requests = schedule.requests.clone();
+    let sender = std::thread::spawn(move || {
+        for p in requests {
+            let at = start + Duration::from_nanos(p.at);
+            let now = Instant::now();
+            if at > now {
+                std::thread::sleep(at - now);
+            }
+            // A closed queue means its workers are gone; nothing is left to account it, so the
+            // workers never exit before the senders are dropped (they loop until then).
+            let _ = senders[p.node as usize].send(p);
+        }
+    });
+    let _ = tokio::task::spawn_blocking(move || sender.join()).await;
+    for w in workers {
+        let _ = w.await;
+    }
+    if let Some(t) = ticker {
+        t.abort();
+    }
+}
+
+/// One connection: takes its coordinator's next request, sends it, waits for the reply.
+struct Worker {
+    addr: SocketAddr,
+    queue: Queue,
+    start: Instant,
+    timeout: Duration,
+    recorder: Arc<Mutex<Recorder>>,
+    conn: Option<Conn>,
+}
+
+impl Worker {
+    async fn serve(mut self) {
+        loop {
+            let next = self.queue.lock().await.recv().await;
+            let Some(p) = next else { break };
+            let intended = self.start + Duration::from_nanos(p.at);
+            let deadline = intended + self.timeout;
+            let sent = Instant::now();
+            let outcome = if sent >= deadline {
+                Outcome::Timeout
+            } else {
+                match tokio::time::timeout_at(deadline.into(), self.exec(&p)).await {
+                    Ok(Ok(o)) => o,
+                    Ok(Err(e)) => {
+                        self.conn = None;
+                        self.note(format!("{}: {e}", self.addr));
+                        Outcome::Error
+                    }
+                    Err(_) => {
+                        // a late reply would be read as the next request's: start afresh
+                        self.conn = None;
+                        Outcome::Timeout
+                    }
+                }
+            };
+            let done = Instant::now();
+            let since = |t: Instant| nanos(t.saturating_duration_since(self.start));
+            let c =
+                Completion { intended: p.at, sent: since(sent), done: since(done), op: p.op, size: p.size, outcome };
+            self.recorder.lock().unwrap_or_else(|e| e.into_inner()).record(c);
+        }
+    }
+
+    fn note(&self, message: String) {
+        self.recorder.lock().unwrap_or_else(|e| e.into_inner()).note_error(message);
+    }
+
+    async fn exec(&mut self, p: &Planned) -> std::io::Result<Outcome> {
+        let conn = match &mut self.conn {
+            Some(c) => c,
+            None => self.conn.insert(Conn::connect(self.addr).await?),
+        };
+        let key = p.key.to_string();
+        let reply = match p.op {
+            Op::Read => conn.command(&[b"GET", key.as_bytes()]).await?,
+            Op::Write => conn.command(&[b"SET", key.as_bytes(), &value_bytes(p.key, p.size)]).await?,
+        };
+        Ok(match (p.op, reply) {
+            (Op::Read, Reply::Bulk(_)) | (Op::Write, Reply::Simple(_)) => Outcome::Ok,
+            (Op::Read, Reply::Null) => Outcome::Miss,
+            (_, Reply::Error(e)) => {
+                self.note(format!("{}: {e}", self.addr));
+                Outcome::Error
+            }
+            (_, other) => {
+                self.note(format!("{}: unexpected reply {other:?}", self.addr));
+                Outcome::Error
+            }
+        })
+    }
+}
+
+/// Print a line each second: achieved rate over the last second, p99 so far, errors.
+async fn progress(recorder: Arc<Mutex<Recorder>>, start: Instant, offered: f64) {
+    let mut tick = tokio::time::interval_at((start + Duration::from_secs(1)).into(), Duration::from_secs(1));
+    let mut last = 0;
+    loop {
+        tick.tick().await;
+        let p = recorder.lock().unwrap_or_else(|e| e.into_inner()).progress();
+        eprintln!(
+            "{:>4.0} s  achieved {:>8} req/s (offered {:.0})  p99 so far {:.2} ms  errors {}",
+            start.elapsed().as_secs_f64(),
+            p.completed - last,
+            offered,
+            p.p99_ms,
+            p.errors
+        );
+        last = p.completed;
+    }
+}

@@ -1,0 +1,130 @@
+//! `tailor bench`: drive live nodes with a spec's workload, open loop, and write results.
+
+use super::spec_arg::load_spec;
+use anyhow::{bail, Context, Result};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tailor_bench::BenchConfig;
+use tailor_spec::{ArrivalKind, Spec};
+
+/// Arguments of `tailor bench`.
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// Client addresses of the nodes, comma-separated (e.g. 127.0.0.1:7000,127.0.0.1:7001).
+    #[arg(long, value_delimiter = ',', required = true)]
+    nodes: Vec<String>,
+    /// A preset name or a spec file (`.toml`) whose `[workload]` is used (default: the default spec).
+    spec: Option<String>,
+    /// Override a spec field by its dotted path, e.g. `--set workload.reads=0.95`.
+    #[arg(long = "set", value_name = "PATH=VALUE")]
+    sets: Vec<String>,
+    /// Offered rate in requests per second over the whole cluster (overrides the spec).
+    #[arg(long, conflicts_with = "load")]
+    rate: Option<f64>,
+    /// Offered load as a fraction of the spec's nominal capacity of these nodes (overrides the spec).
+    #[arg(long)]
+    load: Option<f64>,
+    /// Run length in seconds, warm-up included (default: workload.requests / rate).
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Warm-up in seconds, not measured (default: workload.warmup_ms).
+    #[arg(long)]
+    warmup: Option<f64>,
+    /// TCP connections, spread round-robin over the nodes, one request in flight each.
+    #[arg(long, default_value_t = 64)]
+    connections: usize,
+    /// Per-request timeout in milliseconds, counted from the intended send time.
+    #[arg(long, default_value_t = 2000)]
+    timeout_ms: u64,
+    /// Load at most this many keys before the run (0 skips the load phase).
+    #[arg(long)]
+    load_keys: Option<u64>,
+    /// Seed of the workload (default: the spec's first seed).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Selector name recorded in the results (default: asked from the cluster).
+    #[arg(long)]
+    label_selector: Option<String>,
+    /// Local policy name recorded in the results (default: asked from the cluster).
+    #[arg(long)]
+    label_local: Option<String>,
+    /// Client threads.
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    /// Directory for results.json, results.csv and timeseries.csv/json (default: tailor-out/<experiment>-live).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// No progress lines.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn seconds(flag: &str, s: Option<f64>) -> Result<Option<Duration>> {
+    s.map(|s| Duration::try_from_secs_f64(s).with_context(|| format!("--{flag} {s}: not a valid number of seconds")))
+        .transpose()
+}
+
+fn resolve(node: &str) -> Result<SocketAddr> {
+    node.trim()
+        .to_socket_addrs()
+        .with_context(|| format!("--nodes: cannot resolve `{node}` (expected host:port)"))?
+        .next()
+        .with_context(|| format!("--nodes: `{node}` resolves to no address"))
+}
+
+/// Run the bench.
+pub fn run(args: BenchArgs) -> Result<()> {
+    let spec = match &args.spec {
+        Some(s) => load_spec(s, &args.sets)?,
+        None => Spec::default().with_overrides(&args.sets)?,
+    };
+    if !spec.sweep.is_empty() {
+        eprintln!("note: the bench runs one point; [sweep] is ignored (use `--set` to pick a value)");
+    }
+    let nodes = args.nodes.iter().map(|n| resolve(n)).collect::<Result<Vec<_>>>()?;
+    if args.timeout_ms == 0 {
+        bail!("--timeout-ms must be > 0");
+    }
+    let trace_text = match (spec.workload.arrival, args.rate, args.load) {
+        (ArrivalKind::Trace, None, None) => Some(
+            std::fs::read_to_string(&spec.workload.trace)
+                .with_context(|| format!("reading trace {}", spec.workload.trace))?,
+        ),
+        _ => None,
+    };
+    let mut cfg = BenchConfig::new(nodes, spec);
+    cfg.seed = args.seed;
+    cfg.rate = args.rate;
+    cfg.load = args.load;
+    cfg.duration = seconds("duration", args.duration)?;
+    cfg.warmup = seconds("warmup", args.warmup)?;
+    cfg.connections = args.connections;
+    cfg.timeout = Duration::from_millis(args.timeout_ms);
+    cfg.load_keys = args.load_keys;
+    cfg.selector_label = args.label_selector;
+    cfg.local_label = args.label_local;
+    cfg.trace_text = trace_text;
+    cfg.threads = args.threads;
+    cfg.progress = !args.quiet;
+    let out = tailor_bench::run(&cfg)?;
+    print!("{}", crate::table::render(&out.results.runs));
+    let r = out.run();
+    eprintln!(
+        "achieved {:.0} req/s of {:.0} offered; {} requests measured, {} errors ({} timeouts), {} in warm-up",
+        r.throughput_rps,
+        r.offered_rps,
+        r.requests,
+        r.errors,
+        r.extra.get("timeouts").copied().unwrap_or(0.0),
+        r.extra.get("warmup_errors").copied().unwrap_or(0.0)
+    );
+    for e in &out.error_samples {
+        eprintln!("  error: {e}");
+    }
+    let dir = args.out.unwrap_or_else(|| Path::new("tailor-out").join(format!("{}-live", cfg.spec.name)));
+    super::sim::write_results(&dir, &out.results)?;
+    tailor_bench::write_timeseries(&dir, &out.timeseries)?;
+    eprintln!("results in {}", dir.join("results.json").display());
+    Ok(())
+}

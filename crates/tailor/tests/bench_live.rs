@@ -1,0 +1,196 @@
+//! `tailor bench` against real nodes: open-loop accounting under an injected stall, errors
+//! counted when nothing listens or a node dies mid-run, and the results files' shape.
+
+mod common;
+use common::*;
+use std::process::Command;
+use std::time::{Duration, Instant};
+use tailor_core::results::Results;
+use tailor_store::cluster::ClusterOptions;
+use tailor_store::config::Consistency;
+
+fn bench(args: &[&str]) -> std::process::Output {
+    let out = Command::new(exe()).arg("bench").args(args).output().expect("run tailor bench");
+    assert!(
+        out.status.success(),
+        "tailor bench {args:?} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn read_results(dir: &std::path::Path) -> Results {
+    let text = std::fs::read_to_string(dir.join("results.json")).expect("results.json written");
+    serde_json::from_str(&text).expect("results.json parses as Results")
+}
+
+/// The p99 of `samples` (ms).
+fn p99(samples: &mut [f64]) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[((samples.len() as f64 * 0.99) as usize).min(samples.len() - 1)]
+}
+
+#[test]
+fn open_loop_latency_includes_the_wait_behind_a_stall() {
+    let opts = ClusterOptions { nodes: 1, replication: 1, ..ClusterOptions::default() };
+    let cl = TestCluster::start(opts, |_| {});
+    {
+        // the node stalls for 300 ms at the start of every second (a GC-like pause)
+        let mut con = cl.conn(0);
+        for (k, v) in [("stall_every_ms", "1000"), ("stall_ms", "300")] {
+            redis::cmd("TAILOR.SET").arg(k).arg(v).query::<()>(&mut con).unwrap();
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let addr = cl.cfgs[0].client_addr.to_string();
+    bench(&[
+        "--nodes",
+        &addr,
+        "--set",
+        "workload.keys=500",
+        "--set",
+        "workload.reads=0.9",
+        "--rate",
+        "200",
+        "--duration",
+        "3",
+        "--warmup",
+        "0.5",
+        "--connections",
+        "8",
+        "--quiet",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let results = read_results(dir.path());
+    assert_eq!(results.engine, "live");
+    assert_eq!(results.runs.len(), 1);
+    let r = &results.runs[0];
+    let l = r.read_latency_ms;
+    // About 30 % of the requests are intended during a stall and wait for its end: their
+    // latency is spread over 0..300 ms, so the p99 is near 290 ms and the max near 300 ms.
+    assert!(l.max >= 250.0, "max should include the whole stall: {l:?}");
+    assert!(l.p99 >= 200.0, "p99 should fall inside the stalls: {l:?}");
+    assert!(l.p50 < l.p99 / 2.0, "{l:?}");
+    assert_eq!(r.errors, 0, "{:?}", r.extra);
+
+    // A closed-loop client (one request at a time, timed from its own send) sees at most one
+    // slow request per stall, so its p99 hides the stalls that the open-loop p99 shows.
+    let mut con = cl.conn(0);
+    let mut samples = Vec::new();
+    let until = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < until {
+        let t = Instant::now();
+        let _ = get(&mut con, "1").unwrap();
+        samples.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let closed = p99(&mut samples);
+    eprintln!("open-loop {l:?}; closed-loop p99 {closed:.2} ms over {} requests", samples.len());
+    assert!(closed < l.p99 / 2.0, "closed-loop p99 {closed} ms vs open-loop {} ms", l.p99);
+}
+
+#[test]
+fn results_files_have_the_sim_shape_and_the_cluster_labels() {
+    // writes acknowledged by every replica, so a loaded key is never missing at the replica read
+    let opts = ClusterOptions {
+        nodes: 3,
+        selector: "lor".into(),
+        local: "sjf".into(),
+        write_consistency: Consistency::All,
+        ..ClusterOptions::default()
+    };
+    let cl = TestCluster::start(opts, |_| {});
+    let dir = tempfile::tempdir().unwrap();
+    let nodes: Vec<String> = cl.cfgs.iter().map(|c| c.client_addr.to_string()).collect();
+    bench(&[
+        "--nodes",
+        &nodes.join(","),
+        "--set",
+        "workload.keys=300",
+        "--set",
+        "workload.reads=0.8",
+        "--rate",
+        "300",
+        "--duration",
+        "2",
+        "--warmup",
+        "0.5",
+        "--quiet",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let results = read_results(dir.path());
+    let r = &results.runs[0];
+    assert_eq!((r.selector.as_str(), r.local.as_str()), ("lor", "sjf"));
+    assert_eq!(results.format, tailor_core::results::RESULTS_FORMAT);
+    assert!(results.spec.contains("[workload]"), "the spec is echoed");
+    assert_eq!(r.offered_rps, 300.0);
+    // ~450 measured requests (1.5 s at 300/s), every one loaded so no misses
+    assert!((300..600).contains(&r.requests), "{} requests", r.requests);
+    assert_eq!(r.errors, 0);
+    assert_eq!(r.extra["read_misses"], 0.0, "{:?}", r.extra);
+    assert!(r.extra["load_keys"] > 100.0);
+    assert!(r.throughput_rps > 150.0 && r.throughput_rps < 450.0, "{}", r.throughput_rps);
+    assert!(r.read_latency_ms.count > 0 && r.write_latency_ms.is_some());
+    assert!(!r.latency_cdf.is_empty() && r.stretch.count > 0);
+    let csv = std::fs::read_to_string(dir.path().join("timeseries.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().collect();
+    assert_eq!(rows[0], "second,warmup,offered,completed,errors,p50_ms,p99_ms,max_ms");
+    assert!(rows.len() >= 3 && rows[1].starts_with("0,true,"), "{csv}");
+    let ts: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("timeseries.json")).unwrap()).unwrap();
+    assert_eq!(ts.len(), rows.len() - 1);
+    assert!(dir.path().join("results.csv").is_file());
+}
+
+#[test]
+fn nothing_listening_gives_errors_and_still_writes_results() {
+    let port = tailor_store::cluster::free_ports(1).unwrap()[0];
+    let dir = tempfile::tempdir().unwrap();
+    let out = bench(&[
+        "--nodes",
+        &format!("127.0.0.1:{port}"),
+        "--rate",
+        "100",
+        "--duration",
+        "1",
+        "--connections",
+        "4",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let r = &read_results(dir.path()).runs[0];
+    assert_eq!(r.requests, 0);
+    assert!(r.errors > 50, "{} errors", r.errors);
+    assert_eq!(r.selector, "unknown");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("error: 127.0.0.1"), "error samples are printed");
+}
+
+#[test]
+fn a_node_killed_mid_run_gives_errors_while_the_others_keep_serving() {
+    let mut cl = TestCluster::start(ClusterOptions { nodes: 3, ..ClusterOptions::default() }, |_| {});
+    let nodes: Vec<std::net::SocketAddr> = cl.cfgs.iter().map(|c| c.client_addr).collect();
+    let mut spec = tailor_spec::Spec::default();
+    spec.workload.keys = 200;
+    let mut cfg = tailor_bench::BenchConfig::new(nodes, spec);
+    cfg.rate = Some(300.0);
+    cfg.duration = Some(Duration::from_secs(4));
+    cfg.connections = 6;
+    cfg.timeout = Duration::from_millis(1000);
+    cfg.load_keys = Some(0);
+    let baseline = cl.metric(2, "tailor_client_commands_total", &[]);
+    let run = std::thread::spawn(move || tailor_bench::run(&cfg));
+    // kill node 2 once it has served 100 of the run's requests (about a second in)
+    assert!(eventually(30, || cl.metric(2, "tailor_client_commands_total", &[]) >= baseline + 100.0));
+    cl.kill(2);
+    let out = run.join().unwrap().expect("the run completes despite the dead node");
+    let r = out.run();
+    assert!(r.errors > 50, "requests to the dead coordinator fail: {} errors", r.errors);
+    assert!(r.requests > 300, "the other nodes keep serving: {} requests", r.requests);
+    let first_error_second = out.timeseries.iter().position(|s| s.errors > 0).expect("errors in the series");
+    assert!(first_error_second >= 1 || out.timeseries[0].completed > 0, "{:?}", out.timeseries);
+    let dir = tempfile::tempdir().unwrap();
+    out.write(dir.path()).unwrap();
+    assert_eq!(read_results(dir.path()).runs[0].errors, r.errors);
+}
