@@ -10,6 +10,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("heron", include_str!("../presets/heron.toml")),
     ("hector-cache", include_str!("../presets/hector-cache.toml")),
     ("hector-rml", include_str!("../presets/hector-rml.toml")),
+    ("demo", include_str!("../presets/demo.toml")),
 ];
 
 /// The preset called `name`.

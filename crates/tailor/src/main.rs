@@ -1,6 +1,7 @@
 //! `tailor`: one binary for every engine and tool.
 
 mod cmd;
+mod live;
 mod table;
 
 use clap::{Parser, Subcommand};
@@ -19,6 +20,8 @@ enum Command {
     Sim(cmd::sim::SimArgs),
     /// Lower bound (LP relaxation) on the max weighted flow of an instance or a preset's requests.
     Bound(cmd::bound::BoundArgs),
+    /// Run a spec in the simulator, on fresh live clusters, or both, side by side.
+    Experiment(cmd::experiment::ExperimentArgs),
     /// List the built-in presets, or print one as TOML.
     Presets(cmd::presets::PresetsArgs),
     /// Run one store node.
@@ -38,6 +41,7 @@ fn main() {
     let outcome = match cli.command {
         Command::Sim(args) => cmd::sim::run(args),
         Command::Bound(args) => cmd::bound::run(args),
+        Command::Experiment(args) => cmd::experiment::run(args),
         Command::Presets(args) => cmd::presets::run(args),
         Command::Node(args) => tailor_store::cli::run_node(&args).map_err(Into::into),
         Command::Cluster(args) => tailor_store::cli::run_cluster(&args).map_err(Into::into),

@@ -1,7 +1,8 @@
 //! One module per sub-command.
 
-pub mod bound;
 pub mod bench;
+pub mod bound;
+pub mod experiment;
 pub mod presets;
 pub mod sim;
 pub mod spec_arg;

@@ -102,10 +102,15 @@ pub fn progress_bar(quiet: bool, len: u64) -> ProgressBar {
 
 /// Write `results.json` and a flat `results.csv` into `dir`.
 pub fn write_results(dir: &Path, results: &Results) -> Result<()> {
+    write_results_named(dir, "results", results)
+}
+
+/// Write `<stem>.json` and a flat `<stem>.csv` into `dir`.
+pub fn write_results_named(dir: &Path, stem: &str, results: &Results) -> Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let json = serde_json::to_string_pretty(results)?;
-    std::fs::write(dir.join("results.json"), json + "\n")
-        .with_context(|| format!("writing {}", dir.join("results.json").display()))?;
+    let path = dir.join(format!("{stem}.json"));
+    std::fs::write(&path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
     let mut csv = String::from("selector,local,params,seed,requests,p50_ms,p95_ms,p99_ms,p999_ms,max_ms,mean_ms,throughput_rps,offered_rps,stretch_p99,small_behind_large,bound_ratio\n");
     for r in &results.runs {
         let params: Vec<String> = r.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -130,6 +135,6 @@ pub fn write_results(dir: &Path, results: &Results) -> Result<()> {
             r.bound.map(|b| b.ratio.to_string()).unwrap_or_default()
         ));
     }
-    std::fs::write(dir.join("results.csv"), csv)?;
+    std::fs::write(dir.join(format!("{stem}.csv")), csv)?;
     Ok(())
 }

@@ -1,0 +1,156 @@
+//! Fresh local clusters for live experiment runs: configured from a spec and a strategy pair,
+//! started as `tailor node` processes, and always stopped (on success, error, panic or Ctrl-C).
+
+use anyhow::{bail, Context, Result};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::Child;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use tailor_spec::{FluctuationMode, ServiceModel, Spec};
+use tailor_store::cluster::{plan, spawn_node, wait_listening, ClusterOptions};
+use tailor_store::config::{Consistency, Durability};
+
+/// Set by SIGINT/SIGTERM while an experiment runs: the runner stops its cluster and exits.
+pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Route SIGINT and SIGTERM to [`INTERRUPTED`] instead of killing the process, so the running
+/// cluster is stopped before exiting.
+pub fn catch_interrupts() {
+    extern "C" fn on_signal(_: i32) {
+        INTERRUPTED.store(true, Ordering::Relaxed);
+    }
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+}
+
+/// A running local cluster; dropping it stops every node.
+pub struct LiveCluster {
+    children: Vec<Child>,
+    /// Client addresses, one per node.
+    pub nodes: Vec<SocketAddr>,
+    /// Metrics endpoints, one per node.
+    pub metrics: Vec<SocketAddr>,
+}
+
+impl LiveCluster {
+    /// Start `spec.cluster.servers` nodes running `selector` and `local` under `dir`, with the
+    /// spec's service-time model and fluctuation emulated on every node.
+    pub fn start(spec: &Spec, selector: &str, local: &str, dir: &Path) -> Result<LiveCluster> {
+        let c = &spec.cluster;
+        let opts = ClusterOptions {
+            nodes: c.servers,
+            replication: c.replication,
+            selector: selector.to_string(),
+            local: local.to_string(),
+            workers: c.workers,
+            write_consistency: match c.write_consistency {
+                tailor_spec::Consistency::One => Consistency::One,
+                tailor_spec::Consistency::Quorum => Consistency::Quorum,
+                tailor_spec::Consistency::All => Consistency::All,
+            },
+            read_consistency: Consistency::One,
+            // experiments measure scheduling, not the disk's sync latency
+            durability: Durability::Buffer,
+        };
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let mut cfgs = plan(&opts, dir)?;
+        for cfg in &mut cfgs {
+            cfg.selectors = spec.selector.clone();
+            cfg.locals = spec.local.clone();
+            cfg.large_value_bytes = spec.workload.large_threshold;
+            cfg.vnodes = c.vnodes;
+            emulate(spec, &mut cfg.emulation);
+        }
+        let exe = std::env::current_exe().context("finding the tailor executable")?;
+        let mut cluster = LiveCluster {
+            children: Vec::new(),
+            nodes: cfgs.iter().map(|c| c.client_addr).collect(),
+            metrics: cfgs.iter().filter_map(|c| c.metrics_addr).collect(),
+        };
+        for cfg in &cfgs {
+            cluster.children.push(spawn_node(&exe, cfg, dir)?);
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        for cfg in &cfgs {
+            if !wait_listening(cfg.client_addr, deadline) {
+                bail!(
+                    "node {} did not start listening within 30 s (see {})",
+                    cfg.id,
+                    dir.join(format!("node{}/node.log", cfg.id)).display()
+                );
+            }
+        }
+        Ok(cluster)
+    }
+
+    /// Each node's Prometheus text, for the record.
+    pub fn scrape_metrics(&self) -> Vec<String> {
+        self.metrics
+            .iter()
+            .map(|&addr| http_get(addr, "/metrics").unwrap_or_else(|e| format!("# unavailable: {e}\n")))
+            .collect()
+    }
+
+    fn stop(&mut self) {
+        for c in &self.children {
+            // SAFETY: kill(2) has no memory effects; a stale pid only yields ESRCH.
+            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        for c in &mut self.children {
+            while matches!(c.try_wait(), Ok(None)) {
+                if Instant::now() > deadline {
+                    let _ = c.kill();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = c.wait();
+        }
+        self.children.clear();
+    }
+}
+
+impl Drop for LiveCluster {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// The store's emulation knobs that reproduce the spec's service model on every node.
+///
+/// The store's model is deterministic (`alpha * size + beta`, times `D` while slow), so the
+/// exponential model becomes its mean. "Faster" fluctuation (absim: slow base, `D` times faster
+/// half of the time) becomes a fast base that is `D` times slower half of the time: the same two
+/// states with the same probabilities.
+fn emulate(spec: &Spec, e: &mut tailor_store::config::EmulationConfig) {
+    let s = &spec.cluster.service;
+    let (alpha, beta_ms) = match s.model {
+        ServiceModel::Size => (s.alpha_ns_per_byte(), s.overhead_ms),
+        ServiceModel::Exponential => (0.0, s.mean_ms),
+    };
+    let f = &spec.cluster.fluctuation;
+    let on = f.interval_ms > 0.0 && f.factor > 1.0;
+    let shrink = if on && f.mode == FluctuationMode::Faster { f.factor } else { 1.0 };
+    e.alpha_ns_per_byte = alpha / shrink;
+    e.beta_us = beta_ms * 1000.0 / shrink;
+    if on {
+        e.fluct_factor = f.factor;
+        e.fluct_period_ms = f.interval_ms.round().max(1.0) as u64;
+    }
+}
+
+/// A minimal HTTP/1.0 GET on loopback.
+fn http_get(addr: SocketAddr, path: &str) -> std::io::Result<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
+    s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n")?;
+    let mut body = String::new();
+    s.read_to_string(&mut body)?;
+    Ok(body.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or(body))
+}
