@@ -11,6 +11,9 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("hector-cache", include_str!("../presets/hector-cache.toml")),
     ("hector-rml", include_str!("../presets/hector-rml.toml")),
     ("demo", include_str!("../presets/demo.toml")),
+    ("live-c3", include_str!("../presets/live-c3.toml")),
+    ("live-heron", include_str!("../presets/live-heron.toml")),
+    ("live-europar", include_str!("../presets/live-europar.toml")),
 ];
 
 /// The preset called `name`.

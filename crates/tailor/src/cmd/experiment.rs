@@ -132,6 +132,10 @@ fn run_live(spec: &Spec, plans: &[&RunPlan], args: &ExperimentArgs, dir: &Path) 
             let _ = std::fs::write(run_dir.join(format!("metrics-node{n}.txt")), text);
         }
         drop(cluster);
+        // the data set is rebuilt by every run's load phase: keep logs and configs, not data
+        for n in 0..plan.spec.cluster.servers {
+            let _ = std::fs::remove_dir_all(cluster_dir.join(format!("node{n}")).join("data"));
+        }
         let bench = bench?;
         bench.write(&run_dir)?;
         runs.push(bench.run().clone());
