@@ -159,6 +159,11 @@ impl Figure {
 
     /// Draw the horizontal axis (ticks, labels, vertical grid lines) and its title.
     pub fn x_axis(&mut self, x: &Scale, label: &str) {
+        self.x_axis_grid(x, label, true);
+    }
+
+    /// [`Figure::x_axis`], with or without grid lines (a heatmap has none: they would hide cells).
+    pub fn x_axis_grid(&mut self, x: &Scale, label: &str, with_grid: bool) {
         let a = self.area;
         let grid = Stroke::solid("#e6e6e6", 1.0);
         let tick = Stroke::solid("#555555", 1.0);
@@ -168,7 +173,9 @@ impl Figure {
                 continue;
             }
             if t.major {
-                self.svg.line(px, a.top, px, a.bottom(), &grid);
+                if with_grid {
+                    self.svg.line(px, a.top, px, a.bottom(), &grid);
+                }
                 self.svg.line(px, a.bottom(), px, a.bottom() + 5.0, &tick);
                 self.svg.text(px, a.bottom() + 17.0, &format_tick(t.value), FONT_SMALL, Anchor::Middle, false);
             } else {

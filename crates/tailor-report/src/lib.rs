@@ -40,22 +40,37 @@ pub struct Report {
 ///
 /// Each results file gets its own part (spec, table, figures). Every `sim` file is overlaid with
 /// each `live` file of the same experiment; when names differ but there is exactly one of each,
-/// those two are overlaid. A strategy keeps one colour across the whole page.
+/// those two are overlaid. A strategy keeps one colour across the files of one experiment.
 pub fn render(sources: &[Source], title: Option<&str>) -> Report {
     let views: Vec<View> = sources.iter().map(|s| View::new(&s.results)).collect();
-    let mut all: Vec<Strategy> = Vec::new();
-    for v in &views {
-        for s in &v.strategies {
-            if !all.contains(s) {
-                all.push(s.clone());
+    // one palette per experiment: a strategy keeps its colour between the simulated and measured
+    // files of an experiment, and each experiment uses the fewest colours it can
+    let mut palettes: Vec<(String, Styles)> = Vec::new();
+    for (source, _) in sources.iter().zip(&views) {
+        let name = &source.results.experiment;
+        if palettes.iter().any(|(n, _)| n == name) {
+            continue;
+        }
+        let mut all: Vec<Strategy> = Vec::new();
+        for (other, v) in sources.iter().zip(&views) {
+            if &other.results.experiment == name {
+                for s in &v.strategies {
+                    if !all.contains(s) {
+                        all.push(s.clone());
+                    }
+                }
             }
         }
+        palettes.push((name.clone(), Styles::new(&all)));
     }
-    let styles = Styles::new(&all);
+    let fallback = Styles::new(&[]);
+    let styles_of = |i: usize| -> &Styles {
+        palettes.iter().find(|(n, _)| *n == sources[i].results.experiment).map(|(_, s)| s).unwrap_or(&fallback)
+    };
     let ids = unique_ids(sources);
     let mut parts = Vec::new();
-    for ((source, view), id) in sources.iter().zip(&views).zip(&ids) {
-        let ctx = Ctx { id: id.clone(), view, styles: &styles };
+    for (i, ((source, view), id)) in sources.iter().zip(&views).zip(&ids).enumerate() {
+        let ctx = Ctx { id: id.clone(), view, styles: styles_of(i) };
         let r = &source.results;
         let seeds: std::collections::BTreeSet<u64> = r.runs.iter().map(|x| x.seed).collect();
         let meta = format!(
@@ -96,7 +111,7 @@ pub fn render(sources: &[Source], title: Option<&str>) -> Report {
                 format!("{} / {}", sources[a].results.experiment, sources[b].results.experiment)
             }
         );
-        extra.push((heading, plots::overlay::section(&id, &views[a], &views[b], &styles)));
+        extra.push((heading, plots::overlay::section(&id, &views[a], &views[b], styles_of(a))));
     }
     let mut names: Vec<String> = sources.iter().map(|s| s.results.experiment.clone()).collect();
     names.dedup();

@@ -158,8 +158,8 @@ fn log_ticks(d0: f64, d1: f64) -> Vec<Tick> {
     let first = lo.floor() as i32;
     let last = hi.ceil() as i32;
     let mut ticks = Vec::new();
-    if span < 1.0 {
-        // less than a decade: label 1, 2, 5 multiples and mark the rest as minor
+    if span <= 2.2 {
+        // up to about two decades: label 1, 2, 5 multiples and mark the rest as minor
         for e in first..=last {
             let p = 10f64.powi(e);
             for m in 1..=9 {
@@ -305,15 +305,18 @@ mod tests {
 
     #[test]
     fn log_ticks_mark_decades_major_and_multiples_minor() {
-        let t = Scale::log(1.0, 100.0, 0.0, 1.0).ticks();
+        let t = Scale::log(1.0, 1000.0, 0.0, 1.0).ticks();
         let major: Vec<f64> = t.iter().filter(|t| t.major).map(|t| t.value).collect();
-        assert_eq!(major, [1.0, 10.0, 100.0]);
-        assert_eq!(t.iter().filter(|t| !t.major).count(), 16);
+        assert_eq!(major, [1.0, 10.0, 100.0, 1000.0]);
+        assert_eq!(t.iter().filter(|t| !t.major).count(), 24);
         assert!(t.iter().any(|t| (t.value - 50.0).abs() < 1e-9 && !t.major));
         // short spans label 1, 2, 5
         let short = Scale::log(1.5, 9.0, 0.0, 1.0).ticks();
         let major: Vec<f64> = short.iter().filter(|t| t.major).map(|t| t.value).collect();
         assert_eq!(major, [2.0, 5.0]);
+        let two = Scale::log(40.0, 700.0, 0.0, 1.0).ticks();
+        let major: Vec<f64> = two.iter().filter(|t| t.major).map(|t| t.value).collect();
+        assert_eq!(major, [50.0, 100.0, 200.0, 500.0]);
         // long spans thin the labels out
         let long = Scale::log(1e-10, 1.0, 0.0, 1.0).ticks();
         assert_eq!(long.len(), 11);

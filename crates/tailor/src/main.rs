@@ -23,6 +23,8 @@ enum Command {
     Node(tailor_store::cli::NodeArgs),
     /// Start or stop a loopback cluster of store nodes.
     Cluster(tailor_store::cli::ClusterArgs),
+    /// Turn results files into one self-contained HTML page with plots.
+    Report(cmd::report::ReportArgs),
 }
 
 fn main() {
@@ -36,6 +38,7 @@ fn main() {
         Command::Presets(args) => cmd::presets::run(args),
         Command::Node(args) => tailor_store::cli::run_node(&args).map_err(Into::into),
         Command::Cluster(args) => tailor_store::cli::run_cluster(&args).map_err(Into::into),
+        Command::Report(args) => cmd::report::run(args),
     };
     if let Err(e) = outcome {
         eprintln!("error: {e:#}");

@@ -124,7 +124,7 @@ fn figure(name: &str, title: &str, run: &RunResult, max: u64) -> String {
             c = end;
         }
     }
-    fig.x_axis(&x, "time (s)");
+    fig.x_axis_grid(&x, "time (s)", false);
     // server labels: all when they fit, else every few
     let every = ((11.0 / cell_h).ceil() as usize).max(1);
     for si in (0..servers).step_by(every) {

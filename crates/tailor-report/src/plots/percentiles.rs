@@ -56,7 +56,12 @@ pub fn section(ctx: &Ctx) -> Section {
         let mut fig = Figure::new(&name, &title, &ctx.styles.line_legend(&strategies));
         let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = values.iter().copied().fold(0.0, f64::max);
-        let y = if lo > 0.0 && hi / lo > 10.0 { fig.y_log(lo, hi) } else { fig.y_linear(0.0, hi) };
+        let y = if lo > 0.0 && hi / lo > 10.0 {
+            // a little headroom rather than whole decades, which would squash the lines
+            Scale::log(lo / 1.25, hi * 1.25, fig.area().bottom(), fig.area().top)
+        } else {
+            fig.y_linear(0.0, hi)
+        };
         let a = fig.area();
         // the x position of each point: numeric value, or evenly spaced categories
         let xpos: Vec<f64> = match &numeric {
