@@ -28,12 +28,7 @@ pub fn run(args: ReportArgs) -> Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     }
     std::fs::write(&args.out, &report.html).with_context(|| format!("writing {}", args.out.display()))?;
-    eprintln!(
-        "{} results file(s), {} plots: {}",
-        sources.len(),
-        report.plots.len(),
-        args.out.display()
-    );
+    eprintln!("{} results file(s), {} plots: {}", sources.len(), report.plots.len(), args.out.display());
     if args.png {
         let dir = args.out.parent().map(|d| d.join("plots")).unwrap_or_else(|| PathBuf::from("plots"));
         let export = tailor_report::write_pngs(&report.plots, &dir)?;
