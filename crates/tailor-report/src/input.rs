@@ -95,7 +95,7 @@ mod tests {
             std::fs::write(dir.join(format!("results-{engine}.json")), json).unwrap();
         }
         std::fs::write(dir.join("results.csv"), "ignored").unwrap();
-        let sources = load(&[dir.clone()]).unwrap();
+        let sources = load(std::slice::from_ref(&dir)).unwrap();
         let engines: Vec<&str> = sources.iter().map(|s| s.results.engine.as_str()).collect();
         assert_eq!(engines, ["live", "sim"]);
         std::fs::write(dir.join("results.json"), serde_json::to_string(&results("sim")).unwrap()).unwrap();
@@ -106,11 +106,11 @@ mod tests {
     #[test]
     fn bad_inputs_name_the_file() {
         let dir = temp_dir("bad");
-        let err = load(&[dir.clone()]).unwrap_err().to_string();
+        let err = load(std::slice::from_ref(&dir)).unwrap_err().to_string();
         assert!(err.contains("holds no results.json"), "{err}");
         let file = dir.join("results.json");
         std::fs::write(&file, "{\"not\": \"results\"}").unwrap();
-        let err = load(&[dir.clone()]).unwrap_err().to_string();
+        let err = load(std::slice::from_ref(&dir)).unwrap_err().to_string();
         assert!(err.contains("results.json is not a Tailor results file"), "{err}");
         std::fs::write(&file, "garbage").unwrap();
         assert!(matches!(load_file(&file), Err(ReportError::Parse { .. })));

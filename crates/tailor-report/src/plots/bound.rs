@@ -6,6 +6,9 @@ use crate::chart::Figure;
 use crate::scale::{format_value, Band};
 use crate::svg::Stroke;
 
+/// One run's ratio: (point index, seed, ratio).
+type RunRatio = (usize, u64, f64);
+
 /// The bound-ratio section; skipped with a note when no run carries a bound.
 pub fn section(ctx: &Ctx) -> Section {
     let mut section = Section::new(
@@ -14,7 +17,7 @@ pub fn section(ctx: &Ctx) -> Section {
          bound on the same requests. 1 is optimal; the bar marks the median.",
     );
     let view = ctx.view;
-    let columns: Vec<(usize, Vec<(usize, u64, f64)>)> = (0..view.strategies.len())
+    let columns: Vec<(usize, Vec<RunRatio>)> = (0..view.strategies.len())
         .map(|s| {
             let vals = (0..view.points.len())
                 .flat_map(|p| view.runs(s, p).iter().map(move |r| (p, r)))
@@ -36,7 +39,7 @@ pub fn section(ctx: &Ctx) -> Section {
     let title = "Max weighted flow / lower bound".to_string();
     let strategies: Vec<_> = columns.iter().map(|(s, _)| view.strategies[*s].clone()).collect();
     let mut fig = Figure::new(&name, &title, &ctx.styles.swatch_legend(&strategies));
-    let y = if hi / lo > 20.0 { fig.y_log(lo, hi) } else { fig.y_linear(lo.min(1.0), hi) };
+    let y = if hi / lo > 20.0 { fig.y_log(lo, hi) } else { fig.y_linear(lo.min(1.0), hi + (hi - lo.min(1.0)) * 0.08) };
     let a = fig.area();
     let band = Band::new(columns.len(), a.left, a.right(), 0.3);
     let one = y.map(1.0);
@@ -44,6 +47,11 @@ pub fn section(ctx: &Ctx) -> Section {
     for (i, (s, vals)) in columns.iter().enumerate() {
         let strategy = &view.strategies[*s];
         let st = ctx.styles.get(strategy);
+        let mut sorted: Vec<f64> = vals.iter().map(|x| x.2).collect();
+        sorted.sort_by(f64::total_cmp);
+        let median = sorted[sorted.len() / 2];
+        let my = y.map(median);
+        fig.svg().line(band.start(i), my, band.start(i) + band.width(), my, &Stroke::solid("#444444", 2.0));
         for (j, (p, seed, v)) in vals.iter().enumerate() {
             // deterministic jitter so overlapping dots stay visible
             let jitter = ((j * 37 % 17) as f64 / 16.0 - 0.5) * band.width() * 0.6;
@@ -53,13 +61,8 @@ pub fn section(ctx: &Ctx) -> Section {
                 view.point_label(*p),
                 format_value(*v)
             );
-            fig.svg().circle(band.center(i) + jitter, y.map(*v), 3.5, &fill(st), Some(&tip));
+            fig.svg().circle(band.center(i) + jitter, y.map(*v), 4.5, &fill(st), Some(&tip));
         }
-        let mut sorted: Vec<f64> = vals.iter().map(|x| x.2).collect();
-        sorted.sort_by(f64::total_cmp);
-        let median = sorted[sorted.len() / 2];
-        let my = y.map(median);
-        fig.svg().line(band.start(i), my, band.start(i) + band.width(), my, &Stroke::solid("#222222", 2.0));
     }
     let labels: Vec<(f64, String)> = columns
         .iter()

@@ -8,7 +8,10 @@ use crate::svg::Stroke;
 use tailor_core::results::RunResult;
 
 /// The percentiles drawn, with their labels and name suffixes.
-const PANELS: [(&str, &str, fn(&RunResult) -> f64); 4] = [
+/// A percentile panel: label, file-name suffix, getter.
+type Panel = (&'static str, &'static str, fn(&RunResult) -> f64);
+
+const PANELS: [Panel; 4] = [
     ("p50", "p50", |r| r.read_latency_ms.p50),
     ("p95", "p95", |r| r.read_latency_ms.p95),
     ("p99", "p99", |r| r.read_latency_ms.p99),
