@@ -30,6 +30,8 @@ enum Command {
     Cluster(tailor_store::cli::ClusterArgs),
     /// Drive live nodes with a workload, open loop, and write results.
     Bench(cmd::bench::BenchArgs),
+    /// Turn results files into one self-contained HTML page with plots.
+    Report(cmd::report::ReportArgs),
 }
 
 fn main() {
@@ -46,6 +48,7 @@ fn main() {
         Command::Node(args) => tailor_store::cli::run_node(&args).map_err(Into::into),
         Command::Cluster(args) => tailor_store::cli::run_cluster(&args).map_err(Into::into),
         Command::Bench(args) => cmd::bench::run(args),
+        Command::Report(args) => cmd::report::run(args),
     };
     if let Err(e) = outcome {
         eprintln!("error: {e:#}");

@@ -4,5 +4,6 @@ pub mod bench;
 pub mod bound;
 pub mod experiment;
 pub mod presets;
+pub mod report;
 pub mod sim;
 pub mod spec_arg;

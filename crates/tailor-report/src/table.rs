@@ -1,0 +1,104 @@
+//! The comparison table as HTML: one row per swept point × selector × local policy, seed means,
+//! the best value of each column highlighted within each swept point.
+
+use crate::data::{mean, short_name, View};
+use crate::escape::escape;
+use crate::scale::format_value;
+use std::fmt::Write;
+use tailor_core::results::RunResult;
+
+/// A numeric column: header, whether lower is better, and how to read it from a run.
+type Column = (&'static str, bool, fn(&RunResult) -> f64);
+
+const COLUMNS: [Column; 8] = [
+    ("p50 ms", true, |r| r.read_latency_ms.p50),
+    ("p95 ms", true, |r| r.read_latency_ms.p95),
+    ("p99 ms", true, |r| r.read_latency_ms.p99),
+    ("p99.9 ms", true, |r| r.read_latency_ms.p999),
+    ("max ms", true, |r| r.read_latency_ms.max),
+    ("throughput /s", false, |r| r.throughput_rps),
+    ("stretch p99", true, |r| r.stretch.p99),
+    ("seeds", true, |_| f64::NAN),
+];
+
+/// The table's HTML. "Best" is judged within each swept point, since points differ in load and
+/// are not comparable with each other.
+pub fn render(view: &View) -> String {
+    let params: Vec<String> = view.points.first().map(|p| p.keys().cloned().collect()).unwrap_or_default();
+    let mut out = String::from("<div class=\"table-wrap\"><table class=\"cmp\">\n<thead><tr>");
+    for p in &params {
+        let _ = write!(out, "<th title=\"{}\">{}</th>", escape(p), escape(&short_name(p)));
+    }
+    out.push_str("<th>selector</th><th>local</th>");
+    for (h, _, _) in COLUMNS {
+        let _ = write!(out, "<th class=\"num\">{}</th>", escape(h));
+    }
+    out.push_str("</tr></thead>\n<tbody>\n");
+    for p in 0..view.points.len() {
+        let rows: Vec<(usize, Vec<f64>, usize)> = (0..view.strategies.len())
+            .filter(|&s| !view.runs(s, p).is_empty())
+            .map(|s| {
+                let runs = view.runs(s, p);
+                (s, COLUMNS.iter().map(|(_, _, f)| mean(runs, f)).collect(), runs.len())
+            })
+            .collect();
+        let best: Vec<f64> = (0..COLUMNS.len())
+            .map(|c| {
+                let vals = rows.iter().map(|r| r.1[c]).filter(|v| v.is_finite());
+                if COLUMNS[c].1 {
+                    vals.fold(f64::INFINITY, f64::min)
+                } else {
+                    vals.fold(f64::NEG_INFINITY, f64::max)
+                }
+            })
+            .collect();
+        for (i, (s, vals, seeds)) in rows.iter().enumerate() {
+            let class = if i == 0 && p > 0 { " class=\"group\"" } else { "" };
+            let _ = write!(out, "<tr{class}>");
+            for key in &params {
+                let v = view.points[p].get(key).map(String::as_str).unwrap_or("");
+                let _ = write!(out, "<td>{}</td>", escape(v));
+            }
+            let strategy = &view.strategies[*s];
+            let _ = write!(out, "<td>{}</td><td>{}</td>", escape(&strategy.selector), escape(&strategy.local));
+            for (c, v) in vals.iter().enumerate() {
+                if COLUMNS[c].0 == "seeds" {
+                    let _ = write!(out, "<td class=\"num\">{seeds}</td>");
+                    continue;
+                }
+                // only mark a best when there is a choice to make
+                let is_best = rows.len() > 1 && v.is_finite() && *v == best[c];
+                let cls = if is_best { "num best" } else { "num" };
+                let _ = write!(out, "<td class=\"{cls}\">{}</td>", format_value(*v));
+            }
+            out.push_str("</tr>\n");
+        }
+    }
+    out.push_str("</tbody></table></div>\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::tests::results;
+    use crate::svg::balanced;
+
+    #[test]
+    fn rows_per_point_and_strategy_with_bests() {
+        let mut r = results("sim");
+        r.runs[0].selector = "<b>".into();
+        let view = View::new(&r);
+        let html = render(&view);
+        balanced(&html).unwrap();
+        assert_eq!(html.matches("<tr").count(), 1 + 5, "header + 3 strategies at point 1 + 2 at point 2");
+        assert!(html.contains("<td>&lt;b&gt;</td>"));
+        assert!(html.contains("<th title=\"cluster.fluctuation.interval_ms\">interval_ms</th>"));
+        // c3 beats lor on every latency column at each point; lor never holds a best latency
+        let lor_rows: Vec<&str> = html.lines().filter(|l| l.contains("<td>lor</td>")).collect();
+        assert_eq!(lor_rows.len(), 2);
+        assert!(lor_rows.iter().all(|l| l.matches("best").count() == 0));
+        let c3 = html.lines().find(|l| l.contains("<td>c3</td>") && l.contains(">500<")).unwrap();
+        assert_eq!(c3.matches("best").count(), 7, "all latencies, throughput and stretch");
+    }
+}
