@@ -53,25 +53,27 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-# A loopback port nobody listens on (bash's /dev/tcp fails to connect to a free port).
+# Set variable $1 to a loopback port nobody listens on (bash's /dev/tcp cannot connect to a
+# free port) and that this script has not handed out yet (no subshell, so the list persists).
+USED_PORTS=""
 free_port() {
     local p
     while :; do
         p=$((20000 + RANDOM % 40000))
+        case " $USED_PORTS " in *" $p "*) continue ;; esac
         if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-            case " ${USED_PORTS:-} " in *" $p "*) continue ;; esac
-            USED_PORTS="${USED_PORTS:-} $p"
-            echo "$p"
+            USED_PORTS="$USED_PORTS $p"
+            printf -v "$1" '%s' "$p"
             return
         fi
     done
 }
 
-# Poll until a RESP server on port $1 answers PING, for at most 30 s.
+# Poll until the RESP server (pid $3) on port $1 answers PING, for at most 30 s.
 wait_ping() {
     local deadline=$((SECONDS + 30))
     until [ "$(redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null)" = "PONG" ]; do
-        if [ $SECONDS -ge $deadline ]; then
+        if [ $SECONDS -ge $deadline ] || ! kill -0 "$3" 2>/dev/null; then
             echo "server on port $1 did not answer PING; log:" >&2
             cat "$2" >&2 || true
             exit 1
@@ -80,9 +82,9 @@ wait_ping() {
     done
 }
 
-TAILOR_PORT=$(free_port)
-PEER_PORT=$(free_port)
-REDIS_PORT=$(free_port)
+free_port TAILOR_PORT
+free_port PEER_PORT
+free_port REDIS_PORT
 
 cat >"$WORK/node.toml" <<EOF
 id = 0
@@ -95,12 +97,14 @@ workers = $TAILOR_WORKERS
 durability = "$TAILOR_DURABILITY"
 EOF
 "$TAILOR" node --config "$WORK/node.toml" >"$WORK/tailor.log" 2>&1 &
-PIDS+=($!)
+TAILOR_PID=$!
+PIDS+=("$TAILOR_PID")
 redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save '' --appendonly no --daemonize no \
     --dir "$WORK" >"$WORK/redis.log" 2>&1 &
-PIDS+=($!)
-wait_ping "$TAILOR_PORT" "$WORK/tailor.log"
-wait_ping "$REDIS_PORT" "$WORK/redis.log"
+REDIS_PID=$!
+PIDS+=("$REDIS_PID")
+wait_ping "$TAILOR_PORT" "$WORK/tailor.log" "$TAILOR_PID"
+wait_ping "$REDIS_PORT" "$WORK/redis.log" "$REDIS_PID"
 
 # One redis-benchmark run; prints "TEST rps p50_ms p99_ms" lines (SET, GET). Its progress lines
 # end in carriage returns, so split on them before picking the CSV rows.
