@@ -4,6 +4,12 @@
 //! read each key first (at the read consistency) to count what existed; `HELLO` is refused as an
 //! unknown command so clients fall back to RESP2; `CONFIG GET` answers `save` and `appendonly`
 //! (what redis-benchmark asks) and an empty list otherwise.
+//!
+//! Size-oracle introspection: `TAILOR.GET size_class <key>` answers `large` or `small` as this
+//! node's coordinator would class the key for its selector (its configured oracle);
+//! `TAILOR.GET bloom_generation` / `oracle_generation` give the replica's filter generation and
+//! the coordinator's Bloom oracle generation (an error in `exact` mode); `TAILOR.SET
+//! bloom_rebuild now` asks the replica for an immediate rebuild (peers follow).
 
 use crate::config::Consistency;
 use crate::node::Node;
@@ -141,6 +147,10 @@ pub async fn execute(node: &Arc<Node>, args: Vec<Vec<u8>>) -> Executed {
         "tailor.set" if n == 3 => tailor_set(node, &args[1], &args[2]),
         "tailor.set" => wrong_args("tailor.set"),
         "tailor.get" if n == 2 => tailor_get(node, &args[1]),
+        "tailor.get" if n == 3 && args[1].eq_ignore_ascii_case(b"size_class") => {
+            let class = if coord.size_hint(&args[2]).large { "large" } else { "small" };
+            Reply::Bulk(class.as_bytes().to_vec())
+        }
         "tailor.get" => wrong_args("tailor.get"),
         "tailor.localget" if n == 2 => match node.storage.get(&args[1]) {
             Ok(v) => v.value.map_or(Reply::Null, Reply::Bulk),
@@ -184,6 +194,14 @@ fn tailor_set(node: &Arc<Node>, knob: &[u8], value: &[u8]) -> Reply {
                 Reply::err(format!("invalid value '{value}' for knob 'workers' (1..={})", crate::replica::MAX_WORKERS))
             }
         },
+        "bloom_rebuild" if value.eq_ignore_ascii_case("now") => {
+            if node.replica.bloom_generation().is_none() {
+                return Reply::err("no Bloom index: size_oracle is not `bloom`");
+            }
+            node.replica.request_rebuild();
+            Reply::ok()
+        }
+        "bloom_rebuild" => Reply::err(format!("invalid value '{value}' for knob 'bloom_rebuild' (now)")),
         "read_consistency" | "write_consistency" => match Consistency::parse(&value) {
             Some(c) => {
                 node.coordinator.set_consistency(knob == "write_consistency", c);
@@ -206,6 +224,18 @@ fn tailor_get(node: &Arc<Node>, knob: &[u8]) -> Reply {
         "read_consistency" => format!("{r:?}").to_lowercase(),
         "write_consistency" => format!("{w:?}").to_lowercase(),
         "queue_len" => node.replica.queue_len().to_string(),
+        "size_oracle" => format!("{:?}", node.cfg.size_oracle).to_lowercase(),
+        "bloom_generation" | "oracle_generation" => {
+            let g = if knob == "bloom_generation" {
+                node.replica.bloom_generation()
+            } else {
+                node.coordinator.oracle_generation()
+            };
+            match g {
+                Some(g) => g.to_string(),
+                None => return Reply::err("no Bloom oracle: size_oracle is not `bloom`"),
+            }
+        }
         _ => match node.emulation.get(&knob) {
             Some(v) => v,
             None => return Reply::err(format!("unknown knob '{knob}'")),

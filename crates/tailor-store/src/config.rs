@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use tailor_core::local::LocalConfig;
+use tailor_core::oracle::bloom::{BloomConfig, BloomFilter};
 use tailor_core::selector::SelectorConfig;
 
 /// Errors loading or validating a node configuration.
@@ -78,6 +79,22 @@ pub enum Durability {
     Sync,
     /// The journal is flushed to OS buffers before the ack: survives a process crash, not power loss.
     Buffer,
+}
+
+/// Which size oracle a coordinator consults for the size hint it gives its selector.
+///
+/// Choice: the default is `exact`, the store's original behaviour and the cheapest (no Bloom
+/// bookkeeping on the write path), for every selector including Héron; set `bloom` to run Héron
+/// as published. Every node of a cluster must use the same oracle: replicas keep their Bloom
+/// index only in `bloom` mode.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SizeOracleKind {
+    /// A table of the sizes this coordinator saw (writes it handled, values it read).
+    #[default]
+    Exact,
+    /// Héron's oracle: replicas' Bloom filters of large keys, merged from piggybacked deltas.
+    Bloom,
 }
 
 /// One cluster member as every node sees it (static membership).
@@ -159,6 +176,12 @@ pub struct NodeConfig {
     pub max_value_bytes: u64,
     /// Values above this size are "large" (Héron's THR_L, RML's size class).
     pub large_value_bytes: u64,
+    /// Size oracle of the coordinators (`exact` or `bloom`).
+    pub size_oracle: SizeOracleKind,
+    /// Shape of the Bloom filters (`bloom` oracle); identical on every node.
+    pub bloom: BloomConfig,
+    /// Interval of the replicas' Bloom filter rebuilds in ms (`bloom` oracle; 0 = never).
+    pub bloom_rebuild_ms: u64,
     /// Timeout of one request to a replica, in ms; a read that times out moves to the next replica.
     pub request_timeout_ms: u64,
     /// Heartbeat interval of the failure detector, in ms.
@@ -196,6 +219,9 @@ impl Default for NodeConfig {
             durability: Durability::Sync,
             max_value_bytes: 16 * 1024 * 1024,
             large_value_bytes: 256 * 1024,
+            size_oracle: SizeOracleKind::Exact,
+            bloom: BloomConfig::default(),
+            bloom_rebuild_ms: 10 * 60 * 1000,
             request_timeout_ms: 1000,
             heartbeat_ms: 100,
             down_after_misses: 3,
@@ -259,6 +285,9 @@ impl NodeConfig {
         if self.max_value_bytes > u32::MAX as u64 {
             return bad("max_value_bytes", "must fit in 32 bits (the engine's value limit)".into());
         }
+        if let Err(e) = BloomFilter::from_config(&self.bloom) {
+            return bad("bloom", e.to_string());
+        }
         Ok(())
     }
 
@@ -279,6 +308,8 @@ mod tests {
         assert_eq!(cfg.workers, 4);
         assert_eq!(cfg.write_consistency, Consistency::Quorum);
         assert_eq!(cfg.max_value_bytes, 16 << 20);
+        assert_eq!(cfg.size_oracle, SizeOracleKind::Exact);
+        assert_eq!(cfg.bloom_rebuild_ms, 600_000);
         cfg.validate().unwrap();
         let err = toml::from_str::<NodeConfig>("bogus = 1").unwrap_err();
         assert!(err.to_string().contains("bogus"), "{err}");
@@ -295,6 +326,9 @@ mod tests {
         cfg.replication = 1;
         cfg.selector = "nope".into();
         assert!(cfg.validate().unwrap_err().to_string().contains("selector"));
+        cfg.selector = "heron".into();
+        cfg.bloom.false_positive_rate = 0.0;
+        assert!(cfg.validate().unwrap_err().to_string().contains("bloom"));
     }
 
     #[test]
@@ -303,6 +337,8 @@ mod tests {
             members: vec![Member { id: 0, peer: "127.0.0.1:1".parse().unwrap() }],
             replication: 1,
             metrics_addr: Some("127.0.0.1:2".parse().unwrap()),
+            size_oracle: SizeOracleKind::Bloom,
+            bloom_rebuild_ms: 5,
             ..NodeConfig::default()
         };
         let back: NodeConfig = toml::from_str(&cfg.to_toml()).unwrap();

@@ -8,10 +8,15 @@
 //!   among the replicas not yet tried, and takes the first of them if it says wait.
 //! - Write acknowledgements carry facts that pass the freshness gate, but are not given to
 //!   `on_response`: selectors only count requests they chose.
-//! - The size oracle is an exact table of sizes this coordinator has seen (writes it handled,
-//!   values it read), bounded at 1 M keys; a hint marks values above `large_value_bytes` as
-//!   large, and the coordinator raises the selector's `size_class` tag to 1 for them (RML's
-//!   sub-queue).
+//! - The size oracle is configured (`size_oracle`). `exact` (the default): a table of sizes this
+//!   coordinator has seen (writes it handled, values it read), bounded at 1 M keys, hints carry
+//!   the byte count. `bloom` (Héron): a [`BloomSizeOracle`] that learns from the Bloom deltas
+//!   piggybacked on every reply, write ack and heartbeat reply, whatever their freshness (bits
+//!   are idempotent); its hints carry only `large`. Either way a hint marks values above
+//!   `large_value_bytes` as large, and the coordinator raises the selector's `size_class` tag to
+//!   1 for them (RML's sub-queue).
+//! - Every feedback also tells the local replica the sender's Bloom generation, so a replica
+//!   behind its peers rebuilds up to theirs (see `replica.rs`).
 //! - Parked requests are re-offered on every response from their group and by a 2 ms tick
 //!   (which also covers `retry_at` and the selector's own timers); a parked request waits at most
 //!   the request timeout.
@@ -30,6 +35,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tailor_core::facts::{Feedback, Freshness, Response};
 use tailor_core::model::{NodeId, Op, RequestView, SizeHint, Tags};
+use tailor_core::oracle::bloom::BloomSizeOracle;
+use tailor_core::oracle::size::SizeOracle;
 use tailor_core::ring::{ReplicaSet, Ring};
 use tailor_core::selector::{Blind, Decision, ReplicaSelector};
 use tailor_core::time::Nanos;
@@ -84,6 +91,7 @@ pub struct Coordinator {
     parked: Mutex<HashMap<NodeId, VecDeque<Parked>>>,
     park_capacity: usize,
     sizes: Mutex<HashMap<u64, u64>>,
+    bloom: Option<Mutex<BloomSizeOracle>>,
     large: u64,
     replica: Arc<Replica>,
     peers: Vec<Option<Arc<Peer>>>,
@@ -131,6 +139,8 @@ pub struct CoordinatorParts {
     pub park_capacity: usize,
     /// Large-value threshold of the size oracle.
     pub large: u64,
+    /// Héron's Bloom size oracle, or `None` for the exact table.
+    pub bloom: Option<BloomSizeOracle>,
     /// This node's replica side.
     pub replica: Arc<Replica>,
     /// Peers by node id (`None` for this node).
@@ -159,6 +169,7 @@ impl Coordinator {
             parked: Mutex::new(HashMap::new()),
             park_capacity: p.park_capacity,
             sizes: Mutex::new(HashMap::new()),
+            bloom: p.bloom.map(Mutex::new),
             large: p.large,
             replica: p.replica,
             peers: p.peers,
@@ -211,11 +222,38 @@ impl Coordinator {
     }
 
     fn hint(&self, h: u64) -> SizeHint {
+        if let Some(b) = &self.bloom {
+            return b.lock().unwrap_or_else(|p| p.into_inner()).hint(h);
+        }
         let bytes = self.sizes.lock().unwrap_or_else(|p| p.into_inner()).get(&h).copied();
         SizeHint { bytes, service: None, large: bytes.is_some_and(|b| b > self.large) }
     }
 
+    /// The size hint this coordinator's oracle gives for `key` (admin command `size_class`).
+    pub fn size_hint(&self, key: &[u8]) -> SizeHint {
+        self.hint(crate::key_hash(key))
+    }
+
+    /// The generation of the Bloom oracle's answers (`None` with the exact table).
+    pub fn oracle_generation(&self) -> Option<u32> {
+        self.bloom.as_ref().map(|b| b.lock().unwrap_or_else(|p| p.into_inner()).generation())
+    }
+
+    /// Fold a replica's facts into the size oracle (every reply, ack and heartbeat reply), and
+    /// let the local replica catch up with the sender's Bloom generation.
+    pub fn learn(&self, fb: &Feedback) {
+        if let Some(b) = &self.bloom {
+            b.lock().unwrap_or_else(|p| p.into_inner()).learn(fb);
+        }
+        if fb.from != self.id {
+            self.replica.observe_generation(fb.bloom_generation);
+        }
+    }
+
     fn learn_size(&self, h: u64, size: u64) {
+        if self.bloom.is_some() {
+            return;
+        }
         let mut s = self.sizes.lock().unwrap_or_else(|p| p.into_inner());
         if s.len() >= ORACLE_CAPACITY {
             s.clear();
@@ -242,9 +280,12 @@ impl Coordinator {
         let timeout = self.timeout;
         match self.peers.get(node as usize) {
             Some(None) => {
-                let rx = self.replica.submit(work, tags);
+                let rx = self.replica.submit(work, tags, Some(self.id));
                 match tokio::time::timeout(timeout, rx).await {
-                    Ok(Ok(done)) => done.outcome.map(|outcome| Answer { outcome, feedback: done.feedback }),
+                    Ok(Ok(done)) => {
+                        self.learn(&done.feedback);
+                        done.outcome.map(|outcome| Answer { outcome, feedback: done.feedback })
+                    }
                     Ok(Err(_)) => Err("local replica stopped".into()),
                     Err(_) => {
                         self.metrics.timeouts.fetch_add(1, Ordering::Relaxed);
@@ -260,9 +301,11 @@ impl Coordinator {
                 };
                 match peer.call(msg, timeout).await {
                     Ok(Message::ReadReply { version, value, feedback, .. }) => {
+                        self.learn(&feedback);
                         Ok(Answer { outcome: Outcome::Read(Versioned { version, value }), feedback })
                     }
                     Ok(Message::WriteAck { applied, feedback, .. }) => {
+                        self.learn(&feedback);
                         Ok(Answer { outcome: Outcome::Written(applied), feedback })
                     }
                     Ok(Message::Failed { reason, .. }) => Err(reason),
@@ -559,7 +602,7 @@ mod tests {
         let em = Arc::new(Emulation::new(&EmulationConfig::default(), 1));
         let q = tailor_core::local::build("fcfs", &Default::default(), 1).unwrap();
         let clock = Instant::now();
-        let replica = Replica::start(0, clock, q, 2, 1000, storage, em, metrics.clone());
+        let replica = Replica::start(0, clock, q, 2, 1000, storage, em, metrics.clone(), None);
         let (sent, responses) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let selector = Box::new(Scripted { waits, sent: sent.clone(), responses: responses.clone() });
         let c = Coordinator::start(CoordinatorParts {
@@ -569,6 +612,7 @@ mod tests {
             selector,
             park_capacity,
             large: 1000,
+            bloom: None,
             replica,
             peers: vec![None],
             ids: Arc::new(AtomicU64::new(1)),

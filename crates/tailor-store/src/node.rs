@@ -2,7 +2,7 @@
 //! internode, metrics), and runs until asked to stop.
 
 use crate::commands;
-use crate::config::NodeConfig;
+use crate::config::{NodeConfig, SizeOracleKind};
 use crate::coordinator::{Coordinator, CoordinatorParts};
 use crate::emulation::Emulation;
 use crate::internode::{decode, encode, read_frame, Message};
@@ -15,6 +15,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tailor_core::oracle::bloom::{BloomSizeOracle, LargeKeyIndex};
 use tailor_core::ring::Ring;
 use tailor_core::selector::SelectorEnv;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -86,6 +87,11 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
     let emulation = Arc::new(Emulation::new(&cfg.emulation, seed));
     let queue =
         tailor_core::local::build(&cfg.local, &cfg.locals, seed).map_err(|e| NodeError::Build(e.to_string()))?;
+    let bloom_on = cfg.size_oracle == SizeOracleKind::Bloom;
+    let build = |e: tailor_core::oracle::bloom::BloomError| NodeError::Build(format!("bloom: {e}"));
+    let index =
+        if bloom_on { Some(LargeKeyIndex::new(&cfg.bloom, cfg.large_value_bytes).map_err(build)?) } else { None };
+    let oracle = if bloom_on { Some(BloomSizeOracle::new(&cfg.bloom, m).map_err(build)?) } else { None };
     let replica = Replica::start(
         cfg.id,
         clock,
@@ -95,12 +101,17 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
         storage.clone(),
         emulation.clone(),
         metrics.clone(),
+        index,
     );
+    let every = (cfg.bloom_rebuild_ms > 0).then(|| Duration::from_millis(cfg.bloom_rebuild_ms));
+    replica.start_bloom_rebuilds(every);
     let max_frame = cfg.max_value_bytes + FRAME_SLACK;
     let peers: Vec<Option<Arc<Peer>>> = cfg
         .members
         .iter()
-        .map(|mem| (mem.id != cfg.id).then(|| Arc::new(Peer::new(mem.id, mem.peer, max_frame, cfg.down_after_misses))))
+        .map(|mem| {
+            (mem.id != cfg.id).then(|| Arc::new(Peer::new(cfg.id, mem.id, mem.peer, max_frame, cfg.down_after_misses)))
+        })
         .collect();
     let ring = Ring::new(m, cfg.replication, cfg.vnodes).map_err(|e| NodeError::Build(e.to_string()))?;
     let env = SelectorEnv {
@@ -122,6 +133,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
         selector,
         park_capacity: cfg.park_capacity,
         large: cfg.large_value_bytes,
+        bloom: oracle,
         replica: replica.clone(),
         peers: peers.clone(),
         ids: ids.clone(),
@@ -134,7 +146,21 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
     let mut tasks = Vec::new();
     for p in node.peers.iter().flatten() {
         let hb = Duration::from_millis(node.cfg.heartbeat_ms);
-        tasks.push(tokio::spawn(p.clone().heartbeat(ids.clone(), hb, timeout.max(hb * 2))));
+        let c = node.coordinator.clone();
+        let learn = move |fb: &tailor_core::facts::Feedback| c.learn(fb);
+        tasks.push(tokio::spawn(p.clone().heartbeat(ids.clone(), hb, timeout.max(hb * 2), learn)));
+    }
+    if bloom_on {
+        // the local replica's deltas reach this coordinator at heartbeat pace too, not only on
+        // the requests it happens to serve locally
+        let n = node.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_millis(n.cfg.heartbeat_ms));
+            loop {
+                tick.tick().await;
+                n.coordinator.learn(&n.replica.feedback_for(Some(n.cfg.id)));
+            }
+        }));
     }
     tasks.push(tokio::spawn(serve_clients(node.clone(), client)));
     tasks.push(tokio::spawn(serve_internode(node.clone(), internode, max_frame)));
@@ -295,6 +321,8 @@ async fn serve_internode(node: Arc<Node>, listener: TcpListener, max_frame: u64)
 async fn internode_conn(node: Arc<Node>, sock: TcpStream, max_frame: u64) {
     let (mut rd, mut wr) = sock.into_split();
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(1024);
+    // the coordinator on the other end, once its hello arrived (its Bloom delta cursor)
+    let mut receiver: Option<u32> = None;
     let writer = tokio::spawn(async move {
         while let Some(frame) = rx.recv().await {
             if wr.write_all(&frame).await.is_err() {
@@ -321,8 +349,12 @@ async fn internode_conn(node: Arc<Node>, sock: TcpStream, max_frame: u64) {
             }
         };
         let (id, work, tags) = match msg {
+            Message::Hello { from, .. } if (from as usize) < node.cfg.members.len() => {
+                receiver = Some(from);
+                continue;
+            }
             Message::Ping { id } => {
-                let _ = tx.send(encode(&Message::Pong { id, feedback: node.replica.feedback() })).await;
+                let _ = tx.send(encode(&Message::Pong { id, feedback: node.replica.feedback_for(receiver) })).await;
                 continue;
             }
             Message::Read { id, key, tags } => (id, Work::Read { key }, tags),
@@ -340,7 +372,7 @@ async fn internode_conn(node: Arc<Node>, sock: TcpStream, max_frame: u64) {
                 break;
             }
         };
-        let done = node.replica.submit(work, tags);
+        let done = node.replica.submit(work, tags, receiver);
         let tx = tx.clone();
         tokio::spawn(async move {
             let reply = match done.await {

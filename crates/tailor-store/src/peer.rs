@@ -5,6 +5,9 @@
 //! `heartbeat_ms` (and every timed-out request) counts as a miss when unanswered; after
 //! `down_after_misses` consecutive misses the peer is down, and one answered heartbeat brings it
 //! back up.
+//!
+//! Every new connection starts with a [`Message::Hello`] naming this node, so the remote replica
+//! knows which coordinator's Bloom delta to piggyback on its replies.
 
 use crate::internode::{decode, encode, read_frame, Message};
 use std::collections::HashMap;
@@ -12,6 +15,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tailor_core::facts::Feedback;
 use tailor_core::model::NodeId;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
@@ -39,6 +43,8 @@ struct Conn {
 pub struct Peer {
     /// Its node id.
     pub id: NodeId,
+    /// This node's id (sent in the connection's hello).
+    local: NodeId,
     addr: SocketAddr,
     max_frame: u64,
     conn: tokio::sync::Mutex<Option<Conn>>,
@@ -49,10 +55,11 @@ pub struct Peer {
 }
 
 impl Peer {
-    /// A peer at `addr`, assumed up until heartbeats say otherwise.
-    pub fn new(id: NodeId, addr: SocketAddr, max_frame: u64, down_after: u32) -> Peer {
+    /// Peer `id` at `addr` as seen from node `local`, assumed up until heartbeats say otherwise.
+    pub fn new(local: NodeId, id: NodeId, addr: SocketAddr, max_frame: u64, down_after: u32) -> Peer {
         Peer {
             id,
+            local,
             addr,
             max_frame,
             conn: tokio::sync::Mutex::new(None),
@@ -97,6 +104,8 @@ impl Peer {
         let _ = stream.set_nodelay(true);
         let (mut rd, mut wr) = stream.into_split();
         let (tx, mut rx) = mpsc::channel::<Vec<u8>>(1024);
+        // queued before anything else can be: the first frame the peer reads
+        let _ = tx.try_send(encode(&Message::Hello { id: 0, from: self.local }));
         let alive = Arc::new(AtomicBool::new(true));
         let a = alive.clone();
         tokio::spawn(async move {
@@ -160,15 +169,25 @@ impl Peer {
         res
     }
 
-    /// Heartbeat forever: ping every `every`, counting misses.
-    pub async fn heartbeat(self: Arc<Self>, ids: Arc<AtomicU64>, every: Duration, timeout: Duration) {
+    /// Heartbeat forever: ping every `every`, counting misses and handing each answer's facts
+    /// to `on_feedback` (the coordinator's size oracle).
+    pub async fn heartbeat(
+        self: Arc<Self>,
+        ids: Arc<AtomicU64>,
+        every: Duration,
+        timeout: Duration,
+        on_feedback: impl Fn(&Feedback) + Send + 'static,
+    ) {
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
             let id = ids.fetch_add(1, Ordering::Relaxed);
             match self.call(Message::Ping { id }, timeout).await {
-                Ok(Message::Pong { .. }) => self.answered(),
+                Ok(Message::Pong { feedback, .. }) => {
+                    self.answered();
+                    on_feedback(&feedback);
+                }
                 _ => self.miss(),
             }
         }
@@ -181,7 +200,7 @@ mod tests {
 
     #[test]
     fn misses_mark_down_and_an_answer_brings_up() {
-        let p = Peer::new(1, "127.0.0.1:1".parse().unwrap(), 1024, 3);
+        let p = Peer::new(0, 1, "127.0.0.1:1".parse().unwrap(), 1024, 3);
         assert!(p.is_up());
         p.miss();
         p.miss();
@@ -197,7 +216,7 @@ mod tests {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         drop(l);
-        let p = Peer::new(1, addr, 1024, 3);
+        let p = Peer::new(0, 1, addr, 1024, 3);
         assert!(p.call(Message::Ping { id: 1 }, Duration::from_secs(2)).await.is_err());
     }
 }

@@ -6,12 +6,13 @@ use crate::emulation::Emulation;
 use crate::metrics::Metrics;
 use crate::storage::{Storage, Versioned};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use tailor_core::facts::Feedback;
 use tailor_core::local::LocalQueue;
 use tailor_core::model::{JobMeta, NodeId, Tags};
+use tailor_core::oracle::bloom::LargeKeyIndex;
 use tailor_core::time::{Nanos, MS, US};
 use tokio::sync::oneshot;
 
@@ -61,17 +62,145 @@ pub struct Done {
 pub struct Job {
     work: Work,
     size: u64,
+    /// Hash of the key ([`crate::key_hash`]), the Bloom filter's key.
+    key_hash: u64,
+    /// Coordinator the reply goes to (its Bloom delta cursor), if known.
+    receiver: Option<NodeId>,
     reply: oneshot::Sender<Done>,
 }
 
+/// The queue and the facts measured from it; every method is called under the replica's lock.
+///
+/// Kept apart from the threads so the accounting can be tested with scripted times:
+/// - `pending_work` is the sum of the *estimated* processing times of the requests queued or
+///   running (a running request counts in full until it completes, whatever time it already
+///   spent: the estimate is what EFT adds up, and a partial credit would need a clock read per
+///   feedback); each request adds and later removes the same `JobMeta::service`, so the sum
+///   returns exactly to 0 when the replica drains, even if the service model changes meanwhile.
+/// - `busy` is true while at least one request for a value larger than the threshold runs
+///   (writes of large values count too: they occupy the device the same way).
+/// - `dq` is the queue length (queued + running) now minus the queue length at `now - 20 ms`,
+///   the latter read from a step history that starts with `(0, 0)` (an empty replica).
+/// - `completed` counts every request a worker finished, failed ones included.
 struct State {
     queue: Box<dyn LocalQueue<Job>>,
     running: u32,
     large_running: u32,
     pending_work: Nanos,
+    completed: u64,
     /// (time, queue length) samples covering at least the last `DQ_WINDOW`.
     history: VecDeque<(Nanos, u32)>,
     next_id: u64,
+}
+
+impl State {
+    fn new(queue: Box<dyn LocalQueue<Job>>) -> State {
+        State {
+            queue,
+            running: 0,
+            large_running: 0,
+            pending_work: 0,
+            completed: 0,
+            history: VecDeque::from([(0, 0)]),
+            next_id: 0,
+        }
+    }
+
+    /// Requests waiting or running.
+    fn len(&self) -> u32 {
+        self.queue.len() as u32 + self.running
+    }
+
+    /// Queue a job whose estimated processing time is `service`.
+    fn admit(&mut self, now: Nanos, service: Nanos, tags: Tags, job: Job) {
+        self.next_id += 1;
+        // release = arrival here: the coordinator's clock is not comparable with ours
+        let meta = JobMeta { id: self.next_id, release: now, enqueued: now, service, size: job.size, tags };
+        self.pending_work += service;
+        self.queue.push(now, meta, job);
+        self.record_len(now);
+    }
+
+    /// A worker took a job off the queue (the queue length is unchanged: it moved to running).
+    fn begin(&mut self, large: bool) {
+        self.running += 1;
+        if large {
+            self.large_running += 1;
+        }
+    }
+
+    /// A worker finished the job it began with estimate `service`.
+    fn finish(&mut self, now: Nanos, service: Nanos, large: bool) {
+        self.running = self.running.saturating_sub(1);
+        if large {
+            self.large_running = self.large_running.saturating_sub(1);
+        }
+        self.pending_work = self.pending_work.saturating_sub(service);
+        self.completed += 1;
+        self.record_len(now);
+    }
+
+    fn record_len(&mut self, now: Nanos) {
+        let len = self.len();
+        self.history.push_back((now, len));
+        // keep one sample older than the window as its baseline
+        while self.history.len() > 2 && self.history[1].0 + DQ_WINDOW <= now {
+            self.history.pop_front();
+        }
+        if self.history.len() > 4096 {
+            self.history.pop_front();
+        }
+    }
+
+    /// The facts of replica `id` at `now`, for a response whose request took `service`.
+    fn facts(&self, id: NodeId, now: Nanos, service: Nanos) -> Feedback {
+        let len = self.len();
+        let base =
+            self.history.iter().rev().find(|(t, _)| t + DQ_WINDOW <= now).or(self.history.front()).map_or(0, |x| x.1);
+        Feedback {
+            from: id,
+            timestamp: now,
+            queue_len: len,
+            service_time: service,
+            completed: self.completed,
+            busy: self.large_running > 0,
+            dq: len as i64 - base as i64,
+            pending_work: self.pending_work,
+            bloom_bits: Vec::new(),
+            bloom_generation: 0,
+        }
+    }
+}
+
+/// Largest generation gap a replica closes when a peer is ahead; a bigger one is treated as a
+/// one-step rebuild (such a gap means a corrupt or foreign peer, not a missed rebuild).
+const MAX_CATCH_UP: u32 = 1024;
+
+/// The replica side of Héron's size oracle.
+///
+/// Choices:
+/// - Rebuilds run in a background thread ([`Replica::start_bloom_rebuilds`]) and take the live
+///   large keys from a scan of the storage engine's small metadata keyspace (no value is read),
+///   so keys whose value was deleted or shrunk drop out and no extra memory tracks them. The
+///   scan runs without any lock; large writes applied during it are logged and added to the new
+///   filter; the Bloom lock is held only for the inserts (about 10 hash-and-set steps per key).
+///   Requests never wait for it; only the filling of a reply's Bloom fields may.
+/// - Generations stay aligned across the cluster: a replica that sees a peer at a newer
+///   generation (in any feedback its coordinator receives) rebuilds up to it at once, and
+///   restarts its own interval. A restarted node (back at generation 0) thereby rejoins the
+///   current generation within a heartbeat, and a rebuild anywhere triggers one everywhere, so
+///   coordinators switch generations quickly. At start the filter (generation 0) is seeded from
+///   the same storage scan.
+/// - Bits handed to a reply are gone from the cursor even if the reply is lost (a timeout); they
+///   come back at the next rebuild. Failed requests carry no facts, so they take no bits.
+struct BloomState {
+    index: LargeKeyIndex,
+    /// Large keys written while a rebuild scans storage (`Some` during the scan).
+    during_scan: Option<Vec<u64>>,
+    /// Newest generation seen at a peer; above ours means catch up now.
+    target: u32,
+    /// When the last rebuild finished (replica clock).
+    last_rebuild: Nanos,
 }
 
 /// A node's replica side.
@@ -80,7 +209,6 @@ pub struct Replica {
     clock: Instant,
     state: Mutex<State>,
     ready: Condvar,
-    completed: AtomicU64,
     workers: AtomicUsize,
     spawned: Mutex<usize>,
     large: u64,
@@ -88,10 +216,15 @@ pub struct Replica {
     storage: Arc<Storage>,
     emulation: Arc<Emulation>,
     metrics: Arc<Metrics>,
+    bloom: Option<Mutex<BloomState>>,
+    bloom_cv: Condvar,
+    /// Mirror of the index's generation, read without the Bloom lock on every feedback.
+    generation: AtomicU32,
 }
 
 impl Replica {
-    /// A replica with `queue` as local policy and `workers` threads (started here).
+    /// A replica with `queue` as local policy and `workers` threads (started here); `bloom` is
+    /// the Héron index to keep (`None` when coordinators use the exact oracle).
     #[allow(clippy::too_many_arguments)]
     pub fn start(
         id: NodeId,
@@ -102,20 +235,13 @@ impl Replica {
         storage: Arc<Storage>,
         emulation: Arc<Emulation>,
         metrics: Arc<Metrics>,
+        bloom: Option<LargeKeyIndex>,
     ) -> Arc<Replica> {
         let r = Arc::new(Replica {
             id,
             clock,
-            state: Mutex::new(State {
-                queue,
-                running: 0,
-                large_running: 0,
-                pending_work: 0,
-                history: VecDeque::new(),
-                next_id: 0,
-            }),
+            state: Mutex::new(State::new(queue)),
             ready: Condvar::new(),
-            completed: AtomicU64::new(0),
             workers: AtomicUsize::new(0),
             spawned: Mutex::new(0),
             large,
@@ -123,6 +249,9 @@ impl Replica {
             storage,
             emulation,
             metrics,
+            bloom: bloom.map(|index| Mutex::new(BloomState { index, during_scan: None, target: 0, last_rebuild: 0 })),
+            bloom_cv: Condvar::new(),
+            generation: AtomicU32::new(0),
         });
         r.set_workers(workers);
         r
@@ -134,6 +263,10 @@ impl Replica {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn lock_bloom<'a>(&self, b: &'a Mutex<BloomState>) -> std::sync::MutexGuard<'a, BloomState> {
+        b.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Change the read parallelism `P` at runtime (1..=[`MAX_WORKERS`]).
@@ -160,14 +293,17 @@ impl Replica {
 
     /// Requests waiting or running.
     pub fn queue_len(&self) -> u32 {
-        let s = self.lock();
-        s.queue.len() as u32 + s.running
+        self.lock().len()
     }
 
-    /// Stop the workers (they finish the request they run).
+    /// Stop the workers (they finish the request they run) and the Bloom rebuild thread.
     pub fn shutdown(&self) {
         self.shutdown.store(true, Ordering::Relaxed);
         self.ready.notify_all();
+        if let Some(b) = &self.bloom {
+            let _g = self.lock_bloom(b);
+            self.bloom_cv.notify_all();
+        }
     }
 
     /// Estimated processing time of a value of `size` bytes: the emulated model if set, else
@@ -181,60 +317,173 @@ impl Replica {
         }
     }
 
-    fn record_len(s: &mut State, now: Nanos) {
-        let len = s.queue.len() as u32 + s.running;
-        s.history.push_back((now, len));
-        // keep one sample older than the window as its baseline
-        while s.history.len() > 2 && s.history[1].0 + DQ_WINDOW <= now {
-            s.history.pop_front();
-        }
-        if s.history.len() > 4096 {
-            s.history.pop_front();
-        }
-    }
-
-    fn feedback_locked(&self, s: &State, now: Nanos, service: Nanos) -> Feedback {
-        let len = s.queue.len() as u32 + s.running;
-        let base = s.history.iter().rev().find(|(t, _)| t + DQ_WINDOW <= now).or(s.history.front()).map_or(0, |x| x.1);
-        Feedback {
-            from: self.id,
-            timestamp: now,
-            queue_len: len,
-            service_time: service,
-            completed: self.completed.load(Ordering::Relaxed),
-            busy: s.large_running > 0,
-            dq: len as i64 - base as i64,
-            pending_work: s.pending_work,
-            bloom_bits: Vec::new(),
-            bloom_generation: 0,
-        }
-    }
-
-    /// Current facts (heartbeat replies).
+    /// Current facts without Bloom fields (metrics, tests).
     pub fn feedback(&self) -> Feedback {
-        let now = self.now();
-        let s = self.lock();
-        self.feedback_locked(&s, now, 0)
+        self.feedback_for(None)
     }
 
-    /// Queue `work` (with the coordinator's `tags` and release time); the reply arrives on the
-    /// returned channel once a worker executed it.
-    pub fn submit(&self, work: Work, tags: Tags) -> oneshot::Receiver<Done> {
+    /// Current facts for a message to coordinator `receiver` (heartbeat replies), with its Bloom
+    /// delta when the receiver is known.
+    pub fn feedback_for(&self, receiver: Option<NodeId>) -> Feedback {
+        let now = self.now();
+        let mut fb = self.lock().facts(self.id, now, 0);
+        self.fill_bloom(receiver, &mut fb);
+        fb
+    }
+
+    /// Put the Bloom delta for `receiver` and the generation into `fb`.
+    fn fill_bloom(&self, receiver: Option<NodeId>, fb: &mut Feedback) {
+        let Some(b) = &self.bloom else { return };
+        let mut g = self.lock_bloom(b);
+        match receiver {
+            Some(r) => g.index.fill_feedback(r, fb),
+            None => fb.bloom_generation = g.index.generation(),
+        }
+    }
+
+    /// An applied write stored `size` bytes under `key_hash`: remember the key if it is large.
+    fn record_write(&self, key_hash: u64, size: u64) {
+        let Some(b) = &self.bloom else { return };
+        let mut g = self.lock_bloom(b);
+        if g.index.record_write(key_hash, size) {
+            if let Some(log) = g.during_scan.as_mut() {
+                log.push(key_hash);
+            }
+        }
+    }
+
+    /// The Bloom index's generation, if this replica keeps one.
+    pub fn bloom_generation(&self) -> Option<u32> {
+        self.bloom.as_ref().map(|_| self.generation.load(Ordering::Relaxed))
+    }
+
+    /// Whether this replica's own filter says `key_hash` is large (`None` without an index).
+    pub fn bloom_contains(&self, key_hash: u64) -> Option<bool> {
+        self.bloom.as_ref().map(|b| self.lock_bloom(b).index.contains(key_hash))
+    }
+
+    /// A peer's facts showed its Bloom generation `generation`: catch up if it is ahead.
+    pub fn observe_generation(&self, generation: u32) {
+        let Some(b) = &self.bloom else { return };
+        if generation <= self.generation.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut g = self.lock_bloom(b);
+        if generation > g.target {
+            g.target = generation;
+            self.bloom_cv.notify_all();
+        }
+    }
+
+    /// Ask the rebuild thread for a rebuild now (generation g+1).
+    pub fn request_rebuild(&self) {
+        let Some(b) = &self.bloom else { return };
+        let mut g = self.lock_bloom(b);
+        g.target = g.target.max(g.index.generation().wrapping_add(1));
+        self.bloom_cv.notify_all();
+    }
+
+    /// Start the background thread that seeds the Bloom index from storage, then rebuilds it
+    /// every `every` (none = only on request or to catch up with peers). No-op without an index.
+    pub fn start_bloom_rebuilds(self: &Arc<Self>, every: Option<Duration>) {
+        if self.bloom.is_none() {
+            return;
+        }
+        let me = self.clone();
+        let every = every.map(|d| d.as_nanos() as Nanos);
+        let spawned = std::thread::Builder::new().name("tailor-bloom".into()).spawn(move || me.bloom_loop(every));
+        if let Err(e) = spawned {
+            tracing::warn!("cannot start the Bloom rebuild thread: {e}");
+        }
+    }
+
+    fn bloom_loop(self: Arc<Self>, every: Option<Nanos>) {
+        let Some(b) = &self.bloom else { return };
+        self.seed_bloom(b);
+        loop {
+            let mut g = self.lock_bloom(b);
+            loop {
+                if self.shutdown.load(Ordering::Relaxed) {
+                    return;
+                }
+                let now = self.now();
+                let due = every.map(|e| g.last_rebuild.saturating_add(e));
+                if g.target > g.index.generation() || due.is_some_and(|d| d <= now) {
+                    break;
+                }
+                let wait = due.map_or(Duration::from_secs(3600), |d| Duration::from_nanos(d - now));
+                g = self.bloom_cv.wait_timeout(g, wait).map(|r| r.0).unwrap_or_else(|p| p.into_inner().0);
+            }
+            drop(g);
+            self.rebuild_bloom(b);
+        }
+    }
+
+    /// Put every large key already in storage into the generation-0 filter (after a restart).
+    fn seed_bloom(&self, b: &Mutex<BloomState>) {
+        let threshold = self.lock_bloom(b).index.threshold();
+        match self.storage.large_keys(threshold) {
+            Ok(keys) => {
+                let mut g = self.lock_bloom(b);
+                for k in keys {
+                    g.index.record_write(k, u64::MAX);
+                }
+                g.last_rebuild = self.now();
+            }
+            Err(e) => tracing::warn!("Bloom seeding skipped: {e}"),
+        }
+    }
+
+    /// Rebuild the filter from a storage scan, to the target generation or g+1.
+    fn rebuild_bloom(&self, b: &Mutex<BloomState>) {
+        let threshold = {
+            let mut g = self.lock_bloom(b);
+            g.during_scan = Some(Vec::new());
+            g.index.threshold()
+        };
+        let scanned = self.storage.large_keys(threshold);
+        let mut g = self.lock_bloom(b);
+        let extra = g.during_scan.take().unwrap_or_default();
+        let now = self.now();
+        let keys = match scanned {
+            Ok(k) => k,
+            Err(e) => {
+                tracing::warn!("Bloom rebuild skipped: {e}");
+                g.last_rebuild = now;
+                g.target = g.index.generation();
+                return;
+            }
+        };
+        let gen = g.index.generation();
+        let mut steps = g.target.saturating_sub(gen).max(1);
+        if steps > MAX_CATCH_UP {
+            tracing::warn!(gen, target = g.target, "Bloom generation gap too large; rebuilding one step");
+            g.target = gen;
+            steps = 1;
+        }
+        // skipped generations are empty: coordinators only keep the newest complete one
+        for _ in 1..steps {
+            g.index.rebuild(std::iter::empty());
+        }
+        g.index.rebuild(keys.into_iter().chain(extra));
+        g.last_rebuild = now;
+        self.generation.store(g.index.generation(), Ordering::Relaxed);
+        tracing::debug!(generation = g.index.generation(), "Bloom filter rebuilt");
+    }
+
+    /// Queue `work` (with the coordinator's `tags`) for coordinator `receiver` (if known); the
+    /// reply arrives on the returned channel once a worker executed it.
+    pub fn submit(&self, work: Work, tags: Tags, receiver: Option<NodeId>) -> oneshot::Receiver<Done> {
         let (tx, rx) = oneshot::channel();
-        let size = match &work {
-            Work::Read { key } => self.storage.size_of(key).ok().flatten().map_or(0, |(s, _)| s),
-            Work::Write { value, .. } => value.as_ref().map_or(0, |v| v.len() as u64),
+        let (size, key_hash) = match &work {
+            Work::Read { key } => {
+                (self.storage.size_of(key).ok().flatten().map_or(0, |(s, _)| s), crate::key_hash(key))
+            }
+            Work::Write { key, value, .. } => (value.as_ref().map_or(0, |v| v.len() as u64), crate::key_hash(key)),
         };
         let now = self.now();
         let service = self.estimate(size).max(1);
-        let mut s = self.lock();
-        s.next_id += 1;
-        // release = arrival here: the coordinator's clock is not comparable with ours
-        let meta = JobMeta { id: s.next_id, release: now, enqueued: now, service, size, tags };
-        s.pending_work += service;
-        s.queue.push(now, meta, Job { work, size, reply: tx });
-        Self::record_len(&mut s, now);
-        drop(s);
+        self.lock().admit(now, service, tags, Job { work, size, key_hash, receiver, reply: tx });
         self.ready.notify_one();
         rx
     }
@@ -258,22 +507,24 @@ impl Replica {
                     .map(|r| r.0)
                     .unwrap_or_else(|p| p.into_inner().0);
             };
-            s.running += 1;
             let large = job.size > self.large;
-            if large {
-                s.large_running += 1;
-            }
+            s.begin(large);
             drop(s);
             if let Some(d) = self.emulation.stall_remaining(self.now()) {
                 std::thread::sleep(d);
             }
             let start = self.now();
+            let is_write = matches!(job.work, Work::Write { .. });
             let outcome = match job.work {
                 Work::Read { key } => self.storage.get(&key).map(Outcome::Read),
                 Work::Write { key, version, value } => {
                     self.storage.put(&key, version, value.as_deref()).map(Outcome::Written)
                 }
             };
+            if is_write && matches!(outcome, Ok(Outcome::Written(true))) {
+                // before the reply's facts are filled, so the ack carries this key's new bits
+                self.record_write(job.key_hash, job.size);
+            }
             let real = self.now().saturating_sub(start);
             let extra = self.emulation.extra_delay(start, real, job.size);
             if !extra.is_zero() {
@@ -286,17 +537,14 @@ impl Replica {
                 Err(_) => 0,
             };
             self.metrics.service(service);
-            self.completed.fetch_add(1, Ordering::Relaxed);
             let now = self.now();
             let mut s = self.lock();
-            s.running -= 1;
-            if large {
-                s.large_running -= 1;
-            }
-            s.pending_work = s.pending_work.saturating_sub(meta.service);
-            Self::record_len(&mut s, now);
-            let feedback = self.feedback_locked(&s, now, service);
+            s.finish(now, meta.service, large);
+            let mut feedback = s.facts(self.id, now, service);
             drop(s);
+            if outcome.is_ok() {
+                self.fill_bloom(job.receiver, &mut feedback);
+            }
             let _ = job.reply.send(Done { outcome: outcome.map_err(|e| e.to_string()), feedback });
         }
     }
@@ -312,19 +560,173 @@ mod tests {
         let storage = Arc::new(Storage::open(dir.path(), Durability::Buffer).unwrap());
         let q = tailor_core::local::build(local, &Default::default(), 1).unwrap();
         let em = Arc::new(Emulation::new(&EmulationConfig::default(), 1));
-        let r = Replica::start(3, Instant::now(), q, workers, 100, storage, em, Arc::new(Metrics::new(4)));
+        let r = Replica::start(3, Instant::now(), q, workers, 100, storage, em, Arc::new(Metrics::new(4)), None);
         (dir, r)
+    }
+
+    fn bloom_replica() -> (tempfile::TempDir, Arc<Replica>) {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Arc::new(Storage::open(dir.path(), Durability::Buffer).unwrap());
+        let q = tailor_core::local::build("fcfs", &Default::default(), 1).unwrap();
+        let em = Arc::new(Emulation::new(&EmulationConfig::default(), 1));
+        let index = LargeKeyIndex::new(&Default::default(), 100).unwrap();
+        let r = Replica::start(3, Instant::now(), q, 1, 100, storage, em, Arc::new(Metrics::new(4)), Some(index));
+        (dir, r)
+    }
+
+    fn write(r: &Replica, key: &[u8], version: u64, len: usize, to: Option<NodeId>) -> Done {
+        let w = Work::Write { key: key.to_vec(), version, value: Some(vec![7; len]) };
+        r.submit(w, Tags::default(), to).blocking_recv().unwrap()
+    }
+
+    /// A job for the accounting tests (its reply channel is never read).
+    fn job(size: u64) -> Job {
+        let (reply, _rx) = oneshot::channel();
+        Job { work: Work::Read { key: vec![1] }, size, key_hash: 1, receiver: None, reply }
+    }
+
+    #[test]
+    fn pending_work_busy_and_completed_follow_the_queue() {
+        let q = tailor_core::local::build("fcfs", &Default::default(), 1).unwrap();
+        let mut s = State::new(q);
+        assert_eq!(s.facts(0, 0, 0), Feedback::default());
+        s.admit(MS, 300, Tags::default(), job(10));
+        s.admit(MS, 5_000, Tags::default(), job(1_000));
+        s.admit(MS, 40, Tags::default(), job(10));
+        let f = s.facts(2, MS, 0);
+        assert_eq!((f.from, f.queue_len, f.pending_work, f.busy, f.completed), (2, 3, 5_340, false, 0));
+        // a worker takes the small one, another the large one: busy while the large one runs
+        let (m1, j1) = s.queue.pop(MS).unwrap();
+        s.begin(j1.size > 100);
+        let (m2, j2) = s.queue.pop(MS).unwrap();
+        s.begin(j2.size > 100);
+        let f = s.facts(2, 2 * MS, 0);
+        assert_eq!((f.queue_len, f.pending_work, f.busy), (3, 5_340, true), "running work still counts in full");
+        s.finish(3 * MS, m1.service, false);
+        let f = s.facts(2, 3 * MS, 77);
+        assert_eq!((f.queue_len, f.pending_work, f.busy, f.completed, f.service_time), (2, 5_040, true, 1, 77));
+        s.finish(4 * MS, m2.service, true);
+        let f = s.facts(2, 4 * MS, 0);
+        assert_eq!((f.queue_len, f.pending_work, f.busy, f.completed), (1, 40, false, 2));
+        let (m3, _) = s.queue.pop(5 * MS).unwrap();
+        s.begin(false);
+        s.finish(6 * MS, m3.service, false);
+        let f = s.facts(2, 6 * MS, 0);
+        assert_eq!((f.queue_len, f.pending_work, f.busy, f.completed), (0, 0, false, 3));
+    }
+
+    #[test]
+    fn dq_is_the_change_over_the_last_20ms() {
+        let q = tailor_core::local::build("fcfs", &Default::default(), 1).unwrap();
+        let mut s = State::new(q);
+        // within the first window the baseline is the empty replica at time 0
+        for t in 1..=4 {
+            s.admit(t * MS, 1, Tags::default(), job(1));
+        }
+        assert_eq!(s.facts(0, 5 * MS, 0).dq, 4);
+        // at 25 ms the baseline is the length at 5 ms (4)
+        s.admit(10 * MS, 1, Tags::default(), job(1));
+        assert_eq!(s.facts(0, 25 * MS, 0).dq, 1);
+        // drain three: length 2 at 40 ms; at 40 ms the baseline is the length at 20 ms (5)
+        for t in [31, 32, 33] {
+            let (m, _) = s.queue.pop(t * MS).unwrap();
+            s.begin(false);
+            s.finish(t * MS, m.service, false);
+        }
+        assert_eq!(s.facts(0, 40 * MS, 0).dq, -3);
+        // long idle: nothing changed in the last 20 ms
+        assert_eq!(s.facts(0, 500 * MS, 0).dq, 0);
+        assert_eq!(s.facts(0, 500 * MS, 0).queue_len, 2);
+    }
+
+    #[test]
+    fn writes_acks_carry_bloom_deltas_per_receiver() {
+        let (_d, r) = bloom_replica();
+        let small = write(&r, b"s", 1, 50, Some(0));
+        assert!(small.feedback.bloom_bits.is_empty(), "small values set no bits");
+        let big = write(&r, b"big", 1, 500, Some(0));
+        assert!(!big.feedback.bloom_bits.is_empty(), "the ack carries the large key's bits");
+        assert_eq!(big.feedback.bloom_generation, 0);
+        assert_eq!(r.bloom_contains(crate::key_hash(b"big")), Some(true));
+        // the same bits again for another coordinator, once
+        let to1 = r.feedback_for(Some(1));
+        assert_eq!(to1.bloom_bits, big.feedback.bloom_bits);
+        assert!(r.feedback_for(Some(1)).bloom_bits.is_empty());
+        // a read reply to coordinator 0 has nothing new; an older version that loses adds nothing
+        let rd = r.submit(Work::Read { key: b"big".to_vec() }, Tags::default(), Some(0)).blocking_recv().unwrap();
+        assert!(rd.feedback.bloom_bits.is_empty());
+        write(&r, b"x", 5, 50, Some(0));
+        let stale = write(&r, b"x", 3, 500, Some(0));
+        assert!(matches!(stale.outcome, Ok(Outcome::Written(false))));
+        assert!(stale.feedback.bloom_bits.is_empty(), "a write that lost to a newer version sets nothing");
+        assert_eq!(r.bloom_contains(crate::key_hash(b"x")), Some(false));
+        // a coordinator's oracle learning the deltas classes the key large
+        let mut o = tailor_core::oracle::bloom::BloomSizeOracle::new(&Default::default(), 4).unwrap();
+        o.apply(3, 0, &big.feedback.bloom_bits);
+        assert!(o.contains(crate::key_hash(b"big")));
+        assert!(!o.contains(crate::key_hash(b"s")));
+        r.shutdown();
+    }
+
+    #[test]
+    fn rebuilds_drop_shrunk_keys_and_catch_up_with_peers() {
+        let (_d, r) = bloom_replica();
+        write(&r, b"a", 1, 500, Some(0));
+        write(&r, b"b", 1, 500, Some(0));
+        write(&r, b"b", 2, 5, Some(0));
+        assert_eq!(r.bloom_contains(crate::key_hash(b"b")), Some(true), "stays until the rebuild");
+        let b = r.bloom.as_ref().unwrap();
+        r.request_rebuild();
+        r.rebuild_bloom(b);
+        assert_eq!(r.bloom_generation(), Some(1));
+        assert_eq!(r.bloom_contains(crate::key_hash(b"a")), Some(true));
+        assert_eq!(r.bloom_contains(crate::key_hash(b"b")), Some(false));
+        // the first message of generation 1 resends the whole filter
+        let fb = r.feedback_for(Some(0));
+        assert_eq!(fb.bloom_generation, 1);
+        let mut expect = tailor_core::oracle::bloom::BloomFilter::from_config(&Default::default()).unwrap();
+        expect.insert(crate::key_hash(b"a"));
+        let mut bits = fb.bloom_bits.clone();
+        bits.sort_unstable();
+        assert_eq!(bits, expect.set_bits().collect::<Vec<_>>());
+        // a peer at generation 4: one rebuild jumps there
+        r.observe_generation(4);
+        r.observe_generation(2);
+        r.rebuild_bloom(b);
+        assert_eq!(r.bloom_generation(), Some(4));
+        assert_eq!(r.bloom_contains(crate::key_hash(b"a")), Some(true));
+        r.shutdown();
+    }
+
+    #[test]
+    fn a_restarted_replica_seeds_its_filter_from_storage() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Arc::new(Storage::open(dir.path(), Durability::Buffer).unwrap());
+        // written before this replica existed (the node's previous life)
+        storage.put(b"old-big", 1, Some(&[0; 500])).unwrap();
+        storage.put(b"old-small", 1, Some(&[0; 5])).unwrap();
+        let q = tailor_core::local::build("fcfs", &Default::default(), 1).unwrap();
+        let em = Arc::new(Emulation::new(&EmulationConfig::default(), 1));
+        let index = LargeKeyIndex::new(&Default::default(), 100).unwrap();
+        let r = Replica::start(0, Instant::now(), q, 1, 100, storage, em, Arc::new(Metrics::new(1)), Some(index));
+        r.seed_bloom(r.bloom.as_ref().unwrap());
+        assert_eq!(r.bloom_generation(), Some(0));
+        assert_eq!(r.bloom_contains(crate::key_hash(b"old-big")), Some(true));
+        assert_eq!(r.bloom_contains(crate::key_hash(b"old-small")), Some(false));
+        assert!(!r.feedback_for(Some(2)).bloom_bits.is_empty());
+        r.shutdown();
     }
 
     #[test]
     fn executes_writes_then_reads_with_feedback() {
         let (_d, r) = replica("fcfs", 2);
-        let w = r.submit(Work::Write { key: b"a".to_vec(), version: 1, value: Some(vec![1; 200]) }, Tags::default());
+        let w =
+            r.submit(Work::Write { key: b"a".to_vec(), version: 1, value: Some(vec![1; 200]) }, Tags::default(), None);
         let done = w.blocking_recv().unwrap();
         assert!(matches!(done.outcome, Ok(Outcome::Written(true))));
         assert_eq!(done.feedback.from, 3);
         assert_eq!(done.feedback.completed, 1);
-        let rd = r.submit(Work::Read { key: b"a".to_vec() }, Tags::default()).blocking_recv().unwrap();
+        let rd = r.submit(Work::Read { key: b"a".to_vec() }, Tags::default(), None).blocking_recv().unwrap();
         match rd.outcome {
             Ok(Outcome::Read(v)) => assert_eq!(v.value.map(|v| v.len()), Some(200)),
             other => panic!("{other:?}"),
@@ -347,6 +749,7 @@ mod tests {
                     r.submit(
                         Work::Write { key: vec![i as u8], version: 1, value: Some(vec![0; i as usize * 10]) },
                         Tags::default(),
+                        None,
                     )
                 })
                 .collect();

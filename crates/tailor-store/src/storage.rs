@@ -173,6 +173,24 @@ impl Storage {
         Ok(())
     }
 
+    /// Hashes ([`crate::key_hash`]) of the keys whose live value is strictly larger than
+    /// `threshold` bytes: a scan of the small `meta` keyspace only, so values are never read.
+    /// Not a snapshot: writes racing with the scan may or may not be seen.
+    pub fn large_keys(&self, threshold: u64) -> Result<Vec<u64>, StorageError> {
+        let mut out = Vec::new();
+        for item in self.meta.iter() {
+            let (key, m) = item.into_inner()?;
+            if m.len() < 17 {
+                return Err(StorageError::Corrupt(key.len()));
+            }
+            let size = u64::from_le_bytes(m[9..17].try_into().map_err(|_| StorageError::Corrupt(key.len()))?);
+            if m[8] == META_VALUE && size > threshold {
+                out.push(crate::key_hash(&key));
+            }
+        }
+        Ok(out)
+    }
+
     /// Sync everything (on clean shutdown).
     pub fn flush(&self) -> Result<(), StorageError> {
         self.db.persist(PersistMode::SyncAll)?;
@@ -204,5 +222,10 @@ mod tests {
         assert_eq!(s.get(b"k").unwrap().version, 9);
         assert_eq!(s.get(b"big").unwrap().value.map(|v| v.len()), Some(1 << 20));
         assert_eq!(s.size_of(b"k").unwrap(), None);
+        assert_eq!(s.large_keys(4).unwrap(), vec![crate::key_hash(b"big")]);
+        assert!(s.put(b"new", 1, Some(b"0123456789")).unwrap());
+        assert!(s.put(b"big", 2, Some(b"ok")).unwrap());
+        assert_eq!(s.large_keys(4).unwrap(), vec![crate::key_hash(b"new")], "deleted/shrunk keys drop out");
+        assert!(s.large_keys(1 << 20).unwrap().is_empty());
     }
 }

@@ -17,6 +17,7 @@ const READ_REPLY: u8 = 4;
 const WRITE_ACK: u8 = 5;
 const PONG: u8 = 6;
 const FAILED: u8 = 7;
+const HELLO: u8 = 8;
 
 /// A frame that cannot be decoded.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -169,6 +170,11 @@ pub fn encode(msg: &Message) -> Vec<u8> {
             w.u64(*version);
             w.opt(value);
         }
+        Message::Hello { id, from } => {
+            w.u8(HELLO);
+            w.u64(*id);
+            w.u32(*from);
+        }
         Message::Ping { id } => {
             w.u8(PING);
             w.u64(*id);
@@ -214,6 +220,7 @@ pub fn decode(body: &[u8]) -> Result<Message, DecodeError> {
         READ => Message::Read { id: r.u64()?, key: r.bytes()?, tags: Tags { priority: r.u8()?, size_class: r.u8()? } },
         WRITE => Message::Write { id: r.u64()?, key: r.bytes()?, version: r.u64()?, value: r.opt()? },
         PING => Message::Ping { id: r.u64()? },
+        HELLO => Message::Hello { id: r.u64()?, from: r.u32()? },
         READ_REPLY => Message::ReadReply { id: r.u64()?, version: r.u64()?, value: r.opt()?, feedback: r.feedback()? },
         WRITE_ACK => Message::WriteAck { id: r.u64()?, applied: r.u8()? != 0, feedback: r.feedback()? },
         PONG => Message::Pong { id: r.u64()?, feedback: r.feedback()? },
@@ -262,6 +269,7 @@ mod tests {
             Message::Write { id: 2, key: b"k".to_vec(), version: 77, value: Some(vec![0; 100]) },
             Message::Write { id: 3, key: b"k".to_vec(), version: 78, value: None },
             Message::Ping { id: 4 },
+            Message::Hello { id: 0, from: 3 },
             Message::ReadReply { id: 5, version: 3, value: Some(b"v".to_vec()), feedback: fb() },
             Message::WriteAck { id: 6, applied: true, feedback: fb() },
             Message::Pong { id: 7, feedback: fb() },

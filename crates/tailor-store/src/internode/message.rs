@@ -27,6 +27,14 @@ pub enum Message {
         /// New value or `None` for a delete.
         value: Option<Vec<u8>>,
     },
+    /// First frame on a connection: names the coordinator whose requests follow, so replies can
+    /// carry that coordinator's Bloom delta. Has no reply.
+    Hello {
+        /// Request id (unused, 0).
+        id: u64,
+        /// The connecting node.
+        from: u32,
+    },
     /// Heartbeat of the failure detector.
     Ping {
         /// Request id.
@@ -74,6 +82,7 @@ impl Message {
         match self {
             Message::Read { id, .. }
             | Message::Write { id, .. }
+            | Message::Hello { id, .. }
             | Message::Ping { id }
             | Message::ReadReply { id, .. }
             | Message::WriteAck { id, .. }
