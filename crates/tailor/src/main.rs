@@ -20,6 +20,8 @@ enum Command {
     Sim(cmd::sim::SimArgs),
     /// Lower bound (LP relaxation) on the max weighted flow of an instance or a preset's requests.
     Bound(cmd::bound::BoundArgs),
+    /// The one-step tour: a small comparison in the simulator and on a live cluster, with a report.
+    Demo(cmd::demo::DemoArgs),
     /// Run a spec in the simulator, on fresh live clusters, or both, side by side.
     Experiment(cmd::experiment::ExperimentArgs),
     /// List the built-in presets, or print one as TOML.
@@ -43,6 +45,7 @@ fn main() {
     let outcome = match cli.command {
         Command::Sim(args) => cmd::sim::run(args),
         Command::Bound(args) => cmd::bound::run(args),
+        Command::Demo(args) => cmd::demo::run(args),
         Command::Experiment(args) => cmd::experiment::run(args),
         Command::Presets(args) => cmd::presets::run(args),
         Command::Node(args) => tailor_store::cli::run_node(&args).map_err(Into::into),

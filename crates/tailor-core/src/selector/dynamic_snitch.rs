@@ -184,15 +184,20 @@ impl DynamicSnitch {
         };
         let update_interval = from_ms(cfg.update_interval_ms).max(1);
         let reset_interval = from_ms(cfg.reset_interval_ms).max(1);
+        let mut rng = Rng::new(env.seed, 0x534e_4954 + env.coordinator as u64);
+        // Independent coordinators do not share a clock grid (Cassandra nodes start at different
+        // times): with several, each updates its scores at its own random phase, otherwise every
+        // coordinator would re-rank at the same instant and herd in lockstep.
+        let phase = if env.coordinators > 1 { rng.below(update_interval as usize) as Nanos } else { 0 };
         DynamicSnitch {
             cfg: cfg.clone(),
             peers: vec![blank.clone(); env.servers],
             blank,
             update_interval,
             reset_interval,
-            next_update: update_interval,
-            next_reset: reset_interval,
-            rng: Rng::new(env.seed, 0x534e_4954 + env.coordinator as u64),
+            next_update: update_interval + phase,
+            next_reset: reset_interval + phase,
+            rng,
             scratch: Vec::new(),
             sorted: Vec::new(),
         }

@@ -8,16 +8,16 @@ use std::path::PathBuf;
 pub struct ReportArgs {
     /// Results directories (holding results.json, results-sim.json, results-live.json) or files.
     #[arg(required = true, value_name = "DIR|FILE")]
-    inputs: Vec<PathBuf>,
+    pub inputs: Vec<PathBuf>,
     /// The HTML file to write.
     #[arg(short, long, default_value = "report.html")]
-    out: PathBuf,
+    pub out: PathBuf,
     /// Also write every plot as PNG into `plots/` beside the HTML file.
     #[arg(long)]
-    png: bool,
+    pub png: bool,
     /// Page title (default: the experiment names).
     #[arg(long)]
-    title: Option<String>,
+    pub title: Option<String>,
 }
 
 /// Build the report.
