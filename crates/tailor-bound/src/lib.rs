@@ -48,7 +48,7 @@ mod lp;
 
 #[cfg(test)]
 mod maxflow;
-#[cfg(all(test, feature = "highs"))]
+#[cfg(test)]
 mod tests;
 
 pub use instance::{max_weighted_flow, weight_for, Instance, Job};
