@@ -87,6 +87,36 @@ impl LiveCluster {
         Ok(cluster)
     }
 
+    /// Start sampling every node's served-reads counter each `window`, for the per-server load
+    /// series (herd behaviour and oscillations), until the returned sampler is finished.
+    pub fn sample_load(&self, window: Duration) -> LoadSampler {
+        let metrics = self.metrics.clone();
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let mut last: Vec<Option<u64>> = vec![None; metrics.len()];
+            let mut rows: Vec<Vec<u32>> = vec![Vec::new(); metrics.len()];
+            let mut next = Instant::now() + window;
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(next.saturating_duration_since(Instant::now()));
+                next += window;
+                for (i, &addr) in metrics.iter().enumerate() {
+                    let now = http_get(addr, "/metrics").ok().and_then(|t| counter(&t, "tailor_reads_served_total"));
+                    let served = match (last[i], now) {
+                        (Some(a), Some(b)) => b.saturating_sub(a) as u32,
+                        _ => 0,
+                    };
+                    if now.is_some() {
+                        last[i] = now;
+                    }
+                    rows[i].push(served);
+                }
+            }
+            rows
+        });
+        LoadSampler { stop, handle }
+    }
+
     /// Each node's Prometheus text, for the record.
     pub fn scrape_metrics(&self) -> Vec<String> {
         self.metrics
@@ -153,4 +183,44 @@ fn http_get(addr: SocketAddr, path: &str) -> std::io::Result<String> {
     let mut body = String::new();
     s.read_to_string(&mut body)?;
     Ok(body.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or(body))
+}
+
+/// A running sampler of per-node served reads; see [`LiveCluster::sample_load`].
+pub struct LoadSampler {
+    stop: std::sync::Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<Vec<Vec<u32>>>,
+}
+
+impl LoadSampler {
+    /// Stop sampling; one row per node, one count per window.
+    pub fn finish(self) -> Vec<Vec<u32>> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().unwrap_or_default()
+    }
+}
+
+/// The value of counter `name` (with or without labels) in Prometheus text.
+fn counter(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let rest = l.strip_prefix(name)?;
+        let rest = match rest.strip_prefix('{') {
+            Some(labelled) => labelled.split_once('}')?.1,
+            None => rest,
+        };
+        rest.strip_prefix(' ')?.trim().parse::<f64>().ok().map(|v| v as u64)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::counter;
+
+    #[test]
+    fn reads_an_unlabelled_counter() {
+        let text = "# TYPE tailor_reads_served_total counter\ntailor_reads_served_total_x 1\ntailor_reads_served_total 42\n";
+        assert_eq!(counter(text, "tailor_reads_served_total"), Some(42));
+        let labelled = "tailor_reads_served_total{node=\"0\",selector=\"c3\"} 7\n";
+        assert_eq!(counter(labelled, "tailor_reads_served_total"), Some(7));
+        assert_eq!(counter(text, "tailor_missing"), None);
+    }
 }

@@ -43,6 +43,11 @@ fn tiny_experiment_writes_results_for_both_engines_and_a_report() {
         for run in runs {
             assert!(run["requests"].as_u64().unwrap() > 0, "{file}: {run}");
             assert!(run["read_latency_ms"]["p99"].as_f64().unwrap() > 0.0);
+            // reads served per server per 100 ms: one row per node, and the reads show up in it
+            let rows = run["per_server_load"].as_array().unwrap();
+            assert_eq!(rows.len(), 3, "{file}");
+            let served: u64 = rows.iter().flat_map(|r| r.as_array().unwrap()).map(|v| v.as_u64().unwrap()).sum();
+            assert!(served > 0, "{file}: no reads in the per-server series");
         }
     }
     let report = out.join("report.html");

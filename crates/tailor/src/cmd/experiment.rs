@@ -127,7 +127,10 @@ fn run_live(spec: &Spec, plans: &[&RunPlan], args: &ExperimentArgs, dir: &Path) 
         cfg.progress = false;
         cfg.duration = args.live_duration.map(Duration::from_secs_f64);
         cfg.warmup = args.live_warmup.map(Duration::from_secs_f64);
+        let window_ms = plan.spec.report.window_ms;
+        let sampler = cluster.sample_load(Duration::from_secs_f64(window_ms / 1000.0));
         let bench = tailor_bench::run(&cfg).with_context(|| format!("load for {label}"));
+        let per_server_load = sampler.finish();
         for (n, text) in cluster.scrape_metrics().iter().enumerate() {
             let _ = std::fs::write(run_dir.join(format!("metrics-node{n}.txt")), text);
         }
@@ -136,7 +139,13 @@ fn run_live(spec: &Spec, plans: &[&RunPlan], args: &ExperimentArgs, dir: &Path) 
         for n in 0..plan.spec.cluster.servers {
             let _ = std::fs::remove_dir_all(cluster_dir.join(format!("node{n}")).join("data"));
         }
-        let bench = bench?;
+        let mut bench = bench?;
+        if plan.first_seed && plan.spec.report.per_server_load {
+            if let Some(run) = bench.results.runs.first_mut() {
+                run.per_server_load = per_server_load;
+                run.window_ms = window_ms;
+            }
+        }
         bench.write(&run_dir)?;
         runs.push(bench.run().clone());
         bar.inc(1);
