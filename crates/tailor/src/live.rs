@@ -6,16 +6,21 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tailor_spec::{FluctuationMode, ServiceModel, Spec};
 use tailor_store::cluster::{plan, spawn_node, wait_listening, ClusterOptions};
 use tailor_store::config::{Consistency, Durability};
 
-/// Set by SIGINT/SIGTERM while an experiment runs: the runner stops its cluster and exits.
+/// Set by SIGINT/SIGTERM while an experiment runs.
 pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-/// Route SIGINT and SIGTERM to [`INTERRUPTED`] instead of killing the process, so the running
-/// cluster is stopped before exiting.
+/// Pids of the node processes of the cluster running now.
+static RUNNING_NODES: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// Route SIGINT and SIGTERM to [`INTERRUPTED`] instead of killing the process: a watcher thread
+/// then stops the running cluster's nodes (SIGTERM, SIGKILL after 5 s) and exits with 130, so an
+/// interrupted experiment never leaves a node behind, even in the middle of a load run.
 pub fn catch_interrupts() {
     extern "C" fn on_signal(_: i32) {
         INTERRUPTED.store(true, Ordering::Relaxed);
@@ -24,6 +29,39 @@ pub fn catch_interrupts() {
     unsafe {
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+    std::thread::spawn(|| loop {
+        if INTERRUPTED.load(Ordering::Relaxed) {
+            let pids = RUNNING_NODES.lock().map(|p| p.clone()).unwrap_or_default();
+            stop_pids(&pids);
+            eprintln!("\ninterrupted: {} node(s) stopped", pids.len());
+            std::process::exit(130);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    });
+}
+
+/// SIGTERM every pid, then SIGKILL those still running after 5 s.
+fn stop_pids(pids: &[u32]) {
+    for &pid in pids {
+        // SAFETY: kill(2) has no memory effects; a stale pid only yields ESRCH.
+        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+    }
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while pids.iter().any(|&p| alive(p)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for &pid in pids.iter().filter(|&&p| alive(p)) {
+        // SAFETY: as above.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    }
+}
+
+/// Whether `pid` runs (an exited child that was not reaped yet, a zombie, does not).
+fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        Err(_) => false,
     }
 }
 
@@ -72,7 +110,11 @@ impl LiveCluster {
             metrics: cfgs.iter().filter_map(|c| c.metrics_addr).collect(),
         };
         for cfg in &cfgs {
-            cluster.children.push(spawn_node(&exe, cfg, dir)?);
+            let child = spawn_node(&exe, cfg, dir)?;
+            if let Ok(mut pids) = RUNNING_NODES.lock() {
+                pids.push(child.id());
+            }
+            cluster.children.push(child);
         }
         let deadline = Instant::now() + Duration::from_secs(30);
         for cfg in &cfgs {
@@ -126,6 +168,9 @@ impl LiveCluster {
     }
 
     fn stop(&mut self) {
+        if let Ok(mut pids) = RUNNING_NODES.lock() {
+            pids.retain(|p| !self.children.iter().any(|c| c.id() == *p));
+        }
         for c in &self.children {
             // SAFETY: kill(2) has no memory effects; a stale pid only yields ESRCH.
             unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
@@ -217,7 +262,8 @@ mod tests {
 
     #[test]
     fn reads_an_unlabelled_counter() {
-        let text = "# TYPE tailor_reads_served_total counter\ntailor_reads_served_total_x 1\ntailor_reads_served_total 42\n";
+        let text =
+            "# TYPE tailor_reads_served_total counter\ntailor_reads_served_total_x 1\ntailor_reads_served_total 42\n";
         assert_eq!(counter(text, "tailor_reads_served_total"), Some(42));
         let labelled = "tailor_reads_served_total{node=\"0\",selector=\"c3\"} 7\n";
         assert_eq!(counter(labelled, "tailor_reads_served_total"), Some(7));

@@ -51,17 +51,64 @@ fn tiny_experiment_writes_results_for_both_engines_and_a_report() {
         }
     }
     let report = out.join("report.html");
-    let o = Command::new(env!("CARGO_BIN_EXE_tailor")).args(["report"]).arg(&out).arg("-o").arg(&report).output().unwrap();
+    let o =
+        Command::new(env!("CARGO_BIN_EXE_tailor")).args(["report"]).arg(&out).arg("-o").arg(&report).output().unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let html = std::fs::read_to_string(&report).unwrap();
     assert!(html.contains("round-robin") && html.contains("simulated vs measured") && html.contains("<svg"));
     // every live run's cluster was stopped: no node process still has its config open
-    let me = std::process::id();
-    let leftover = std::fs::read_dir("/proc")
+    assert_eq!(node_pids(out.to_str().unwrap(), std::process::id()), Vec::<u32>::new(), "node processes left behind");
+}
+
+#[test]
+fn interrupting_a_live_experiment_leaves_no_node_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("exp");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tailor"))
+        .args(["experiment", "demo", "--engine", "live", "--set", "cluster.servers=3", "--set", "workload.keys=200"])
+        .args(["--live-duration", "60", "--out", out.to_str().unwrap(), "-q"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let nodes = || node_pids(out.to_str().unwrap(), std::process::id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while nodes().len() < 3 {
+        assert!(std::time::Instant::now() < deadline, "the cluster never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(std::time::Instant::now() < deadline, "the experiment did not stop on SIGINT");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert!(!status.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !nodes().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "node processes left behind: {:?}", nodes());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// Pids of live (non-zombie) `tailor node` processes whose command line mentions `dir`.
+fn node_pids(dir: &str, me: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
         .unwrap()
         .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok().map(|c| (e.file_name(), c)))
-        .filter(|(pid, c)| pid.to_string_lossy() != me.to_string() && String::from_utf8_lossy(c).contains(out.to_str().unwrap()))
-        .count();
-    assert_eq!(leftover, 0, "node processes left behind");
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|&pid| pid != me)
+        .filter(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|s| s.rsplit_once(')').is_some_and(|(_, r)| r.trim_start().starts_with('Z')))
+                .unwrap_or(true);
+            cmd.contains(" node ") && cmd.contains(dir) && !zombie
+        })
+        .collect()
 }
