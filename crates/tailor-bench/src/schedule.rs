@@ -16,7 +16,7 @@ use tailor_core::workload::popularity::KeySampler;
 use tailor_core::workload::sizes::SizeModel;
 use tailor_core::workload::trace::parse_trace;
 use tailor_core::Op;
-use tailor_spec::{ArrivalKind, ServiceModel, Spec};
+use tailor_spec::{ArrivalKind, Spec};
 
 /// Most requests one schedule may hold (about 1.6 GB of memory would be needed beyond it).
 pub const MAX_REQUESTS: u64 = 50_000_000;
@@ -75,19 +75,9 @@ pub struct Schedule {
     pub duration: Nanos,
 }
 
-/// Mean nominal processing time of a request under the spec's service model, in ns.
-///
-/// The same definition as the simulator's, so "load 0.7" means the same offered rate in both
-/// engines (it is only the live cluster's true capacity if its emulation knobs match the spec).
+/// Mean nominal processing time of a request, in ns (see [`tailor_spec::ClusterSpec::mean_service_ns`]).
 pub fn mean_service_ns(spec: &Spec, sizes: &SizeModel) -> f64 {
-    let s = &spec.cluster.service;
-    if spec.cluster.cache.capacity > 0 {
-        return spec.cluster.cache.miss_ms * 1e6;
-    }
-    match s.model {
-        ServiceModel::Exponential => s.mean_ms * 1e6,
-        ServiceModel::Size => s.alpha_ns_per_byte() * sizes.mean() + s.overhead_ms * 1e6,
-    }
+    spec.cluster.mean_service_ns(sizes.mean())
 }
 
 /// The Poisson rate to offer, or `None` for a trace replay.

@@ -16,5 +16,5 @@ pub mod stats;
 pub mod time;
 pub mod workload;
 
-pub use model::{CoordinatorId, JobMeta, NodeId, Op, Request, RequestId, RequestView, SizeHint, Tags};
+pub use model::{Consistency, CoordinatorId, JobMeta, NodeId, Op, Request, RequestId, RequestView, SizeHint, Tags};
 pub use time::Nanos;

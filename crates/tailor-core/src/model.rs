@@ -99,3 +99,37 @@ pub struct JobMeta {
     /// Tags from the coordinator.
     pub tags: Tags,
 }
+
+/// How many replicas must acknowledge (writes) or answer (reads) before the client gets a reply.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Consistency {
+    /// One replica.
+    One,
+    /// A majority of the replication factor.
+    #[default]
+    Quorum,
+    /// Every replica.
+    All,
+}
+
+impl Consistency {
+    /// Replies needed out of `k` replicas.
+    pub fn required(self, k: usize) -> usize {
+        match self {
+            Consistency::One => 1,
+            Consistency::Quorum => k / 2 + 1,
+            Consistency::All => k,
+        }
+    }
+
+    /// Parse `one`, `quorum` or `all` (any case).
+    pub fn parse(s: &str) -> Option<Consistency> {
+        match s.to_ascii_lowercase().as_str() {
+            "one" => Some(Consistency::One),
+            "quorum" => Some(Consistency::Quorum),
+            "all" => Some(Consistency::All),
+            _ => None,
+        }
+    }
+}

@@ -11,7 +11,7 @@ use tailor_core::workload::popularity::KeySampler;
 use tailor_core::workload::sizes::SizeModel;
 use tailor_core::workload::trace::{parse_trace, TraceRecord};
 use tailor_core::Op;
-use tailor_spec::{ArrivalKind, ServiceModel, Spec};
+use tailor_spec::{ArrivalKind, Spec};
 
 /// One generated request before routing.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -120,14 +120,7 @@ impl Generator {
     }
 }
 
-/// Mean nominal processing time of a request, in ns: what "load 1.0" is measured against.
+/// Mean nominal processing time of a request, in ns (see [`tailor_spec::ClusterSpec::mean_service_ns`]).
 pub fn mean_service_ns(spec: &Spec, sizes: &SizeModel) -> f64 {
-    let s = &spec.cluster.service;
-    if spec.cluster.cache.capacity > 0 {
-        return spec.cluster.cache.miss_ms * 1e6;
-    }
-    match s.model {
-        ServiceModel::Exponential => s.mean_ms * 1e6,
-        ServiceModel::Size => s.alpha_ns_per_byte() * sizes.mean() + s.overhead_ms * 1e6,
-    }
+    spec.cluster.mean_service_ns(sizes.mean())
 }

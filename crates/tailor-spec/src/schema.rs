@@ -101,6 +101,18 @@ impl Default for ClusterSpec {
 }
 
 impl ClusterSpec {
+    /// Mean nominal processing time of a request, in ns, given the data set's mean value size:
+    /// what "load 1.0" is measured against, the same in the simulator and the load generator.
+    pub fn mean_service_ns(&self, mean_size: f64) -> f64 {
+        if self.cache.capacity > 0 {
+            return self.cache.miss_ms * 1e6;
+        }
+        match self.service.model {
+            ServiceModel::Exponential => self.service.mean_ms * 1e6,
+            ServiceModel::Size => self.service.alpha_ns_per_byte() * mean_size + self.service.overhead_ms * 1e6,
+        }
+    }
+
     /// Coordinators actually used (`clients`, or one per server when 0).
     pub fn coordinators(&self) -> usize {
         if self.clients == 0 {
@@ -111,28 +123,7 @@ impl ClusterSpec {
     }
 }
 
-/// Write consistency level.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Consistency {
-    /// One replica.
-    One,
-    /// A majority.
-    Quorum,
-    /// Every replica.
-    All,
-}
-
-impl Consistency {
-    /// Acknowledgements needed out of `k` replicas.
-    pub fn required(self, k: usize) -> usize {
-        match self {
-            Consistency::One => 1,
-            Consistency::Quorum => k / 2 + 1,
-            Consistency::All => k,
-        }
-    }
-}
+pub use tailor_core::model::Consistency;
 
 /// How long a request takes to execute.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

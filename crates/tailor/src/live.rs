@@ -85,11 +85,7 @@ impl LiveCluster {
             selector: selector.to_string(),
             local: local.to_string(),
             workers: c.workers,
-            write_consistency: match c.write_consistency {
-                tailor_spec::Consistency::One => Consistency::One,
-                tailor_spec::Consistency::Quorum => Consistency::Quorum,
-                tailor_spec::Consistency::All => Consistency::All,
-            },
+            write_consistency: c.write_consistency,
             read_consistency: Consistency::One,
             // experiments measure scheduling, not the disk's sync latency
             durability: Durability::Buffer,
