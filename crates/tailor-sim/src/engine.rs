@@ -149,8 +149,8 @@ impl<'a> Engine<'a> {
             servers,
             clients,
             reqs: Vec::with_capacity(spec.workload.requests as usize),
-            service_rng: SmallRng::seed_from_u64(plan.seed ^ 0x5345_5256_4943_45),
-            route_rng: SmallRng::seed_from_u64(plan.seed ^ 0x524f_5554_45),
+            service_rng: SmallRng::seed_from_u64(plan.seed ^ 0x0053_4552_5649_4345),
+            route_rng: SmallRng::seed_from_u64(plan.seed ^ 0x0052_4f55_5445),
             total: match spec.workload.arrival {
                 ArrivalKind::Trace => spec.workload.requests.min(gen.trace_len() as u64),
                 _ => spec.workload.requests,

@@ -104,7 +104,7 @@ impl Generator {
 
     /// The `i`-th trace record as a request and its arrival time.
     pub fn trace_record(&mut self, i: usize) -> Option<(Nanos, Draw)> {
-        let r = self.trace.get(i)?.clone();
+        let r = *self.trace.get(i)?;
         let client = self.clients.sample(&mut self.rng);
         Some((r.time, Draw { key: r.key, size: r.size, op: r.op, client }))
     }

@@ -66,13 +66,15 @@ fn every_selector_and_local_policy_serves_a_mixed_workload() {
 #[test]
 fn cluster_up_prints_addresses_and_down_stops_it() {
     let dir = tempfile::tempdir().unwrap();
-    let mut up = std::process::Command::new(exe())
+    let child = std::process::Command::new(exe())
         .args(["cluster", "up", "--nodes", "3", "--selector", "round-robin", "--dir"])
         .arg(dir.path())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
+    let mut guard = ClusterUp { child, dir: dir.path().to_path_buf() };
+    let up = &mut guard.child;
     let out = up.stdout.take().unwrap();
     let mut lines = std::io::BufReader::new(out).lines();
     let addrs: Vec<String> = (0..3).map(|_| lines.next().unwrap().unwrap()).collect();
@@ -103,10 +105,20 @@ fn cluster_up_prints_addresses_and_down_stops_it() {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    if !exited {
-        let _ = up.kill();
-        let _ = up.wait();
-    }
     assert!(exited, "cluster up did not exit after cluster down");
     assert!(std::net::TcpStream::connect(&addrs[0]).is_err(), "node still listening");
+}
+
+/// A `tailor cluster up` child that is always stopped (nodes and all), even when an assertion fails.
+struct ClusterUp {
+    child: std::process::Child,
+    dir: std::path::PathBuf,
+}
+
+impl Drop for ClusterUp {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new(exe()).args(["cluster", "down", "--dir"]).arg(&self.dir).status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

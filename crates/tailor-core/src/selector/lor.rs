@@ -14,7 +14,7 @@ pub struct Lor {
 impl Lor {
     /// A LOR selector for one coordinator.
     pub fn new(env: &SelectorEnv) -> Self {
-        Lor { outstanding: vec![0; env.servers], rng: Rng::new(env.seed, 0x4c4f_52 + env.coordinator as u64) }
+        Lor { outstanding: vec![0; env.servers], rng: Rng::new(env.seed, 0x004c_4f52 + env.coordinator as u64) }
     }
 
     /// Requests this coordinator has in flight at `replica`.
