@@ -20,9 +20,74 @@ pub enum ClusterError {
     /// A node did not start listening in time.
     #[error("node {0} did not start within {1:?} (see its node.log)")]
     StartTimeout(u32, Duration),
+    /// A node exited before it listened (typically: a planned port was taken meanwhile).
+    #[error("node {0} exited while starting (see its node.log)")]
+    NodeExited(u32),
     /// Bad options.
     #[error("{0}")]
     Invalid(String),
+}
+
+/// Attempts at starting a planned cluster: ports are picked free but bound later by the nodes,
+/// so another process may take one in between; a fresh plan then almost surely succeeds.
+pub const START_ATTEMPTS: usize = 3;
+
+/// Spawn a node per config and wait until each listens for clients and peers; a node that exits
+/// first fails fast with [`ClusterError::NodeExited`]. On any error every started node is killed.
+pub fn start_nodes(exe: &Path, cfgs: &[NodeConfig], dir: &Path, wait: Duration) -> Result<Vec<Child>, ClusterError> {
+    let mut children = Vec::with_capacity(cfgs.len());
+    for cfg in cfgs {
+        match spawn_node(exe, cfg, dir) {
+            Ok(c) => children.push(c),
+            Err(e) => {
+                stop_children(&mut children);
+                return Err(e);
+            }
+        }
+    }
+    let deadline = Instant::now() + wait;
+    for (i, cfg) in cfgs.iter().enumerate() {
+        loop {
+            if matches!(children[i].try_wait(), Ok(Some(_))) {
+                stop_children(&mut children);
+                return Err(ClusterError::NodeExited(cfg.id));
+            }
+            let up = |a: SocketAddr| TcpStream::connect_timeout(&a, Duration::from_millis(200)).is_ok();
+            if up(cfg.client_addr) && up(cfg.peer_listen()) {
+                break;
+            }
+            if Instant::now() > deadline {
+                stop_children(&mut children);
+                return Err(ClusterError::StartTimeout(cfg.id, wait));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    Ok(children)
+}
+
+/// Plan and start a cluster under `dir`, re-planning with fresh ports when a node exits while
+/// starting (up to [`START_ATTEMPTS`] times); `tweak` adjusts each config before it is written.
+pub fn plan_and_start(
+    exe: &Path,
+    opts: &ClusterOptions,
+    dir: &Path,
+    wait: Duration,
+    mut tweak: impl FnMut(&mut NodeConfig),
+) -> Result<(Vec<NodeConfig>, Vec<Child>), ClusterError> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let mut cfgs = plan(opts, dir)?;
+        cfgs.iter_mut().for_each(&mut tweak);
+        match start_nodes(exe, &cfgs, dir, wait) {
+            Ok(children) => return Ok((cfgs, children)),
+            Err(ClusterError::NodeExited(id)) if attempt < START_ATTEMPTS => {
+                tracing::warn!("node {id} exited while starting; retrying with fresh ports");
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ClusterError {
@@ -67,11 +132,30 @@ impl Default for ClusterOptions {
     }
 }
 
-/// `n` distinct free loopback ports (all bound at once, then released).
+/// Ports this process has already handed out: the OS may offer a just-released port again, and
+/// two clusters planned concurrently in one process (parallel tests, sweeps) must not share one.
+static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+
+/// `n` distinct free loopback ports, never one this process handed out before (all bound at
+/// once, then released).
 pub fn free_ports(n: usize) -> Result<Vec<u16>, ClusterError> {
-    let ls: Vec<TcpListener> =
-        (0..n).map(|_| TcpListener::bind("127.0.0.1:0")).collect::<Result<_, _>>().map_err(io("bind a free port"))?;
-    ls.iter().map(|l| l.local_addr().map(|a| a.port()).map_err(io("read a bound port"))).collect()
+    let mut given = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    let mut held = Vec::new();
+    let mut ports = Vec::with_capacity(n);
+    // bounded: each failed pick keeps its port bound, so the OS cannot offer it again
+    while ports.len() < n && held.len() < n + 4096 {
+        let l = TcpListener::bind("127.0.0.1:0").map_err(io("bind a free port"))?;
+        let port = l.local_addr().map_err(io("read a bound port"))?.port();
+        if !given.contains(&port) {
+            ports.push(port);
+        }
+        held.push(l);
+    }
+    if ports.len() < n {
+        return Err(ClusterError::Invalid(format!("could not find {n} unused loopback ports")));
+    }
+    given.extend_from_slice(&ports);
+    Ok(ports)
 }
 
 /// Configurations for a loopback cluster under `dir` (node `i` keeps its files in `dir/node{i}`).
@@ -157,19 +241,7 @@ pub fn up(opts: &ClusterOptions, dir: Option<PathBuf>) -> Result<(), ClusterErro
     };
     std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
     let exe = std::env::current_exe().map_err(io("find the tailor executable"))?;
-    let cfgs = plan(opts, &dir)?;
-    let mut children = Vec::new();
-    for cfg in &cfgs {
-        children.push(spawn_node(&exe, cfg, &dir)?);
-    }
-    let wait = Duration::from_secs(30);
-    let deadline = Instant::now() + wait;
-    for cfg in &cfgs {
-        if !wait_listening(cfg.client_addr, deadline) {
-            stop_children(&mut children);
-            return Err(ClusterError::StartTimeout(cfg.id, wait));
-        }
-    }
+    let (cfgs, mut children) = plan_and_start(&exe, opts, &dir, Duration::from_secs(30), |_| {})?;
     eprintln!(
         "cluster of {} nodes in {} (stop with Ctrl-C or `tailor cluster down --dir {}`)",
         cfgs.len(),

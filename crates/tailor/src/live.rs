@@ -1,7 +1,7 @@
 //! Fresh local clusters for live experiment runs: configured from a spec and a strategy pair,
 //! started as `tailor node` processes, and always stopped (on success, error, panic or Ctrl-C).
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Child;
@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tailor_spec::{FluctuationMode, ServiceModel, Spec};
-use tailor_store::cluster::{plan, spawn_node, wait_listening, ClusterOptions};
+use tailor_store::cluster::{plan_and_start, ClusterOptions};
 use tailor_store::config::{Consistency, Durability};
 
 /// Set by SIGINT/SIGTERM while an experiment runs.
@@ -91,37 +91,23 @@ impl LiveCluster {
             durability: Durability::Buffer,
         };
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let mut cfgs = plan(&opts, dir)?;
-        for cfg in &mut cfgs {
+        let exe = std::env::current_exe().context("finding the tailor executable")?;
+        let (cfgs, children) = plan_and_start(&exe, &opts, dir, Duration::from_secs(30), |cfg| {
             cfg.selectors = spec.selector.clone();
             cfg.locals = spec.local.clone();
             cfg.large_value_bytes = spec.workload.large_threshold;
             cfg.vnodes = c.vnodes;
             emulate(spec, &mut cfg.emulation);
+        })
+        .with_context(|| format!("starting {} nodes (logs under {})", c.servers, dir.display()))?;
+        if let Ok(mut pids) = RUNNING_NODES.lock() {
+            pids.extend(children.iter().map(|c| c.id()));
         }
-        let exe = std::env::current_exe().context("finding the tailor executable")?;
-        let mut cluster = LiveCluster {
-            children: Vec::new(),
+        let cluster = LiveCluster {
+            children,
             nodes: cfgs.iter().map(|c| c.client_addr).collect(),
             metrics: cfgs.iter().filter_map(|c| c.metrics_addr).collect(),
         };
-        for cfg in &cfgs {
-            let child = spawn_node(&exe, cfg, dir)?;
-            if let Ok(mut pids) = RUNNING_NODES.lock() {
-                pids.push(child.id());
-            }
-            cluster.children.push(child);
-        }
-        let deadline = Instant::now() + Duration::from_secs(30);
-        for cfg in &cfgs {
-            if !wait_listening(cfg.client_addr, deadline) {
-                bail!(
-                    "node {} did not start listening within 30 s (see {})",
-                    cfg.id,
-                    dir.join(format!("node{}/node.log", cfg.id)).display()
-                );
-            }
-        }
         Ok(cluster)
     }
 

@@ -70,14 +70,22 @@ fn cluster_up_prints_addresses_and_down_stops_it() {
         .args(["cluster", "up", "--nodes", "3", "--selector", "round-robin", "--dir"])
         .arg(dir.path())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::fs::File::create(dir.path().join("up.log")).unwrap())
         .spawn()
         .unwrap();
     let mut guard = ClusterUp { child, dir: dir.path().to_path_buf() };
     let up = &mut guard.child;
     let out = up.stdout.take().unwrap();
     let mut lines = std::io::BufReader::new(out).lines();
-    let addrs: Vec<String> = (0..3).map(|_| lines.next().unwrap().unwrap()).collect();
+    let addrs: Vec<String> = (0..3)
+        .map(|_| match lines.next() {
+            Some(line) => line.unwrap(),
+            None => panic!(
+                "cluster up ended early: {}",
+                std::fs::read_to_string(dir.path().join("up.log")).unwrap_or_default()
+            ),
+        })
+        .collect();
     for a in &addrs {
         assert!(a.starts_with("127.0.0.1:"), "{a}");
     }

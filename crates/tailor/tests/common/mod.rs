@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Child;
 use std::time::{Duration, Instant};
-use tailor_store::cluster::{plan, spawn_node, wait_listening, ClusterOptions};
+use tailor_store::cluster::{plan_and_start, spawn_node, wait_listening, ClusterOptions};
 use tailor_store::config::NodeConfig;
 
 /// A cluster of node processes that dies with the test.
@@ -23,21 +23,13 @@ impl TestCluster {
     /// Start `opts.nodes` nodes, letting `tweak` adjust each config first.
     pub fn start(opts: ClusterOptions, tweak: impl Fn(&mut NodeConfig)) -> TestCluster {
         let dir = tempfile::tempdir().expect("temp dir");
-        let mut cfgs = plan(&opts, dir.path()).expect("plan");
-        for c in &mut cfgs {
+        let (cfgs, children) = plan_and_start(&exe(), &opts, dir.path(), Duration::from_secs(30), |c| {
             c.heartbeat_ms = 50;
             c.request_timeout_ms = 500;
             tweak(c);
-        }
-        let mut cl = TestCluster { dir, cfgs, children: Vec::new() };
-        for i in 0..cl.cfgs.len() {
-            let child = spawn_node(&exe(), &cl.cfgs[i], cl.dir.path()).expect("spawn node");
-            cl.children.push(Some(child));
-        }
-        for i in 0..cl.cfgs.len() {
-            cl.wait_up(i);
-        }
-        cl
+        })
+        .unwrap_or_else(|e| panic!("cluster did not start: {e} (logs under {})", dir.path().display()));
+        TestCluster { dir, cfgs, children: children.into_iter().map(Some).collect() }
     }
 
     pub fn wait_up(&self, i: usize) {
