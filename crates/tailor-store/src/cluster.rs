@@ -297,7 +297,8 @@ fn install_stop_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
     flag
 }
 
-fn stop_children(children: &mut [Child]) {
+/// Stop node processes: SIGTERM to all, then SIGKILL those still running after 10 s, reaping each.
+pub fn stop_children(children: &mut [Child]) {
     for c in children.iter() {
         signal(c.id() as i32, libc::SIGTERM);
     }

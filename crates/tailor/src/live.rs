@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tailor_spec::{FluctuationMode, ServiceModel, Spec};
-use tailor_store::cluster::{plan_and_start, ClusterOptions};
+use tailor_store::cluster::{plan_and_start, stop_children, ClusterOptions};
 use tailor_store::config::{Consistency, Durability};
 
 /// Set by SIGINT/SIGTERM while an experiment runs.
@@ -153,21 +153,7 @@ impl LiveCluster {
         if let Ok(mut pids) = RUNNING_NODES.lock() {
             pids.retain(|p| !self.children.iter().any(|c| c.id() == *p));
         }
-        for c in &self.children {
-            // SAFETY: kill(2) has no memory effects; a stale pid only yields ESRCH.
-            unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
-        }
-        let deadline = Instant::now() + Duration::from_secs(10);
-        for c in &mut self.children {
-            while matches!(c.try_wait(), Ok(None)) {
-                if Instant::now() > deadline {
-                    let _ = c.kill();
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            let _ = c.wait();
-        }
+        stop_children(&mut self.children);
         self.children.clear();
     }
 }
