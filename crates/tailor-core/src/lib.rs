@@ -5,10 +5,12 @@
 //! monotonic in the store) and the event that happened, so a strategy is a deterministic
 //! function of its inputs and runs unchanged in both engines.
 
+pub mod coordinator;
 pub mod facts;
 pub mod local;
 pub mod model;
 pub mod oracle;
+pub mod replica;
 pub mod results;
 pub mod ring;
 pub mod selector;

@@ -374,6 +374,10 @@ impl SizeOracle for BloomSizeOracle {
     fn learn(&mut self, fb: &Feedback) {
         self.apply(fb.from, fb.bloom_generation, &fb.bloom_bits);
     }
+
+    fn generation(&self) -> Option<u32> {
+        Some(self.generation)
+    }
 }
 
 #[cfg(test)]

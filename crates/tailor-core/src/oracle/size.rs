@@ -20,6 +20,48 @@ pub trait SizeOracle: Send {
     fn hint(&self, key: u64) -> SizeHint;
     /// Fold in facts a replica piggybacked (only the Bloom oracle learns; others ignore them).
     fn learn(&mut self, _fb: &Feedback) {}
+    /// The coordinator saw a value of `bytes` for `key` (a write it handled, a value it read);
+    /// only oracles that learn from traffic ([`SeenSizes`]) use it.
+    fn observe(&mut self, _key: u64, _bytes: u64) {}
+    /// The generation of the oracle's answers, for oracles rebuilt in generations (Bloom).
+    fn generation(&self) -> Option<u32> {
+        None
+    }
+}
+
+/// The store's exact oracle: the sizes this coordinator has seen (writes it handled, values it
+/// read), at most `capacity` keys; past that it starts over (a bounded memory beats an LRU's
+/// bookkeeping on the request path, and a forgotten key only loses its hint until seen again).
+pub struct SeenSizes {
+    sizes: std::collections::HashMap<u64, u64>,
+    capacity: usize,
+    large_threshold: u64,
+    service: Option<ServiceModel>,
+}
+
+impl SeenSizes {
+    /// An empty table of at most `capacity` keys, large above `large_threshold_bytes`, with
+    /// `service` filled from the model when one is given.
+    pub fn new(capacity: usize, large_threshold_bytes: u64, service: Option<ServiceModel>) -> Self {
+        assert!(capacity > 0, "a size table needs room for one key");
+        SeenSizes { sizes: Default::default(), capacity, large_threshold: large_threshold_bytes, service }
+    }
+}
+
+impl SizeOracle for SeenSizes {
+    fn hint(&self, key: u64) -> SizeHint {
+        match self.sizes.get(&key) {
+            Some(&bytes) => hint_for(bytes, self.large_threshold, self.service.as_ref()),
+            None => SizeHint::default(),
+        }
+    }
+
+    fn observe(&mut self, key: u64, bytes: u64) {
+        if self.sizes.len() >= self.capacity && !self.sizes.contains_key(&key) {
+            self.sizes.clear();
+        }
+        self.sizes.insert(key, bytes);
+    }
 }
 
 /// A linear processing-time model `p = alpha * size + beta` used to turn a size into `service`.

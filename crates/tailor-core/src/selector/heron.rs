@@ -27,7 +27,7 @@
 
 use super::c3_score::ServerFeedback;
 use super::{argmin_random_ties, Decision, ReplicaSelector, Rng, SelectorEnv, World};
-use crate::facts::{Ewma, Response};
+use crate::facts::{Ewma, Feedback, Response};
 use crate::model::{NodeId, RequestView, Tags};
 use crate::time::{from_ms, Nanos};
 use serde::{Deserialize, Serialize};
@@ -195,6 +195,12 @@ impl ReplicaSelector for Heron {
             v.service.update(resp.feedback.service_time as f64);
             v.remote_busy_since = resp.feedback.busy.then_some(now);
         }
+    }
+
+    /// Héron's replicas piggyback their status on every message: a write ack or heartbeat
+    /// reply updates the busy status (the score's EWMAs learn from responses only).
+    fn on_facts(&mut self, now: Nanos, facts: &Feedback) {
+        self.view_mut(facts.from).remote_busy_since = facts.busy.then_some(now);
     }
 }
 

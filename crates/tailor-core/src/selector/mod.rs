@@ -72,6 +72,10 @@ pub trait ReplicaSelector: Send {
     fn on_sent(&mut self, _now: Nanos, _req: &RequestView, _replica: NodeId) {}
     /// A response arrived from `resp.replica` (always called, even for stale feedback).
     fn on_response(&mut self, _now: Nanos, _resp: &Response) {}
+    /// Fresh facts arrived without answering a request this selector chose (a write ack, a
+    /// heartbeat reply). Selectors whose published rule reads facts from every message (Héron's
+    /// busy status) apply them here; the others learn from responses only, as published.
+    fn on_facts(&mut self, _now: Nanos, _facts: &crate::facts::Feedback) {}
     /// A timer the selector asked for with [`ReplicaSelector::next_timer`] fired.
     fn on_timer(&mut self, _now: Nanos) {}
     /// When the selector next needs [`ReplicaSelector::on_timer`], if ever.

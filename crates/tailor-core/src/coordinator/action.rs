@@ -1,0 +1,74 @@
+//! What the coordinator core asks its engine to do.
+
+use crate::model::{NodeId, RequestId, Tags};
+use crate::time::Nanos;
+
+/// Why a request is sent to a replica.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendKind {
+    /// The read the selector chose this replica for; its answer goes to the client.
+    Read,
+    /// A read-repair copy: loads the replica and feeds the selector, never answers the client.
+    Shadow,
+    /// One replica's share of a read at QUORUM or ALL (no selector involved).
+    QuorumRead,
+    /// One replica's share of a write.
+    Write,
+}
+
+/// Send request `request` to `replica`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Send {
+    /// The request.
+    pub request: RequestId,
+    /// Where it goes.
+    pub replica: NodeId,
+    /// Tags it carries (the selector's priority, the coordinator's size class).
+    pub tags: Tags,
+    /// Time the request has spent at this coordinator (the replica's release time is its
+    /// arrival minus this).
+    pub age: Nanos,
+    /// Why it is sent.
+    pub kind: SendKind,
+}
+
+/// Why the core gave up on a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Failure {
+    /// Every replica of the key is down.
+    #[error("no replica of this key is up")]
+    NoReplica,
+    /// The replica group's backlog is full, or the request waited there past the park timeout.
+    #[error("replica group busy, try again")]
+    Busy,
+    /// Fewer replicas answered than needed.
+    #[error("consistency level needs {need} replicas, {got} answered")]
+    NotEnough {
+        /// Answers needed.
+        need: usize,
+        /// Answers received.
+        got: usize,
+    },
+}
+
+/// One thing for the engine to do.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Action {
+    /// Send a request to a replica.
+    Send(Send),
+    /// The request is complete: answer the client (a read with `replica`'s answer at ONE, the
+    /// newest of the answers received at QUORUM or ALL).
+    Reply {
+        /// The request.
+        request: RequestId,
+        /// The replica whose answer completed it.
+        replica: NodeId,
+    },
+    /// The request failed.
+    Fail {
+        /// The request.
+        request: RequestId,
+        /// Why.
+        failure: Failure,
+    },
+}

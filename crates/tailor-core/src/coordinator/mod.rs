@@ -1,0 +1,494 @@
+//! The coordinator core: a sans-IO state machine for everything between a client request and
+//! the replicas — the selector, the size oracle, the freshness gate, the backlog of parked
+//! reads, the tag rule, read-repair shadow reads, retries and write quorums.
+//!
+//! An engine feeds it events (a request arrives, a replica answered or failed, facts arrived on
+//! a heartbeat, a node went up or down, the wake-up time came) and carries out the [`Action`]s
+//! it returns (send to a replica, reply, fail). After every event the engine asks
+//! [`CoordinatorCore::next_wake`] and arranges one wake-up at that time. The simulator and the
+//! store do exactly this and nothing else, so a strategy meets the same surroundings in both.
+//!
+//! Rules (each written once, here):
+//! - **Backlog.** A read the selector answers `Wait` for parks at the back of its replica group's
+//!   FIFO (keyed by the primary). A new read of a group with parked reads parks behind them
+//!   instead of overtaking. Parked heads are offered again after every event that fed the
+//!   selector (a response, a failure, facts) and at the wake-up time, which is the earliest of
+//!   the selector's `retry_at`, its own timer, and the oldest parked read's park timeout. A
+//!   group whose backlog is full refuses new reads (`Busy`).
+//! - **Tag rule.** A read carries the selector's priority and size class, the size class raised
+//!   to 1 when the oracle says the value is large (RML's sub-queue, Héron's classes). Writes
+//!   carry the oracle's size class.
+//! - **Freshness.** Every feedback passes the gate (newest timestamp per replica); a stale one
+//!   still counts the response at the selector but its facts are not applied. Every feedback,
+//!   fresh or stale, goes to the size oracle (Bloom bits are idempotent).
+//! - **Facts without a response** (write acks, heartbeats) reach the selector through
+//!   `on_facts` when fresh; only reads the selector chose reach `on_sent`/`on_response`.
+//! - **Shadow reads.** With probability `read_repair`, a read's first attempt also goes to every
+//!   other up replica. Shadows are visible to the selector (`on_sent`, `on_response`), as in
+//!   absim, so outstanding counts and C3's rate limiter see the load they add.
+//! - **Retries.** A failed attempt is reported to the selector as a stale response with empty
+//!   facts (its in-flight counts stay balanced), and the read is offered to the selector again
+//!   among the up replicas not yet tried, through the backlog if it says wait.
+
+pub mod action;
+pub mod backlog;
+pub mod pending;
+
+use crate::facts::{Feedback, Freshness, Response};
+use crate::model::{Consistency, CoordinatorId, NodeId, Op, RequestId, SizeHint, Tags};
+use crate::oracle::size::SizeOracle;
+use crate::ring::ReplicaSet;
+use crate::selector::{Decision, ReplicaSelector, Rng, World};
+use crate::time::Nanos;
+pub use action::{Action, Failure, Send, SendKind};
+use backlog::{Backlog, Parked};
+use pending::{Mode, Pending, PendingMap};
+
+/// How a coordinator behaves around its selector.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CoordinatorConfig {
+    /// This coordinator.
+    pub id: CoordinatorId,
+    /// Replicas that answer a read before the client gets it (ONE asks the selector).
+    pub read_consistency: Consistency,
+    /// Replicas that acknowledge a write before the client gets its reply.
+    pub write_consistency: Consistency,
+    /// Probability that a read's first attempt also goes to the other replicas (0..=1).
+    pub read_repair: f64,
+    /// Most reads one replica group may park.
+    pub park_capacity: usize,
+    /// Longest a read stays parked before it fails `Busy` (`None`: no limit).
+    pub park_timeout: Option<Nanos>,
+    /// Seed of the read-repair draws.
+    pub seed: u64,
+}
+
+/// Counters of what the core did, for metrics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CoreStats {
+    /// Reads parked (each time one entered a backlog).
+    pub parked: u64,
+    /// Reads refused because their group's backlog was full.
+    pub park_rejected: u64,
+    /// Parked reads that failed after the park timeout.
+    pub park_expired: u64,
+    /// Read attempts retried on another replica after a failure.
+    pub retries: u64,
+    /// Feedback that arrived older than the newest applied from its replica.
+    pub stale_feedback: u64,
+    /// Read-repair shadow copies sent.
+    pub shadows: u64,
+    /// Answers or failures for requests the core no longer knows (ignored).
+    pub unknown: u64,
+}
+
+/// One coordinator's core.
+pub struct CoordinatorCore {
+    cfg: CoordinatorConfig,
+    selector: Box<dyn ReplicaSelector>,
+    oracle: Box<dyn SizeOracle>,
+    freshness: Freshness,
+    backlog: Backlog,
+    pending: PendingMap,
+    down: Vec<bool>,
+    rng: Rng,
+    stats: CoreStats,
+}
+
+/// What offering a read to the selector led to.
+enum Routed {
+    Sent,
+    Wait,
+    Failed,
+}
+
+impl CoordinatorCore {
+    /// A core around `selector` and `oracle`.
+    pub fn new(cfg: CoordinatorConfig, selector: Box<dyn ReplicaSelector>, oracle: Box<dyn SizeOracle>) -> Self {
+        assert!((0.0..=1.0).contains(&cfg.read_repair), "read_repair is a probability");
+        CoordinatorCore {
+            rng: Rng::new(cfg.seed, 0x5245_4144_5245_5041),
+            cfg,
+            selector,
+            oracle,
+            freshness: Freshness::default(),
+            backlog: Backlog::default(),
+            pending: PendingMap::default(),
+            down: Vec::new(),
+            stats: CoreStats::default(),
+        }
+    }
+
+    /// What the core did so far.
+    pub fn stats(&self) -> CoreStats {
+        self.stats
+    }
+
+    /// Reads parked now.
+    pub fn parked(&self) -> usize {
+        self.backlog.len()
+    }
+
+    /// Requests in flight or parked.
+    pub fn in_flight(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// The size oracle's hint for `key`.
+    pub fn hint(&self, key: u64) -> SizeHint {
+        self.oracle.hint(key)
+    }
+
+    /// The size oracle.
+    pub fn oracle(&self) -> &dyn SizeOracle {
+        self.oracle.as_ref()
+    }
+
+    /// The consistency levels (read, write).
+    pub fn consistency(&self) -> (Consistency, Consistency) {
+        (self.cfg.read_consistency, self.cfg.write_consistency)
+    }
+
+    /// Change the consistency levels for requests that arrive from now on.
+    pub fn set_consistency(&mut self, read: Consistency, write: Consistency) {
+        self.cfg.read_consistency = read;
+        self.cfg.write_consistency = write;
+    }
+
+    /// The failure detector's verdict on `node`.
+    pub fn set_up(&mut self, node: NodeId, up: bool) {
+        if self.down.len() <= node as usize {
+            self.down.resize(node as usize + 1, false);
+        }
+        self.down[node as usize] = !up;
+    }
+
+    fn is_down(&self, node: NodeId) -> bool {
+        self.down.get(node as usize).copied().unwrap_or(false)
+    }
+
+    /// When the engine must call [`CoordinatorCore::wake`] next, if ever.
+    pub fn next_wake(&self) -> Option<Nanos> {
+        let expiry = self.cfg.park_timeout.and_then(|t| self.backlog.oldest().map(|o| o.saturating_add(t)));
+        let retry = if self.backlog.is_empty() { None } else { self.backlog.next_retry() };
+        [self.selector.next_timer(), retry, expiry].into_iter().flatten().min()
+    }
+
+    /// The wake-up time came: run the selector's timer if due, offer parked reads again.
+    pub fn wake(&mut self, now: Nanos, world: &dyn World, out: &mut Vec<Action>) {
+        if self.selector.next_timer().is_some_and(|t| t <= now) {
+            self.selector.on_timer(now);
+        }
+        self.backlog.retry_due(now);
+        self.drain(now, world, out);
+    }
+
+    /// A client read of `key` (hashed) arrived; `replicas` is its replica set, primary first.
+    pub fn read(
+        &mut self,
+        now: Nanos,
+        id: RequestId,
+        key: u64,
+        replicas: ReplicaSet,
+        world: &dyn World,
+        out: &mut Vec<Action>,
+    ) {
+        let hint = self.oracle.hint(key);
+        if self.cfg.read_consistency != Consistency::One {
+            let need = self.cfg.read_consistency.required(replicas.len());
+            let p = Pending::fanned(key, Op::Read, now, hint, replicas);
+            return self.fan_out(id, p, need, SendKind::QuorumRead, out);
+        }
+        let previous = self.pending.insert(id, Pending::selected(key, now, hint, replicas));
+        assert!(previous.is_none(), "request ids are unique");
+        let group = replicas[0];
+        if self.backlog.group_len(group) > 0 {
+            return self.park(now, id, group, out);
+        }
+        if let Routed::Wait = self.route(now, id, world, out) {
+            self.park(now, id, group, out);
+        }
+    }
+
+    /// A client write of `key` (hashed) arrived, with its value's size (`None`: a delete).
+    pub fn write(
+        &mut self,
+        now: Nanos,
+        id: RequestId,
+        key: u64,
+        replicas: ReplicaSet,
+        size: Option<u64>,
+        out: &mut Vec<Action>,
+    ) {
+        if let Some(bytes) = size {
+            self.oracle.observe(key, bytes);
+        }
+        let hint = self.oracle.hint(key);
+        let need = self.cfg.write_consistency.required(replicas.len());
+        let p = Pending::fanned(key, Op::Write, now, hint, replicas);
+        self.fan_out(id, p, need, SendKind::Write, out);
+    }
+
+    /// `replica` answered request `id` with `feedback` (and, for a read, a value of `value_size`
+    /// bytes if it holds one).
+    pub fn answered(
+        &mut self,
+        now: Nanos,
+        id: RequestId,
+        replica: NodeId,
+        mut feedback: Feedback,
+        value_size: Option<u64>,
+        world: &dyn World,
+        out: &mut Vec<Action>,
+    ) {
+        feedback.from = replica;
+        self.oracle.learn(&feedback);
+        let fresh = self.freshness.accept(replica, feedback.timestamp);
+        self.stats.stale_feedback += u64::from(!fresh);
+        let Some(p) = self.pending.get_mut(&id) else {
+            self.stats.unknown += 1;
+            return;
+        };
+        if let Some(bytes) = value_size {
+            self.oracle.observe(p.key, bytes);
+        }
+        match p.mode {
+            Mode::Selected { .. } => self.selected_answer(now, id, replica, feedback, fresh, out),
+            Mode::FanOut { .. } => {
+                if fresh {
+                    self.selector.on_facts(now, &feedback);
+                }
+                self.fan_out_result(id, replica, true, out);
+            }
+        }
+        self.drain(now, world, out);
+    }
+
+    /// `replica` did not answer request `id` (error, timeout, connection lost).
+    pub fn failed(&mut self, now: Nanos, id: RequestId, replica: NodeId, world: &dyn World, out: &mut Vec<Action>) {
+        let Some(p) = self.pending.get(&id) else {
+            self.stats.unknown += 1;
+            return;
+        };
+        match p.mode {
+            Mode::Selected { .. } => self.selected_failure(now, id, replica, world, out),
+            Mode::FanOut { .. } => self.fan_out_result(id, replica, false, out),
+        }
+        self.drain(now, world, out);
+    }
+
+    /// Facts from replica `from` that answer no request (a heartbeat reply).
+    pub fn facts(
+        &mut self,
+        now: Nanos,
+        from: NodeId,
+        mut feedback: Feedback,
+        world: &dyn World,
+        out: &mut Vec<Action>,
+    ) {
+        feedback.from = from;
+        self.oracle.learn(&feedback);
+        if self.freshness.accept(from, feedback.timestamp) {
+            self.selector.on_facts(now, &feedback);
+        } else {
+            self.stats.stale_feedback += 1;
+        }
+        self.drain(now, world, out);
+    }
+
+    /// Ask the selector where read `id` goes among its untried up replicas; send it if it says so.
+    fn route(&mut self, now: Nanos, id: RequestId, world: &dyn World, out: &mut Vec<Action>) -> Routed {
+        let p = self.pending[&id];
+        let Mode::Selected { tried, .. } = p.mode else { unreachable!("only selected reads are routed") };
+        let up = p.replicas.retain_up(|n| self.is_down(n) || p.position(n).is_some_and(|i| tried & (1 << i) != 0));
+        if up.is_empty() {
+            let failure = if tried == 0 { Failure::NoReplica } else { Failure::NotEnough { need: 1, got: 0 } };
+            self.give_up(id, failure, out);
+            return Routed::Failed;
+        }
+        let view = p.view(id, self.cfg.id);
+        let (replica, tags) = match self.selector.select(now, &view, &up, world) {
+            Decision::Send { replica, tags } => (replica, tags),
+            Decision::Wait { retry_at } => {
+                if let Some(t) = retry_at {
+                    self.backlog.retry_at(t.max(now + 1));
+                }
+                return Routed::Wait;
+            }
+        };
+        assert!(up.contains(&replica), "selector chose replica {replica} outside {:?}", &*up);
+        self.selector.on_sent(now, &view, replica);
+        let tags = Tags { priority: tags.priority, size_class: tags.size_class.max(p.hint.large as u8) };
+        let age = now - p.release;
+        out.push(Action::Send(Send { request: id, replica, tags, age, kind: SendKind::Read }));
+        let shadow = tried == 0 && self.cfg.read_repair > 0.0 && self.rng.unit() < self.cfg.read_repair;
+        let mut shadows = 0;
+        if shadow {
+            for &other in up.iter().filter(|&&r| r != replica) {
+                self.selector.on_sent(now, &view, other);
+                out.push(Action::Send(Send { request: id, replica: other, tags, age, kind: SendKind::Shadow }));
+                shadows += 1;
+            }
+            self.stats.shadows += shadows as u64;
+        }
+        let p = self.pending.get_mut(&id).expect("routed request is pending");
+        if let Mode::Selected { chosen, sent_at, shadow_sent_at, shadows: s, .. } = &mut p.mode {
+            *chosen = Some(replica);
+            *sent_at = now;
+            if shadow {
+                *shadow_sent_at = now;
+                *s += shadows;
+            }
+        }
+        Routed::Sent
+    }
+
+    /// Park read `id` in `group`'s backlog, or fail it if the backlog is full.
+    fn park(&mut self, now: Nanos, id: RequestId, group: NodeId, out: &mut Vec<Action>) {
+        if self.backlog.group_len(group) >= self.cfg.park_capacity {
+            self.stats.park_rejected += 1;
+            return self.give_up(id, Failure::Busy, out);
+        }
+        self.stats.parked += 1;
+        self.backlog.push(group, Parked { id, since: now });
+    }
+
+    /// Offer every group's parked heads again, in FIFO order, failing those past the timeout.
+    fn drain(&mut self, now: Nanos, world: &dyn World, out: &mut Vec<Action>) {
+        if self.backlog.is_empty() {
+            return;
+        }
+        for g in 0..self.backlog.groups() {
+            while let Some(head) = self.backlog.head(g) {
+                if self.cfg.park_timeout.is_some_and(|t| head.since.saturating_add(t) <= now) {
+                    self.backlog.pop(g);
+                    self.stats.park_expired += 1;
+                    self.give_up(head.id, Failure::Busy, out);
+                    continue;
+                }
+                match self.route(now, head.id, world, out) {
+                    Routed::Wait => break,
+                    Routed::Sent | Routed::Failed => self.backlog.pop(g),
+                }
+            }
+        }
+        self.backlog.compact();
+    }
+
+    fn selected_answer(
+        &mut self,
+        now: Nanos,
+        id: RequestId,
+        replica: NodeId,
+        feedback: Feedback,
+        fresh: bool,
+        out: &mut Vec<Action>,
+    ) {
+        let p = self.pending.get_mut(&id).expect("answered request is pending");
+        let large = p.hint.large;
+        let Mode::Selected { chosen, sent_at, shadow_sent_at, shadows, done, .. } = &mut p.mode else { unreachable!() };
+        let primary = *chosen == Some(replica);
+        let at = if primary { *sent_at } else { *shadow_sent_at };
+        if primary {
+            *chosen = None;
+            *done = true;
+            out.push(Action::Reply { request: id, replica });
+        } else {
+            assert!(*shadows > 0, "an answer from {replica} that request {id} did not send");
+            *shadows -= 1;
+        }
+        self.selector.on_response(now, &Response { request: id, replica, sent_at: at, large, feedback, fresh });
+        self.forget_if_settled(id);
+    }
+
+    fn selected_failure(
+        &mut self,
+        now: Nanos,
+        id: RequestId,
+        replica: NodeId,
+        world: &dyn World,
+        out: &mut Vec<Action>,
+    ) {
+        let p = self.pending.get_mut(&id).expect("failed request is pending");
+        let (large, position, group) = (p.hint.large, p.position(replica), p.replicas[0]);
+        let Mode::Selected { chosen, sent_at, shadow_sent_at, shadows, tried, .. } = &mut p.mode else {
+            unreachable!()
+        };
+        let primary = *chosen == Some(replica);
+        let at = if primary { *sent_at } else { *shadow_sent_at };
+        if primary {
+            *chosen = None;
+            *tried |= 1 << position.expect("a chosen replica is in the set");
+        } else {
+            assert!(*shadows > 0, "a failure from {replica} that request {id} did not send");
+            *shadows -= 1;
+        }
+        let feedback = Feedback { from: replica, ..Feedback::default() };
+        self.selector.on_response(now, &Response { request: id, replica, sent_at: at, large, feedback, fresh: false });
+        if !primary {
+            return self.forget_if_settled(id);
+        }
+        self.stats.retries += 1;
+        if let Routed::Wait = self.route(now, id, world, out) {
+            self.park(now, id, group, out);
+        }
+    }
+
+    /// Fail `id` to the client; forget it once no copy is out.
+    fn give_up(&mut self, id: RequestId, failure: Failure, out: &mut Vec<Action>) {
+        out.push(Action::Fail { request: id, failure });
+        let p = self.pending.get_mut(&id).expect("a failing request is pending");
+        let (Mode::Selected { done, .. } | Mode::FanOut { done, .. }) = &mut p.mode;
+        *done = true;
+        self.forget_if_settled(id);
+    }
+
+    fn forget_if_settled(&mut self, id: RequestId) {
+        let settled = match self.pending[&id].mode {
+            Mode::Selected { chosen, shadows, done, .. } => done && chosen.is_none() && shadows == 0,
+            Mode::FanOut { outstanding, done, .. } => done && outstanding == 0,
+        };
+        if settled {
+            self.pending.remove(&id);
+        }
+    }
+
+    /// Send `p` to every up replica; it completes when `need` answered.
+    fn fan_out(&mut self, id: RequestId, mut p: Pending, need: usize, kind: SendKind, out: &mut Vec<Action>) {
+        let up = p.replicas.retain_up(|n| self.is_down(n));
+        if up.len() < need {
+            let failure = if up.is_empty() { Failure::NoReplica } else { Failure::NotEnough { need, got: 0 } };
+            return out.push(Action::Fail { request: id, failure });
+        }
+        let tags = Tags { priority: 0, size_class: p.hint.large as u8 };
+        for &replica in up.iter() {
+            out.push(Action::Send(Send { request: id, replica, tags, age: 0, kind }));
+        }
+        p.mode = Mode::FanOut { need: need as u8, answered: 0, outstanding: up.len() as u8, done: false };
+        let previous = self.pending.insert(id, p);
+        assert!(previous.is_none(), "request ids are unique");
+    }
+
+    /// One copy of fanned-out request `id` answered (`ok`) or failed.
+    fn fan_out_result(&mut self, id: RequestId, replica: NodeId, ok: bool, out: &mut Vec<Action>) {
+        let p = self.pending.get_mut(&id).expect("a fanned-out request is pending");
+        let Mode::FanOut { need, answered, outstanding, done, .. } = &mut p.mode else { unreachable!() };
+        assert!(*outstanding > 0, "more results than copies for request {id}");
+        *outstanding -= 1;
+        *answered += ok as u8;
+        if !*done && *answered == *need {
+            *done = true;
+            out.push(Action::Reply { request: id, replica });
+        } else if !*done && *answered + *outstanding < *need {
+            *done = true;
+            out.push(Action::Fail {
+                request: id,
+                failure: Failure::NotEnough { need: *need as usize, got: *answered as usize },
+            });
+        }
+        self.forget_if_settled(id);
+    }
+}
+
+#[cfg(test)]
+mod tests;

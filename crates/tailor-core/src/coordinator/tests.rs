@@ -1,0 +1,277 @@
+//! Scripted event sequences against the coordinator core.
+
+use super::*;
+use crate::oracle::size::SeenSizes;
+use crate::selector::{Blind, World};
+use std::sync::{Arc, Mutex};
+
+/// What the scripted selector saw, in order.
+type Log = Arc<Mutex<Vec<String>>>;
+
+/// Answers from a script of decisions (then sends to the first offered replica); logs events.
+struct Scripted {
+    script: Vec<Decision>,
+    log: Log,
+    timer: Option<Nanos>,
+}
+
+impl ReplicaSelector for Scripted {
+    fn select(
+        &mut self,
+        _now: Nanos,
+        req: &crate::model::RequestView,
+        replicas: &[NodeId],
+        _w: &dyn World,
+    ) -> Decision {
+        self.log.lock().unwrap().push(format!("select {} {:?}", req.id, replicas));
+        if self.script.is_empty() {
+            Decision::to(replicas[0])
+        } else {
+            self.script.remove(0)
+        }
+    }
+    fn on_sent(&mut self, _now: Nanos, req: &crate::model::RequestView, replica: NodeId) {
+        self.log.lock().unwrap().push(format!("sent {} {replica}", req.id));
+    }
+    fn on_response(&mut self, _now: Nanos, r: &Response) {
+        self.log.lock().unwrap().push(format!("resp {} {} fresh={}", r.request, r.replica, r.fresh));
+    }
+    fn on_facts(&mut self, _now: Nanos, f: &Feedback) {
+        self.log.lock().unwrap().push(format!("facts {} busy={}", f.from, f.busy));
+    }
+    fn on_timer(&mut self, now: Nanos) {
+        self.log.lock().unwrap().push(format!("timer {now}"));
+        self.timer = None;
+    }
+    fn next_timer(&self) -> Option<Nanos> {
+        self.timer
+    }
+}
+
+fn config() -> CoordinatorConfig {
+    CoordinatorConfig {
+        id: 0,
+        read_consistency: Consistency::One,
+        write_consistency: Consistency::Quorum,
+        read_repair: 0.0,
+        park_capacity: 2,
+        park_timeout: Some(1_000),
+        seed: 1,
+    }
+}
+
+fn core_with(cfg: CoordinatorConfig, script: Vec<Decision>) -> (CoordinatorCore, Log) {
+    let log = Log::default();
+    let selector = Box::new(Scripted { script, log: log.clone(), timer: None });
+    (CoordinatorCore::new(cfg, selector, Box::new(SeenSizes::new(16, 100, None))), log)
+}
+
+fn set() -> ReplicaSet {
+    ReplicaSet::from_slice(&[3, 4, 5])
+}
+
+fn fb(t: Nanos) -> Feedback {
+    Feedback { timestamp: t, ..Feedback::default() }
+}
+
+fn sends(out: &[Action]) -> Vec<(RequestId, NodeId, SendKind)> {
+    out.iter()
+        .filter_map(|a| match a {
+            Action::Send(s) => Some((s.request, s.replica, s.kind)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn take(log: &Log) -> Vec<String> {
+    std::mem::take(&mut *log.lock().unwrap())
+}
+
+#[test]
+fn a_read_is_sent_answered_and_forgotten() {
+    let (mut c, log) = core_with(config(), vec![]);
+    let mut out = Vec::new();
+    c.read(10, 1, 77, set(), &Blind, &mut out);
+    assert_eq!(sends(&out), [(1, 3, SendKind::Read)]);
+    out.clear();
+    c.answered(20, 1, 3, fb(15), Some(500), &Blind, &mut out);
+    assert_eq!(out, [Action::Reply { request: 1, replica: 3 }]);
+    assert_eq!(take(&log), ["select 1 [3, 4, 5]", "sent 1 3", "resp 1 3 fresh=true"]);
+    assert_eq!(c.in_flight(), 0);
+    // the value's size was learnt: the next read of the key is large and tagged so
+    assert!(c.hint(77).large);
+    out.clear();
+    c.read(30, 2, 77, set(), &Blind, &mut out);
+    match out[0] {
+        Action::Send(s) => assert_eq!((s.tags.size_class, s.age), (1, 0)),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn wait_parks_until_retry_at_and_later_reads_queue_behind() {
+    let waits = vec![Decision::Wait { retry_at: Some(50) }, Decision::Wait { retry_at: None }];
+    let (mut c, log) = core_with(config(), waits);
+    let mut out = Vec::new();
+    c.read(10, 1, 7, set(), &Blind, &mut out);
+    assert!(out.is_empty() && c.parked() == 1);
+    assert_eq!(c.next_wake(), Some(50));
+    // a second read of the same group parks behind without asking the selector
+    c.read(20, 2, 8, set(), &Blind, &mut out);
+    assert_eq!((c.parked(), c.stats().parked), (2, 2));
+    take(&log);
+    // at 50 the head is offered, the selector waits again (no retry time): the oldest park's
+    // timeout is the next wake-up
+    c.wake(50, &Blind, &mut out);
+    assert!(out.is_empty());
+    assert_eq!(c.next_wake(), Some(1_010));
+    // a response to anything re-offers: both go, in FIFO order, with their age
+    c.facts(60, 4, fb(60), &Blind, &mut out);
+    assert_eq!(sends(&out), [(1, 3, SendKind::Read), (2, 3, SendKind::Read)]);
+    match out[1] {
+        Action::Send(s) => assert_eq!(s.age, 40),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(c.parked(), 0);
+    assert_eq!(c.next_wake(), None);
+}
+
+#[test]
+fn full_backlogs_refuse_and_parked_reads_expire() {
+    let waits = vec![Decision::Wait { retry_at: None }; 10];
+    let (mut c, _log) = core_with(config(), waits);
+    let mut out = Vec::new();
+    for id in 1..=3 {
+        c.read(id * 10, id, id, set(), &Blind, &mut out);
+    }
+    assert_eq!(out, [Action::Fail { request: 3, failure: Failure::Busy }]);
+    assert_eq!(c.stats().park_rejected, 1);
+    out.clear();
+    c.wake(1_010, &Blind, &mut out);
+    assert_eq!(out, [Action::Fail { request: 1, failure: Failure::Busy }]);
+    assert_eq!((c.parked(), c.stats().park_expired, c.next_wake()), (1, 1, Some(1_020)));
+}
+
+#[test]
+fn a_failed_attempt_is_reported_stale_and_retried_elsewhere() {
+    let (mut c, log) = core_with(config(), vec![]);
+    let mut out = Vec::new();
+    c.read(0, 1, 7, set(), &Blind, &mut out);
+    c.failed(5, 1, 3, &Blind, &mut out);
+    c.failed(6, 1, 4, &Blind, &mut out);
+    c.failed(7, 1, 5, &Blind, &mut out);
+    assert_eq!(sends(&out), [(1, 3, SendKind::Read), (1, 4, SendKind::Read), (1, 5, SendKind::Read)]);
+    assert_eq!(out.last(), Some(&Action::Fail { request: 1, failure: Failure::NotEnough { need: 1, got: 0 } }));
+    let log = take(&log);
+    assert_eq!(log[2..5], ["resp 1 3 fresh=false", "select 1 [4, 5]", "sent 1 4"]);
+    assert_eq!((c.stats().retries, c.in_flight()), (3, 0));
+}
+
+#[test]
+fn down_replicas_are_never_offered() {
+    let (mut c, log) = core_with(config(), vec![]);
+    let mut out = Vec::new();
+    c.set_up(3, false);
+    c.read(0, 1, 7, set(), &Blind, &mut out);
+    assert_eq!(take(&log)[0], "select 1 [4, 5]");
+    c.set_up(4, false);
+    c.set_up(5, false);
+    out.clear();
+    c.read(0, 2, 7, set(), &Blind, &mut out);
+    assert_eq!(out, [Action::Fail { request: 2, failure: Failure::NoReplica }]);
+}
+
+#[test]
+fn shadow_reads_are_visible_to_the_selector_and_never_reply() {
+    let (mut c, log) = core_with(CoordinatorConfig { read_repair: 1.0, ..config() }, vec![]);
+    let mut out = Vec::new();
+    c.read(0, 1, 7, set(), &Blind, &mut out);
+    assert_eq!(sends(&out), [(1, 3, SendKind::Read), (1, 4, SendKind::Shadow), (1, 5, SendKind::Shadow)]);
+    out.clear();
+    c.answered(5, 1, 4, fb(5), None, &Blind, &mut out);
+    assert!(out.is_empty(), "a shadow's answer is not the client's");
+    c.answered(6, 1, 3, fb(6), None, &Blind, &mut out);
+    assert_eq!(out, [Action::Reply { request: 1, replica: 3 }]);
+    assert_eq!(c.in_flight(), 1, "one shadow still out");
+    c.failed(9, 1, 5, &Blind, &mut out);
+    assert_eq!((c.in_flight(), c.stats().shadows), (0, 2));
+    let log = take(&log);
+    assert_eq!(log.iter().filter(|l| l.starts_with("sent")).count(), 3);
+    assert_eq!(log.iter().filter(|l| l.starts_with("resp")).count(), 3);
+}
+
+#[test]
+fn writes_reply_at_quorum_and_fail_when_it_cannot_be_reached() {
+    let (mut c, log) = core_with(config(), vec![]);
+    let mut out = Vec::new();
+    c.write(0, 1, 7, set(), Some(500), &mut out);
+    assert_eq!(sends(&out), [(1, 3, SendKind::Write), (1, 4, SendKind::Write), (1, 5, SendKind::Write)]);
+    assert!(matches!(out[0], Action::Send(s) if s.tags.size_class == 1), "the oracle saw the write's size");
+    out.clear();
+    c.answered(5, 1, 3, Feedback { busy: true, ..fb(5) }, None, &Blind, &mut out);
+    c.answered(6, 1, 5, fb(6), None, &Blind, &mut out);
+    assert_eq!(out, [Action::Reply { request: 1, replica: 5 }]);
+    c.failed(7, 1, 4, &Blind, &mut out);
+    assert_eq!(c.in_flight(), 0);
+    // write acks feed the selector's facts hook, not on_response
+    assert_eq!(take(&log), ["facts 3 busy=true", "facts 5 busy=false"]);
+    out.clear();
+    c.write(10, 2, 8, set(), None, &mut out);
+    c.failed(11, 2, 3, &Blind, &mut out);
+    c.failed(12, 2, 4, &Blind, &mut out);
+    assert_eq!(out.last(), Some(&Action::Fail { request: 2, failure: Failure::NotEnough { need: 2, got: 0 } }));
+    c.failed(13, 2, 5, &Blind, &mut out);
+    assert_eq!(c.in_flight(), 0);
+}
+
+#[test]
+fn stale_feedback_counts_but_is_not_applied() {
+    let (mut c, log) = core_with(config(), vec![]);
+    let mut out = Vec::new();
+    c.facts(0, 3, fb(100), &Blind, &mut out);
+    c.facts(1, 3, fb(90), &Blind, &mut out);
+    c.read(2, 1, 7, set(), &Blind, &mut out);
+    c.answered(3, 1, 3, fb(95), None, &Blind, &mut out);
+    assert_eq!(c.stats().stale_feedback, 2);
+    let log = take(&log);
+    assert_eq!(log.first().map(String::as_str), Some("facts 3 busy=false"));
+    assert_eq!(log.last().map(String::as_str), Some("resp 1 3 fresh=false"));
+}
+
+#[test]
+fn quorum_reads_skip_the_selector() {
+    let cfg = CoordinatorConfig { read_consistency: Consistency::All, ..config() };
+    let (mut c, log) = core_with(cfg, vec![]);
+    let mut out = Vec::new();
+    c.read(0, 1, 7, set(), &Blind, &mut out);
+    assert_eq!(sends(&out).len(), 3);
+    for (t, r) in [(1, 3), (2, 4), (3, 5)] {
+        c.answered(t, 1, r, fb(t), None, &Blind, &mut out);
+    }
+    assert_eq!(out.last(), Some(&Action::Reply { request: 1, replica: 5 }));
+    assert!(take(&log).iter().all(|l| l.starts_with("facts")));
+}
+
+#[test]
+fn the_selectors_timer_is_a_wake_up() {
+    let (mut c, log) = core_with(config(), vec![]);
+    let sel = Scripted { script: vec![], log: log.clone(), timer: Some(40) };
+    c.selector = Box::new(sel);
+    assert_eq!(c.next_wake(), Some(40));
+    let mut out = Vec::new();
+    c.wake(39, &Blind, &mut out);
+    assert!(take(&log).is_empty());
+    c.wake(40, &Blind, &mut out);
+    assert_eq!(take(&log), ["timer 40"]);
+    assert_eq!(c.next_wake(), None);
+}
+
+#[test]
+fn answers_for_unknown_requests_are_ignored() {
+    let (mut c, _log) = core_with(config(), vec![]);
+    let mut out = Vec::new();
+    c.answered(0, 99, 3, fb(0), None, &Blind, &mut out);
+    c.failed(0, 98, 3, &Blind, &mut out);
+    assert!(out.is_empty());
+    assert_eq!(c.stats().unknown, 2);
+}

@@ -1,0 +1,195 @@
+//! The one facts accountant: how a replica measures the facts it piggybacks (ALGORITHMS.md §4).
+//!
+//! Both engines feed it the same three events (a job waits, a job starts, a job finishes), so a
+//! fact means the same thing in the simulator and in the store:
+//! - `queue_len` is the number of requests *waiting* (not running) when the facts leave, as
+//!   absim (the source of C3's constants) reports it; TAP's `Q_f > 30` reads the same number.
+//! - `dq` is `queue_len` now minus `queue_len` at `now - 20 ms` (a sliding window over a step
+//!   history that starts with an empty replica at time 0), not a value reset every 20 ms.
+//! - `pending_work` is the estimated work waiting plus the estimated *remaining* work of each
+//!   running request (its estimate minus the time it has run, at least 0).
+//! - `busy` is true while at least one request for a large value runs (Héron; large writes
+//!   count too: they occupy the device the same way).
+//! - `completed` counts every request a worker finished, failed ones included.
+
+use crate::facts::Feedback;
+use crate::model::NodeId;
+use crate::time::{Nanos, MS};
+use std::collections::VecDeque;
+
+/// Window of TAP's `dq`.
+pub const DQ_WINDOW: Nanos = 20 * MS;
+
+/// Most samples the `dq` history keeps: a replica changing its queue more than this often in
+/// 20 ms measures `dq` against a slightly younger baseline instead of growing without bound.
+const MAX_HISTORY: usize = 4096;
+
+/// A request a worker runs, as the accountant tracks it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Running {
+    id: u64,
+    /// When its estimated processing time runs out.
+    estimated_end: Nanos,
+    large: bool,
+}
+
+/// Measures one replica's facts from its queue events.
+#[derive(Clone, Debug)]
+pub struct Accountant {
+    id: NodeId,
+    waiting: u32,
+    waiting_work: Nanos,
+    waiting_large: u32,
+    running: Vec<Running>,
+    completed: u64,
+    /// (time, waiting count) steps covering at least the last [`DQ_WINDOW`].
+    history: VecDeque<(Nanos, u32)>,
+}
+
+impl Accountant {
+    /// The accountant of an empty replica `id`.
+    pub fn new(id: NodeId) -> Self {
+        Accountant {
+            id,
+            waiting: 0,
+            waiting_work: 0,
+            waiting_large: 0,
+            running: Vec::new(),
+            completed: 0,
+            history: VecDeque::from([(0, 0)]),
+        }
+    }
+
+    /// A request with estimate `service` started waiting at `now`.
+    pub fn waits(&mut self, now: Nanos, service: Nanos, large: bool) {
+        self.waiting += 1;
+        self.waiting_work += service;
+        self.waiting_large += large as u32;
+        self.record(now);
+    }
+
+    /// Waiting request `id` (estimate `service`) started running at `now`.
+    pub fn starts(&mut self, now: Nanos, id: u64, service: Nanos, large: bool) {
+        assert!(self.waiting > 0, "a request starts only after it waited");
+        self.waiting -= 1;
+        self.waiting_work -= service;
+        self.waiting_large -= large as u32;
+        self.running.push(Running { id, estimated_end: now + service, large });
+        self.record(now);
+    }
+
+    /// Running request `id` finished.
+    pub fn finishes(&mut self, id: u64) {
+        let at = self.running.iter().position(|r| r.id == id).expect("only a running request finishes");
+        self.running.swap_remove(at);
+        self.completed += 1;
+    }
+
+    fn record(&mut self, now: Nanos) {
+        self.history.push_back((now, self.waiting));
+        // keep one sample at or before `now - DQ_WINDOW` as the window's baseline
+        while self.history.len() > 2 && self.history[1].0 + DQ_WINDOW <= now {
+            self.history.pop_front();
+        }
+        if self.history.len() > MAX_HISTORY {
+            self.history.pop_front();
+        }
+    }
+
+    /// Requests waiting.
+    pub fn waiting(&self) -> u32 {
+        self.waiting
+    }
+
+    /// Requests running.
+    pub fn running(&self) -> usize {
+        self.running.len()
+    }
+
+    /// Large-value requests waiting or running.
+    pub fn large_present(&self) -> bool {
+        self.waiting_large > 0 || self.running.iter().any(|r| r.large)
+    }
+
+    /// Estimated work waiting or still to run at `now`.
+    pub fn pending_work(&self, now: Nanos) -> Nanos {
+        self.waiting_work + self.running.iter().map(|r| r.estimated_end.saturating_sub(now)).sum::<Nanos>()
+    }
+
+    /// Change of the waiting count over the last [`DQ_WINDOW`].
+    fn dq(&self, now: Nanos) -> i64 {
+        let base = self.history.iter().rev().find(|(t, _)| t + DQ_WINDOW <= now).or(self.history.front());
+        self.waiting as i64 - base.map_or(0, |s| s.1) as i64
+    }
+
+    /// The facts at `now`, for a reply to a request whose service took `service` (0 for a
+    /// message that answers no request, like a heartbeat).
+    pub fn facts(&self, now: Nanos, service: Nanos) -> Feedback {
+        Feedback {
+            from: self.id,
+            timestamp: now,
+            queue_len: self.waiting,
+            service_time: service,
+            completed: self.completed,
+            busy: self.running.iter().any(|r| r.large),
+            dq: self.dq(now),
+            pending_work: self.pending_work(now),
+            bloom_bits: Vec::new(),
+            bloom_generation: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_len_counts_waiting_only_and_pending_work_counts_what_remains() {
+        let mut a = Accountant::new(2);
+        assert_eq!(a.facts(0, 0), Feedback { from: 2, ..Feedback::default() });
+        a.waits(MS, 300, false);
+        a.waits(MS, 5_000, true);
+        a.waits(MS, 40, false);
+        let f = a.facts(MS, 0);
+        assert_eq!((f.queue_len, f.pending_work, f.busy, f.completed), (3, 5_340, false, 0));
+        a.starts(MS, 1, 300, false);
+        a.starts(MS, 2, 5_000, true);
+        let f = a.facts(MS + 100, 0);
+        assert_eq!((f.queue_len, f.pending_work, f.busy), (1, 40 + 200 + 4_900, true));
+        // an overrun contributes nothing, never a negative amount
+        let f = a.facts(MS + 10_000, 0);
+        assert_eq!(f.pending_work, 40);
+        a.finishes(1);
+        a.finishes(2);
+        let f = a.facts(2 * MS, 77);
+        assert_eq!((f.queue_len, f.busy, f.completed, f.service_time), (1, false, 2, 77));
+        assert!(a.large_present() == false && a.waiting() == 1 && a.running() == 0);
+    }
+
+    #[test]
+    fn dq_is_the_change_over_the_last_20ms() {
+        let mut a = Accountant::new(0);
+        for t in 1..=4 {
+            a.waits(t * MS, 1, false);
+        }
+        // within the first window the baseline is the empty replica at time 0
+        assert_eq!(a.facts(5 * MS, 0).dq, 4);
+        a.waits(10 * MS, 1, false);
+        // at 25 ms the baseline is the count at 5 ms (4)
+        assert_eq!(a.facts(25 * MS, 0).dq, 1);
+        for (i, t) in [31, 32, 33].into_iter().enumerate() {
+            a.starts(t * MS, i as u64, 1, false);
+        }
+        // at 40 ms the baseline is the count at 20 ms (5)
+        assert_eq!(a.facts(40 * MS, 0).dq, -3);
+        // long idle: nothing changed in the last 20 ms
+        assert_eq!(a.facts(500 * MS, 0).dq, 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "only a running request finishes")]
+    fn finishing_an_unknown_request_is_a_bug() {
+        Accountant::new(0).finishes(9);
+    }
+}

@@ -1,0 +1,154 @@
+//! The replica core: a sans-IO state machine for everything between a request reaching a replica
+//! and a worker running it — the local queue, the worker slots and the facts accountant.
+//!
+//! Engines drive it with three calls and own nothing else about scheduling: [`ReplicaCore::admit`]
+//! when a request arrives, [`ReplicaCore::start`] whenever a worker may be free (it answers the
+//! job to run, if a slot and a job are available), and [`ReplicaCore::finish`] when a job's work
+//! is done (it answers the facts to piggyback). The simulator's workers are events; the store's
+//! are threads that call `start` under a lock; both see the same queue order and the same facts.
+//!
+//! Release time (choice): a job's release is its arrival here minus the time it spent at its
+//! coordinator before being sent (`age`, measured on the coordinator's clock and carried with
+//! the request). It is the one definition both engines can compute: the two clocks are not
+//! comparable, a duration is; the one-way network delay is not counted.
+
+pub mod accountant;
+
+use crate::facts::Feedback;
+use crate::local::LocalQueue;
+use crate::model::{JobMeta, NodeId, RequestId, Tags};
+use crate::time::Nanos;
+pub use accountant::Accountant;
+
+/// A request as it reaches a replica.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Arrival {
+    /// Request id (unique among this replica's queued and running jobs).
+    pub id: RequestId,
+    /// Time the request spent at its coordinator before being sent.
+    pub age: Nanos,
+    /// Estimated processing time from the replica's exact size, at least 1 ns.
+    pub service: Nanos,
+    /// Exact value size in bytes.
+    pub size: u64,
+    /// Tags from the coordinator.
+    pub tags: Tags,
+}
+
+/// One replica's queue, worker slots and facts.
+pub struct ReplicaCore<T> {
+    queue: Box<dyn LocalQueue<T>>,
+    slots: usize,
+    large_threshold: u64,
+    accountant: Accountant,
+}
+
+impl<T> ReplicaCore<T> {
+    /// Replica `id` ordering its queue with `queue`, running `workers` jobs at once; values
+    /// strictly above `large_threshold` bytes are large (Héron's busy status).
+    pub fn new(id: NodeId, queue: Box<dyn LocalQueue<T>>, workers: usize, large_threshold: u64) -> Self {
+        assert!(workers > 0, "a replica needs at least one worker");
+        ReplicaCore { queue, slots: workers, large_threshold, accountant: Accountant::new(id) }
+    }
+
+    /// Whether `size` bytes is a large value here.
+    pub fn is_large(&self, size: u64) -> bool {
+        size > self.large_threshold
+    }
+
+    /// Queue a request that arrived at `now`. Returns true if it cannot start at once and a
+    /// large-value request is queued or running before it (Héron's small-behind-large count).
+    pub fn admit(&mut self, now: Nanos, a: Arrival, payload: T) -> bool {
+        let behind_large = self.accountant.running() >= self.slots && self.accountant.large_present();
+        let release = now.saturating_sub(a.age);
+        let meta = JobMeta { id: a.id, release, enqueued: now, service: a.service.max(1), size: a.size, tags: a.tags };
+        self.accountant.waits(now, meta.service, self.is_large(a.size));
+        self.queue.push(now, meta, payload);
+        behind_large
+    }
+
+    /// The next job to run at `now`, if a worker slot is free and a job waits.
+    pub fn start(&mut self, now: Nanos) -> Option<(JobMeta, T)> {
+        if self.accountant.running() >= self.slots {
+            return None;
+        }
+        let (meta, payload) = self.queue.pop(now)?;
+        self.accountant.starts(now, meta.id, meta.service, self.is_large(meta.size));
+        Some((meta, payload))
+    }
+
+    /// Job `id` finished at `now` after `service` of real work: the facts its reply carries.
+    pub fn finish(&mut self, now: Nanos, id: RequestId, service: Nanos) -> Feedback {
+        self.accountant.finishes(id);
+        self.accountant.facts(now, service)
+    }
+
+    /// The facts at `now` for a message that answers no job (heartbeat, metrics).
+    pub fn facts(&self, now: Nanos) -> Feedback {
+        self.accountant.facts(now, 0)
+    }
+
+    /// Change the number of jobs run at once (running jobs above it finish normally).
+    pub fn set_workers(&mut self, workers: usize) {
+        assert!(workers > 0, "a replica needs at least one worker");
+        self.slots = workers;
+    }
+
+    /// Jobs run at once.
+    pub fn workers(&self) -> usize {
+        self.slots
+    }
+
+    /// Jobs waiting.
+    pub fn waiting(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Jobs running.
+    pub fn running(&self) -> usize {
+        self.accountant.running()
+    }
+
+    /// Estimated work waiting or still to run at `now`.
+    pub fn pending_work(&self, now: Nanos) -> Nanos {
+        self.accountant.pending_work(now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::MS;
+
+    fn core(workers: usize) -> ReplicaCore<char> {
+        ReplicaCore::new(4, crate::local::build("fcfs", &Default::default(), 1).unwrap(), workers, 100)
+    }
+
+    fn arrival(id: u64, size: u64) -> Arrival {
+        Arrival { id, age: 0, service: size * 10, size, tags: Tags::default() }
+    }
+
+    #[test]
+    fn slots_bound_running_jobs_and_facts_follow() {
+        let mut c = core(1);
+        assert!(!c.admit(0, arrival(1, 500), 'a'));
+        assert_eq!(c.start(0).map(|j| j.1), Some('a'));
+        // a small one behind the running large one
+        assert!(c.admit(MS, arrival(2, 5), 'b'));
+        assert!(c.start(MS).is_none(), "the only slot is taken");
+        let f = c.finish(2 * MS, 1, 4_000);
+        assert_eq!((f.from, f.queue_len, f.service_time, f.completed, f.busy), (4, 1, 4_000, 1, false));
+        assert_eq!(c.start(2 * MS).map(|j| j.1), Some('b'));
+        assert!(c.facts(2 * MS).pending_work == 50 && c.running() == 1 && c.waiting() == 0);
+        c.set_workers(3);
+        assert_eq!(c.workers(), 3);
+    }
+
+    #[test]
+    fn release_is_arrival_minus_the_age_at_the_coordinator() {
+        let mut c = core(1);
+        c.admit(10 * MS, Arrival { age: 3 * MS, ..arrival(1, 1) }, 'a');
+        let (meta, _) = c.start(10 * MS).unwrap();
+        assert_eq!((meta.release, meta.enqueued), (7 * MS, 10 * MS));
+    }
+}
