@@ -4,22 +4,45 @@
 
 use crate::events::EventQueue;
 use crate::record::Recorder;
-use crate::server::{Job, JobKind, Server, SimWorld};
+use crate::server::{Job, Server, SimWorld};
 use crate::workload::{mean_service_ns, Draw, Generator};
 use crate::{RunOutput, SimError};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp1};
-use std::collections::VecDeque;
-use tailor_core::facts::{Feedback, Freshness, Response};
-use tailor_core::model::{JobMeta, RequestView, SizeHint, Tags};
+use tailor_core::coordinator::{Action, Answer, ClientRequest, CoordinatorConfig, CoordinatorCore, SendKind};
+use tailor_core::facts::Feedback;
+use tailor_core::oracle::bloom::BloomConfig;
+use tailor_core::oracle::size::{self, Knowledge};
+use tailor_core::replica::{Arrival, ReplicaCore};
 use tailor_core::ring::{ReplicaSet, Ring};
-use tailor_core::selector::{self, Decision, ReplicaSelector, SelectorEnv};
+use tailor_core::selector::{self, SelectorEnv};
 use tailor_core::time::{from_ms, Nanos};
-use tailor_core::{local, NodeId, Op};
-use tailor_spec::{ArrivalKind, FluctuationMode, OracleKind, RunPlan, ServiceModel, Spec};
+use tailor_core::{local, Consistency, NodeId, Op, RequestId};
+use tailor_spec::{ArrivalKind, FluctuationMode, RunPlan, ServiceModel, Spec};
 
-/// A request's life in the simulator.
+/// The omniscient view of `servers` at `now`.
+fn world<'s>(servers: &'s [Server], now: Nanos, spec: &Spec, base_service_ns: f64) -> SimWorld<'s> {
+    SimWorld { servers, now, workers: spec.cluster.workers, base_service_ns }
+}
+
+/// The spec's processing-time model as the size oracle's `p = alpha * size + beta` (a cache
+/// model's nominal time is its miss time; an exponential model's is its mean).
+fn service_model(spec: &Spec) -> size::ServiceModel {
+    let c = &spec.cluster;
+    let (alpha, beta_ms) = if c.cache.capacity > 0 {
+        (0.0, c.cache.miss_ms)
+    } else {
+        match c.service.model {
+            ServiceModel::Exponential => (0.0, c.service.mean_ms),
+            ServiceModel::Size => (c.service.alpha_ns_per_byte(), c.service.overhead_ms),
+        }
+    };
+    size::ServiceModel { alpha_ns_per_byte: alpha, beta_ns: from_ms(beta_ms) }
+}
+
+/// A request's life in the simulator (what the cores do not keep: the truth and the times
+/// the recorder needs).
 struct Req {
     key: u64,
     size: u64,
@@ -27,24 +50,8 @@ struct Req {
     client: u32,
     release: Nanos,
     replicas: ReplicaSet,
-    hint: SizeHint,
-    tags: Tags,
-    sent_at: Nanos,
     /// Nominal processing time at a replica (stretch denominator, local policies' `p`).
     nominal: Nanos,
-    acks: u8,
-}
-
-/// Facts travelling back with a response, without the allocation of a full [`Feedback`].
-#[derive(Clone, Copy)]
-struct Fb {
-    queue_len: u32,
-    service: Nanos,
-    completed: u64,
-    busy: bool,
-    dq: i64,
-    pending: Nanos,
-    timestamp: Nanos,
 }
 
 enum Event {
@@ -56,33 +63,23 @@ enum Event {
     ServerArrive { server: NodeId, job: Job },
     /// A server finishes a job.
     ServiceDone { server: NodeId, job: Job, service: Nanos, start: Nanos },
-    /// A read's response reaches its client.
-    Response { server: NodeId, req: u32, fb: Fb },
-    /// A write acknowledgement reaches its client.
-    WriteAck { req: u32 },
-    /// Offer a client's parked requests again.
-    Retry { client: u32 },
-    /// A selector asked for a timer.
-    SelectorTimer { client: u32 },
+    /// A server's answer (read, shadow or write ack) reaches the coordinator.
+    Answer { server: NodeId, job: Job, feedback: Feedback },
+    /// A coordinator's wake-up time.
+    Wake { client: u32 },
     /// Every server redraws its fluctuation state.
     Fluctuate,
 }
 
-/// One coordinator.
+/// One coordinator: its core and the wake-up armed for it.
 struct Client {
-    selector: Box<dyn ReplicaSelector>,
-    freshness: Freshness,
-    /// Parked requests per replica group (keyed by the group's primary), FIFO.
-    backlog: Vec<(NodeId, VecDeque<u32>)>,
-    parked: usize,
-    retry_at: Nanos,
-    timer_at: Nanos,
+    core: CoordinatorCore,
+    wake_at: Nanos,
 }
 
 /// The simulator state for one run.
 pub struct Engine<'a> {
     spec: &'a Spec,
-    plan: &'a RunPlan,
     now: Nanos,
     events: EventQueue<Event>,
     gen: Generator,
@@ -90,8 +87,9 @@ pub struct Engine<'a> {
     servers: Vec<Server>,
     clients: Vec<Client>,
     reqs: Vec<Req>,
+    /// Actions a core returned, reused between calls.
+    actions: Vec<Action>,
     service_rng: SmallRng,
-    route_rng: SmallRng,
     /// Requests this run issues (fewer than asked when a trace is shorter).
     total: u64,
     rec: Recorder,
@@ -100,7 +98,6 @@ pub struct Engine<'a> {
     finished: u64,
     trace_pos: usize,
     base_service_ns: f64,
-    write_quorum: usize,
 }
 
 impl<'a> Engine<'a> {
@@ -108,49 +105,56 @@ impl<'a> Engine<'a> {
     pub fn new(plan: &'a RunPlan, trace_text: Option<&str>) -> Result<Self, SimError> {
         let spec = &plan.spec;
         let c = &spec.cluster;
-        let ring = Ring::new(c.servers, c.replication, c.vnodes).map_err(|e| SimError::Spec(e.to_string()))?;
+        let bad = |e: &dyn std::fmt::Display| SimError::Spec(e.to_string());
+        let ring = Ring::new(c.servers, c.replication, c.vnodes).map_err(|e| bad(&e))?;
         let gen = Generator::new(spec, plan.seed, trace_text)?;
+        let large = spec.workload.large_threshold;
         let mut servers = Vec::with_capacity(c.servers);
         for s in 0..c.servers {
             let queue = local::build::<Job>(&plan.local, &spec.local, plan.seed ^ (s as u64).wrapping_mul(0x9E37))
-                .map_err(|e| SimError::Spec(e.to_string()))?;
-            servers.push(Server::new(queue, c.cache.capacity));
+                .map_err(|e| bad(&e))?;
+            servers.push(Server::new(ReplicaCore::new(s as NodeId, queue, c.workers, large), c.cache.capacity));
         }
         let coordinators = c.coordinators();
         let mut clients = Vec::with_capacity(coordinators);
         for id in 0..coordinators {
+            let seed = plan.seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ id as u64;
             let env = SelectorEnv {
                 coordinator: id as u32,
                 coordinators,
                 servers: c.servers,
                 replication: c.replication,
                 workers: c.workers,
-                seed: plan.seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ id as u64,
+                seed,
             };
-            let selector =
-                selector::build(&plan.selector, &spec.selector, &env).map_err(|e| SimError::Spec(e.to_string()))?;
-            clients.push(Client {
-                selector,
-                freshness: Freshness::default(),
-                backlog: Vec::new(),
-                parked: 0,
-                retry_at: Nanos::MAX,
-                timer_at: Nanos::MAX,
-            });
+            let selector = selector::build(&plan.selector, &spec.selector, &env).map_err(|e| bad(&e))?;
+            let knowledge = Knowledge::Simulated { seed: plan.seed };
+            let oracle =
+                size::build(spec.workload.oracle, large, Some(service_model(spec)), &BloomConfig::default(), knowledge)
+                    .map_err(|e| bad(&e))?;
+            let cfg = CoordinatorConfig {
+                id: id as u32,
+                read_consistency: Consistency::One,
+                write_consistency: c.write_consistency,
+                read_repair: c.read_repair,
+                park_capacity: usize::MAX,
+                park_timeout: None,
+                seed,
+            };
+            clients.push(Client { core: CoordinatorCore::new(cfg, selector, oracle), wake_at: Nanos::MAX });
         }
         let base_service_ns = mean_service_ns(spec, &gen.sizes);
         let rec = Recorder::new(spec, plan, c.servers);
         Ok(Engine {
             spec,
-            plan,
             now: 0,
             events: EventQueue::new(),
             ring,
             servers,
             clients,
             reqs: Vec::with_capacity(spec.workload.requests as usize),
+            actions: Vec::new(),
             service_rng: SmallRng::seed_from_u64(plan.seed ^ 0x0053_4552_5649_4345),
-            route_rng: SmallRng::seed_from_u64(plan.seed ^ 0x0052_4f55_5445),
             total: match spec.workload.arrival {
                 ArrivalKind::Trace => spec.workload.requests.min(gen.trace_len() as u64),
                 _ => spec.workload.requests,
@@ -161,7 +165,6 @@ impl<'a> Engine<'a> {
             finished: 0,
             trace_pos: 0,
             base_service_ns,
-            write_quorum: c.write_consistency.required(c.replication),
             gen,
         })
     }
@@ -211,22 +214,15 @@ impl<'a> Engine<'a> {
             }
             Event::ServerArrive { server, job } => self.on_server_arrive(server, job),
             Event::ServiceDone { server, job, service, start } => self.on_service_done(server, job, service, start),
-            Event::Response { server, req, fb } => self.on_response(server, req, fb),
-            Event::WriteAck { req } => self.on_write_ack(req),
-            // a retry or timer superseded by an earlier one is stale: only the armed one acts
-            Event::Retry { client } if self.clients[client as usize].retry_at == self.now => {
-                self.clients[client as usize].retry_at = Nanos::MAX;
-                self.drain_backlog(client);
+            Event::Answer { server, job, feedback } => self.on_answer(server, job, feedback),
+            // a wake-up superseded by an earlier one is stale: only the armed one acts
+            Event::Wake { client } if self.clients[client as usize].wake_at == self.now => {
+                self.clients[client as usize].wake_at = Nanos::MAX;
+                let world = world(&self.servers, self.now, self.spec, self.base_service_ns);
+                self.clients[client as usize].core.wake(self.now, &world, &mut self.actions);
+                self.carry_out(client);
             }
-            Event::Retry { .. } => {}
-            Event::SelectorTimer { client } if self.clients[client as usize].timer_at == self.now => {
-                let c = &mut self.clients[client as usize];
-                c.timer_at = Nanos::MAX;
-                c.selector.on_timer(self.now);
-                self.arm_timer(client);
-                self.drain_backlog(client);
-            }
-            Event::SelectorTimer { .. } => {}
+            Event::Wake { .. } => {}
             Event::Fluctuate => self.on_fluctuate(),
         }
     }
@@ -260,37 +256,18 @@ impl<'a> Engine<'a> {
         self.generated += 1;
         let replicas = self.ring.replicas(d.key);
         let nominal = self.nominal(d.size);
-        let hint = self.hint(d.key, d.size, nominal);
-        self.reqs.push(Req {
-            key: d.key,
-            size: d.size,
-            op: d.op,
-            client: d.client,
-            release: self.now,
-            replicas,
-            hint,
-            tags: Tags { priority: 0, size_class: hint.large as u8 },
-            sent_at: 0,
-            nominal,
-            acks: 0,
-        });
-        match d.op {
+        let (now, op, client) = (self.now, d.op, d.client);
+        self.reqs.push(Req { key: d.key, size: d.size, op, client, release: now, replicas, nominal });
+        let req = ClientRequest { id: id as RequestId, key: d.key, replicas, size: Some(d.size) };
+        let core = &mut self.clients[client as usize].core;
+        match op {
             Op::Read => {
-                if !self.try_route(id) {
-                    self.park(id);
-                }
+                let world = world(&self.servers, now, self.spec, self.base_service_ns);
+                core.read(now, req, &world, &mut self.actions);
             }
-            Op::Write => {
-                let r = &mut self.reqs[id as usize];
-                r.sent_at = self.now;
-                for &s in replicas.iter() {
-                    self.events.push(
-                        self.now + self.net,
-                        Event::ServerArrive { server: s, job: Job { req: id, kind: JobKind::Write } },
-                    );
-                }
-            }
+            Op::Write => core.write(now, req, &mut self.actions),
         }
+        self.carry_out(client);
     }
 
     fn nominal(&self, size: u64) -> Nanos {
@@ -300,153 +277,61 @@ impl<'a> Engine<'a> {
             .max(1.0) as Nanos
     }
 
-    /// What the coordinator's size oracle says about `key`.
-    fn hint(&mut self, key: u64, size: u64, nominal: Nanos) -> SizeHint {
-        let threshold = self.spec.workload.large_threshold;
-        match self.spec.workload.oracle {
-            OracleKind::Exact => SizeHint { bytes: Some(size), service: Some(nominal), large: size > threshold },
-            OracleKind::None => SizeHint { bytes: None, service: Some(self.base_service_ns as Nanos), large: false },
-            OracleKind::Bloom => {
-                // The data set is preloaded: coordinators start with the filter the load phase
-                // built; a Bloom filter may say "large" for a small key, never the reverse.
-                let large = size > threshold || crate::oracle::bloom_false_positive(self.plan.seed, key);
-                SizeHint { bytes: None, service: None, large }
+    /// Carry out what `client`'s core asked for, then arm its next wake-up.
+    fn carry_out(&mut self, client: u32) {
+        let mut actions = std::mem::take(&mut self.actions);
+        for action in actions.drain(..) {
+            match action {
+                Action::Send(s) => {
+                    let job = Job { req: s.ticket.id as u32, ticket: s.ticket, kind: s.kind, tags: s.tags, age: s.age };
+                    self.events.push(self.now + self.net, Event::ServerArrive { server: s.replica, job });
+                }
+                Action::Reply { request, .. } => self.completed(request as u32),
+                Action::Fail { request, failure } => {
+                    unreachable!("request {request} failed ({failure}): the simulator injects no failures")
+                }
             }
         }
-    }
-
-    /// Ask the client's selector where read `id` goes; send it if it says so.
-    fn try_route(&mut self, id: u32) -> bool {
-        let now = self.now;
-        let r = &self.reqs[id as usize];
-        let client = r.client;
-        let view =
-            RequestView { id: id as u64, key: r.key, op: r.op, release: r.release, coordinator: client, hint: r.hint };
-        let replicas = r.replicas;
-        let world = SimWorld {
-            servers: &self.servers,
-            now,
-            workers: self.spec.cluster.workers,
-            base_service_ns: self.base_service_ns,
-        };
+        self.actions = actions;
         let c = &mut self.clients[client as usize];
-        match c.selector.select(now, &view, &replicas, &world) {
-            Decision::Send { replica, tags } => {
-                c.selector.on_sent(now, &view, replica);
-                let r = &mut self.reqs[id as usize];
-                r.sent_at = now;
-                r.tags = Tags { priority: tags.priority, size_class: tags.size_class.max(r.tags.size_class) };
-                self.events.push(
-                    now + self.net,
-                    Event::ServerArrive { server: replica, job: Job { req: id, kind: JobKind::Read } },
-                );
-                if self.spec.cluster.read_repair > 0.0 && self.route_rng.random::<f64>() < self.spec.cluster.read_repair
-                {
-                    for &other in replicas.iter().filter(|&&s| s != replica) {
-                        self.events.push(
-                            now + self.net,
-                            Event::ServerArrive { server: other, job: Job { req: id, kind: JobKind::Shadow } },
-                        );
-                    }
-                }
-                self.arm_timer(client);
-                true
-            }
-            Decision::Wait { retry_at } => {
-                if let Some(t) = retry_at {
-                    let t = t.max(now + 1);
-                    if t < c.retry_at {
-                        c.retry_at = t;
-                        self.events.push(t, Event::Retry { client });
-                    }
-                }
-                self.arm_timer(client);
-                false
-            }
-        }
-    }
-
-    fn park(&mut self, id: u32) {
-        let r = &self.reqs[id as usize];
-        let group = r.replicas[0];
-        let c = &mut self.clients[r.client as usize];
-        c.parked += 1;
-        match c.backlog.iter_mut().find(|(g, _)| *g == group) {
-            Some((_, q)) => q.push_back(id),
-            None => c.backlog.push((group, VecDeque::from([id]))),
-        }
-    }
-
-    /// Offer every parked request of `client` again, in FIFO order per replica group.
-    fn drain_backlog(&mut self, client: u32) {
-        if self.clients[client as usize].parked == 0 {
-            return;
-        }
-        let groups = self.clients[client as usize].backlog.len();
-        for g in 0..groups {
-            while let Some(&id) = self.clients[client as usize].backlog[g].1.front() {
-                if !self.try_route(id) {
-                    break;
-                }
-                let c = &mut self.clients[client as usize];
-                c.backlog[g].1.pop_front();
-                c.parked -= 1;
-            }
-        }
-        self.clients[client as usize].backlog.retain(|(_, q)| !q.is_empty());
-    }
-
-    fn arm_timer(&mut self, client: u32) {
-        let c = &mut self.clients[client as usize];
-        if let Some(t) = c.selector.next_timer() {
+        if let Some(t) = c.core.next_wake() {
             let t = t.max(self.now + 1);
-            if t < c.timer_at {
-                c.timer_at = t;
-                self.events.push(t, Event::SelectorTimer { client });
+            if t < c.wake_at {
+                c.wake_at = t;
+                self.events.push(t, Event::Wake { client });
             }
         }
+    }
+
+    /// Request `req` got its reply at the client.
+    fn completed(&mut self, req: u32) {
+        let r = &self.reqs[req as usize];
+        let client = r.client;
+        match r.op {
+            Op::Read => self.rec.read_done(r.release, self.now, r.nominal),
+            Op::Write => self.rec.write_done(r.release, self.now),
+        }
+        self.finished += 1;
+        self.closed_loop_next(client);
     }
 
     fn on_server_arrive(&mut self, server: NodeId, job: Job) {
         let r = &self.reqs[job.req as usize];
-        let large = r.size > self.spec.workload.large_threshold;
-        let meta = JobMeta {
-            id: job.req as u64,
-            release: r.release,
-            enqueued: self.now,
-            service: r.nominal,
-            size: r.size,
-            tags: r.tags,
-        };
+        let arrival =
+            Arrival { id: job.req as RequestId, age: job.age, service: r.nominal, size: r.size, tags: job.tags };
         let s = &mut self.servers[server as usize];
-        let must_wait = s.running >= self.spec.cluster.workers;
-        if must_wait && job.kind == JobKind::Read && !large && (s.running_large > 0 || s.queued_large > 0) {
+        let behind_large = s.core.admit(self.now, arrival, job);
+        if behind_large && job.kind == SendKind::Read && !s.core.is_large(r.size) {
             self.rec.small_behind_large(r.release);
         }
-        s.queued_work += meta.service;
-        s.queued_large += large as u32;
-        s.queue.push(self.now, meta, job);
         self.start_jobs(server);
     }
 
     /// Fill idle workers of `server` from its local queue.
     fn start_jobs(&mut self, server: NodeId) {
-        let workers = self.spec.cluster.workers;
-        loop {
-            let s = &mut self.servers[server as usize];
-            if s.running >= workers {
-                return;
-            }
-            let Some((meta, job)) = s.queue.pop(self.now) else { return };
-            let large = meta.size > self.spec.workload.large_threshold;
-            s.queued_work -= meta.service;
-            s.queued_large -= large as u32;
-            s.running += 1;
-            s.running_large += large as u32;
+        while let Some((meta, job)) = self.servers[server as usize].core.start(self.now) {
             let key = self.reqs[job.req as usize].key;
             let service = self.service_time(server, key, meta.service);
-            let s = &mut self.servers[server as usize];
-            s.running_end_sum += self.now + meta.service;
             self.events.push(self.now + service, Event::ServiceDone { server, job, service, start: self.now });
         }
     }
@@ -473,87 +358,24 @@ impl<'a> Engine<'a> {
     }
 
     fn on_service_done(&mut self, server: NodeId, job: Job, service: Nanos, start: Nanos) {
-        let (nominal, size) = {
-            let r = &self.reqs[job.req as usize];
-            (r.nominal, r.size)
-        };
-        let large = size > self.spec.workload.large_threshold;
-        let s = &mut self.servers[server as usize];
-        s.running -= 1;
-        s.running_large -= large as u32;
-        s.running_end_sum -= start + nominal;
-        s.completed += 1;
-        let fb = s.feedback(server, self.now, service);
-        if job.kind == JobKind::Read {
+        let feedback = self.servers[server as usize].core.finish(self.now, job.req as RequestId, service);
+        if job.kind == SendKind::Read {
             self.rec.served(server, self.now);
-            self.rec.bound_job(
-                job.req,
-                self.reqs[job.req as usize].release + self.net,
-                start,
-                service,
-                self.now,
-                &self.reqs[job.req as usize].replicas,
-            );
+            if self.rec.wants_bound(job.req) {
+                let r = &self.reqs[job.req as usize];
+                self.rec.bound_job(job.req, r.release + self.net, start, service, self.now, &r.replicas);
+            }
         }
-        let fb = Fb {
-            queue_len: fb.queue_len,
-            service: fb.service_time,
-            completed: fb.completed,
-            busy: fb.busy,
-            dq: fb.dq,
-            pending: fb.pending_work,
-            timestamp: fb.timestamp,
-        };
-        match job.kind {
-            JobKind::Read => self.events.push(self.now + self.net, Event::Response { server, req: job.req, fb }),
-            JobKind::Write => self.events.push(self.now + self.net, Event::WriteAck { req: job.req }),
-            JobKind::Shadow => {}
-        }
+        self.events.push(self.now + self.net, Event::Answer { server, job, feedback });
         self.start_jobs(server);
     }
 
-    fn on_response(&mut self, server: NodeId, req: u32, fb: Fb) {
-        let now = self.now;
-        let r = &self.reqs[req as usize];
-        let client = r.client;
-        self.rec.read_done(r.release, now, r.nominal);
-        self.finished += 1;
-        let c = &mut self.clients[client as usize];
-        let fresh = c.freshness.accept(server, fb.timestamp);
-        let resp = Response {
-            request: req as u64,
-            replica: server,
-            sent_at: r.sent_at,
-            large: r.hint.large,
-            feedback: Feedback {
-                from: server,
-                timestamp: fb.timestamp,
-                queue_len: fb.queue_len,
-                service_time: fb.service,
-                completed: fb.completed,
-                busy: fb.busy,
-                dq: fb.dq,
-                pending_work: fb.pending,
-                bloom_bits: Vec::new(),
-                bloom_generation: 0,
-            },
-            fresh,
-        };
-        c.selector.on_response(now, &resp);
-        self.arm_timer(client);
-        self.drain_backlog(client);
-        self.closed_loop_next(client);
-    }
-
-    fn on_write_ack(&mut self, req: u32) {
-        let r = &mut self.reqs[req as usize];
-        r.acks += 1;
-        if r.acks as usize == self.write_quorum {
-            let (release, client) = (r.release, r.client);
-            self.rec.write_done(release, self.now);
-            self.finished += 1;
-            self.closed_loop_next(client);
-        }
+    fn on_answer(&mut self, server: NodeId, job: Job, feedback: Feedback) {
+        let client = self.reqs[job.req as usize].client;
+        let world = world(&self.servers, self.now, self.spec, self.base_service_ns);
+        let answer = Answer { replica: server, feedback, value_size: None };
+        self.clients[client as usize].core.answered(self.now, job.ticket, answer, &world, &mut self.actions);
+        self.carry_out(client);
     }
 
     fn closed_loop_next(&mut self, client: u32) {

@@ -9,7 +9,6 @@ pub mod bound;
 mod engine;
 mod events;
 mod lru;
-mod oracle;
 mod record;
 mod server;
 mod workload;

@@ -114,6 +114,11 @@ impl Recorder {
         }
     }
 
+    /// Whether request `req` is among those kept for the lower bound.
+    pub fn wants_bound(&self, req: u32) -> bool {
+        (req as usize) < self.bound_requests
+    }
+
     /// A read executed: keep it for the lower bound when it is among the first requests.
     pub fn bound_job(
         &mut self,

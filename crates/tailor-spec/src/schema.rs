@@ -288,17 +288,7 @@ pub enum ArrivalKind {
     Trace,
 }
 
-/// Which size oracle coordinators consult.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum OracleKind {
-    /// The true size of every key.
-    Exact,
-    /// Héron's Bloom filter of large keys, learnt from replicas' piggybacked bits.
-    Bloom,
-    /// Nothing known.
-    None,
-}
+pub use tailor_core::oracle::size::OracleKind;
 
 /// The strategies to compare.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

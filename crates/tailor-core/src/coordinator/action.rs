@@ -1,5 +1,6 @@
 //! What the coordinator core asks its engine to do.
 
+use super::pending::Ticket;
 use crate::model::{NodeId, RequestId, Tags};
 use crate::time::Nanos;
 
@@ -16,11 +17,12 @@ pub enum SendKind {
     Write,
 }
 
-/// Send request `request` to `replica`.
+/// Send a copy of a request to `replica`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Send {
-    /// The request.
-    pub request: RequestId,
+    /// The request's ticket: hand it back with the copy's answer or failure (its `id` is the
+    /// engine's request id).
+    pub ticket: Ticket,
     /// Where it goes.
     pub replica: NodeId,
     /// Tags it carries (the selector's priority, the coordinator's size class).

@@ -3,7 +3,8 @@
 //! A group is keyed by its primary replica. Entries of a group are in park order, so the oldest
 //! (the first to expire) is always at the front.
 
-use crate::model::{NodeId, RequestId};
+use super::pending::Ticket;
+use crate::model::NodeId;
 use crate::time::Nanos;
 use std::collections::VecDeque;
 
@@ -11,7 +12,7 @@ use std::collections::VecDeque;
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Parked {
     /// The request.
-    pub id: RequestId,
+    pub ticket: Ticket,
     /// When it was parked.
     pub since: Nanos,
 }
@@ -21,7 +22,7 @@ pub struct Parked {
 pub struct Backlog {
     groups: Vec<(NodeId, VecDeque<Parked>)>,
     parked: usize,
-    /// When the selector asked to be offered the parked heads again (`Nanos::MAX`: never).
+    /// When the selector asked to be offered the parked heads again.
     retry_at: Option<Nanos>,
 }
 
@@ -41,7 +42,7 @@ impl Backlog {
         self.groups.iter().find(|(g, _)| *g == group).map_or(0, |(_, q)| q.len())
     }
 
-    /// Park `id` at the back of `group`.
+    /// Park a read at the back of `group`.
     pub fn push(&mut self, group: NodeId, parked: Parked) {
         self.parked += 1;
         match self.groups.iter_mut().find(|(g, _)| *g == group) {
@@ -99,16 +100,20 @@ impl Backlog {
 mod tests {
     use super::*;
 
+    fn t(id: u64) -> Ticket {
+        Ticket { slot: id as u32, id }
+    }
+
     #[test]
     fn fifo_per_group_and_counts() {
         let mut b = Backlog::default();
-        b.push(3, Parked { id: 1, since: 10 });
-        b.push(5, Parked { id: 2, since: 11 });
-        b.push(3, Parked { id: 3, since: 12 });
+        b.push(3, Parked { ticket: t(1), since: 10 });
+        b.push(5, Parked { ticket: t(2), since: 11 });
+        b.push(3, Parked { ticket: t(3), since: 12 });
         assert_eq!((b.len(), b.group_len(3), b.group_len(5), b.groups()), (3, 2, 1, 2));
-        assert_eq!(b.head(0).map(|p| p.id), Some(1));
+        assert_eq!(b.head(0).map(|p| p.ticket.id), Some(1));
         b.pop(0);
-        assert_eq!(b.head(0).map(|p| p.id), Some(3));
+        assert_eq!(b.head(0).map(|p| p.ticket.id), Some(3));
         b.pop(1);
         b.compact();
         assert_eq!((b.len(), b.groups(), b.oldest()), (1, 1, Some(12)));

@@ -42,7 +42,33 @@ use crate::selector::{Decision, ReplicaSelector, Rng, World};
 use crate::time::Nanos;
 pub use action::{Action, Failure, Send, SendKind};
 use backlog::{Backlog, Parked};
-use pending::{Mode, Pending, PendingMap};
+pub use pending::Ticket;
+use pending::{Mode, Pending, Slab};
+
+/// A client request as it reaches the coordinator.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClientRequest {
+    /// Unique id (the engine's; echoed in every action).
+    pub id: RequestId,
+    /// Key, hashed.
+    pub key: u64,
+    /// The key's replicas, primary first (up or not).
+    pub replicas: ReplicaSet,
+    /// A write's value size (`None` for a delete); a read's true value size when the engine
+    /// knows it (the simulator), which only the exact oracle uses.
+    pub size: Option<u64>,
+}
+
+/// A replica's answer to a request.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Answer {
+    /// The replica that answered.
+    pub replica: NodeId,
+    /// Its piggybacked facts.
+    pub feedback: Feedback,
+    /// The size of the value it returned, for a read that found one.
+    pub value_size: Option<u64>,
+}
 
 /// How a coordinator behaves around its selector.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -89,7 +115,7 @@ pub struct CoordinatorCore {
     oracle: Box<dyn SizeOracle>,
     freshness: Freshness,
     backlog: Backlog,
-    pending: PendingMap,
+    pending: Slab,
     down: Vec<bool>,
     rng: Rng,
     stats: CoreStats,
@@ -113,7 +139,7 @@ impl CoordinatorCore {
             oracle,
             freshness: Freshness::default(),
             backlog: Backlog::default(),
-            pending: PendingMap::default(),
+            pending: Slab::default(),
             down: Vec::new(),
             stats: CoreStats::default(),
         }
@@ -183,96 +209,75 @@ impl CoordinatorCore {
         self.drain(now, world, out);
     }
 
-    /// A client read of `key` (hashed) arrived; `replicas` is its replica set, primary first.
-    pub fn read(
-        &mut self,
-        now: Nanos,
-        id: RequestId,
-        key: u64,
-        replicas: ReplicaSet,
-        world: &dyn World,
-        out: &mut Vec<Action>,
-    ) {
+    /// A client read arrived.
+    pub fn read(&mut self, now: Nanos, req: ClientRequest, world: &dyn World, out: &mut Vec<Action>) {
+        let ClientRequest { id, key, replicas, size } = req;
+        if let Some(bytes) = size {
+            self.oracle.observe(key, bytes);
+        }
         let hint = self.oracle.hint(key);
         if self.cfg.read_consistency != Consistency::One {
             let need = self.cfg.read_consistency.required(replicas.len());
-            let p = Pending::fanned(key, Op::Read, now, hint, replicas);
-            return self.fan_out(id, p, need, SendKind::QuorumRead, out);
+            let p = Pending::fanned(id, key, Op::Read, now, hint, replicas);
+            return self.fan_out(p, need, SendKind::QuorumRead, out);
         }
-        let previous = self.pending.insert(id, Pending::selected(key, now, hint, replicas));
-        assert!(previous.is_none(), "request ids are unique");
+        let t = self.pending.insert(Pending::selected(id, key, now, hint, replicas));
         let group = replicas[0];
         if self.backlog.group_len(group) > 0 {
-            return self.park(now, id, group, out);
+            return self.park(now, t, group, out);
         }
-        if let Routed::Wait = self.route(now, id, world, out) {
-            self.park(now, id, group, out);
+        if let Routed::Wait = self.route(now, t, world, out) {
+            self.park(now, t, group, out);
         }
     }
 
-    /// A client write of `key` (hashed) arrived, with its value's size (`None`: a delete).
-    pub fn write(
-        &mut self,
-        now: Nanos,
-        id: RequestId,
-        key: u64,
-        replicas: ReplicaSet,
-        size: Option<u64>,
-        out: &mut Vec<Action>,
-    ) {
+    /// A client write arrived (`size` is the value's, `None` for a delete).
+    pub fn write(&mut self, now: Nanos, req: ClientRequest, out: &mut Vec<Action>) {
+        let ClientRequest { id, key, replicas, size } = req;
         if let Some(bytes) = size {
             self.oracle.observe(key, bytes);
         }
         let hint = self.oracle.hint(key);
         let need = self.cfg.write_consistency.required(replicas.len());
-        let p = Pending::fanned(key, Op::Write, now, hint, replicas);
-        self.fan_out(id, p, need, SendKind::Write, out);
+        self.fan_out(Pending::fanned(id, key, Op::Write, now, hint, replicas), need, SendKind::Write, out);
     }
 
-    /// `replica` answered request `id` with `feedback` (and, for a read, a value of `value_size`
-    /// bytes if it holds one).
-    pub fn answered(
-        &mut self,
-        now: Nanos,
-        id: RequestId,
-        replica: NodeId,
-        mut feedback: Feedback,
-        value_size: Option<u64>,
-        world: &dyn World,
-        out: &mut Vec<Action>,
-    ) {
+    /// A replica answered the copy sent with ticket `t`.
+    pub fn answered(&mut self, now: Nanos, t: Ticket, answer: Answer, world: &dyn World, out: &mut Vec<Action>) {
+        let Answer { replica, mut feedback, value_size } = answer;
         feedback.from = replica;
         self.oracle.learn(&feedback);
         let fresh = self.freshness.accept(replica, feedback.timestamp);
         self.stats.stale_feedback += u64::from(!fresh);
-        let Some(p) = self.pending.get_mut(&id) else {
+        let Some(p) = self.pending.get_mut(t) else {
             self.stats.unknown += 1;
             return;
         };
         if let Some(bytes) = value_size {
-            self.oracle.observe(p.key, bytes);
+            let key = p.key;
+            self.oracle.observe(key, bytes);
         }
-        match p.mode {
-            Mode::Selected { .. } => self.selected_answer(now, id, replica, feedback, fresh, out),
+        match self.pending.at(t).mode {
+            Mode::Selected { .. } => self.selected_answer(now, t, replica, feedback, fresh, out),
             Mode::FanOut { .. } => {
                 if fresh {
                     self.selector.on_facts(now, &feedback);
                 }
-                self.fan_out_result(id, replica, true, out);
+                self.fan_out_result(t, replica, true, out);
             }
         }
         self.drain(now, world, out);
     }
 
-    /// `replica` did not answer request `id` (error, timeout, connection lost).
-    pub fn failed(&mut self, now: Nanos, id: RequestId, replica: NodeId, world: &dyn World, out: &mut Vec<Action>) {
-        let Some(p) = self.pending.get(&id) else {
+    /// The copy sent to `replica` with ticket `t` got no answer (error, timeout, lost link).
+    pub fn failed(&mut self, now: Nanos, t: Ticket, replica: NodeId, world: &dyn World, out: &mut Vec<Action>) {
+        let Some(p) = self.pending.get_mut(t) else {
             self.stats.unknown += 1;
             return;
         };
         match p.mode {
-            Mode::Selected { .. } => self.selected_failure(now, id, replica, world, out),
-            Mode::FanOut { .. } => self.fan_out_result(id, replica, false, out),
+            Mode::Selected { .. } => self.selected_failure(now, t, replica, world, out),
+            Mode::FanOut { .. } => self.fan_out_result(t, replica, false, out),
         }
         self.drain(now, world, out);
     }
@@ -296,22 +301,26 @@ impl CoordinatorCore {
         self.drain(now, world, out);
     }
 
-    /// Ask the selector where read `id` goes among its untried up replicas; send it if it says so.
-    fn route(&mut self, now: Nanos, id: RequestId, world: &dyn World, out: &mut Vec<Action>) -> Routed {
-        let p = self.pending[&id];
+    /// Ask the selector where read `t` goes among its untried up replicas; send it if it says so.
+    fn route(&mut self, now: Nanos, t: Ticket, world: &dyn World, out: &mut Vec<Action>) -> Routed {
+        let p = *self.pending.at(t);
         let Mode::Selected { tried, .. } = p.mode else { unreachable!("only selected reads are routed") };
-        let up = p.replicas.retain_up(|n| self.is_down(n) || p.position(n).is_some_and(|i| tried & (1 << i) != 0));
+        let up = if tried == 0 && !self.down.contains(&true) {
+            p.replicas
+        } else {
+            p.replicas.retain_up(|n| self.is_down(n) || p.position(n).is_some_and(|i| tried & (1 << i) != 0))
+        };
         if up.is_empty() {
             let failure = if tried == 0 { Failure::NoReplica } else { Failure::NotEnough { need: 1, got: 0 } };
-            self.give_up(id, failure, out);
+            self.give_up(t, failure, out);
             return Routed::Failed;
         }
-        let view = p.view(id, self.cfg.id);
+        let view = p.view(self.cfg.id);
         let (replica, tags) = match self.selector.select(now, &view, &up, world) {
             Decision::Send { replica, tags } => (replica, tags),
             Decision::Wait { retry_at } => {
-                if let Some(t) = retry_at {
-                    self.backlog.retry_at(t.max(now + 1));
+                if let Some(at) = retry_at {
+                    self.backlog.retry_at(at.max(now + 1));
                 }
                 return Routed::Wait;
             }
@@ -320,19 +329,18 @@ impl CoordinatorCore {
         self.selector.on_sent(now, &view, replica);
         let tags = Tags { priority: tags.priority, size_class: tags.size_class.max(p.hint.large as u8) };
         let age = now - p.release;
-        out.push(Action::Send(Send { request: id, replica, tags, age, kind: SendKind::Read }));
+        out.push(Action::Send(Send { ticket: t, replica, tags, age, kind: SendKind::Read }));
         let shadow = tried == 0 && self.cfg.read_repair > 0.0 && self.rng.unit() < self.cfg.read_repair;
         let mut shadows = 0;
         if shadow {
             for &other in up.iter().filter(|&&r| r != replica) {
                 self.selector.on_sent(now, &view, other);
-                out.push(Action::Send(Send { request: id, replica: other, tags, age, kind: SendKind::Shadow }));
+                out.push(Action::Send(Send { ticket: t, replica: other, tags, age, kind: SendKind::Shadow }));
                 shadows += 1;
             }
             self.stats.shadows += shadows as u64;
         }
-        let p = self.pending.get_mut(&id).expect("routed request is pending");
-        if let Mode::Selected { chosen, sent_at, shadow_sent_at, shadows: s, .. } = &mut p.mode {
+        if let Mode::Selected { chosen, sent_at, shadow_sent_at, shadows: s, .. } = &mut self.pending.at(t).mode {
             *chosen = Some(replica);
             *sent_at = now;
             if shadow {
@@ -343,14 +351,14 @@ impl CoordinatorCore {
         Routed::Sent
     }
 
-    /// Park read `id` in `group`'s backlog, or fail it if the backlog is full.
-    fn park(&mut self, now: Nanos, id: RequestId, group: NodeId, out: &mut Vec<Action>) {
+    /// Park read `t` in `group`'s backlog, or fail it if the backlog is full.
+    fn park(&mut self, now: Nanos, t: Ticket, group: NodeId, out: &mut Vec<Action>) {
         if self.backlog.group_len(group) >= self.cfg.park_capacity {
             self.stats.park_rejected += 1;
-            return self.give_up(id, Failure::Busy, out);
+            return self.give_up(t, Failure::Busy, out);
         }
         self.stats.parked += 1;
-        self.backlog.push(group, Parked { id, since: now });
+        self.backlog.push(group, Parked { ticket: t, since: now });
     }
 
     /// Offer every group's parked heads again, in FIFO order, failing those past the timeout.
@@ -360,13 +368,13 @@ impl CoordinatorCore {
         }
         for g in 0..self.backlog.groups() {
             while let Some(head) = self.backlog.head(g) {
-                if self.cfg.park_timeout.is_some_and(|t| head.since.saturating_add(t) <= now) {
+                if self.cfg.park_timeout.is_some_and(|limit| head.since.saturating_add(limit) <= now) {
                     self.backlog.pop(g);
                     self.stats.park_expired += 1;
-                    self.give_up(head.id, Failure::Busy, out);
+                    self.give_up(head.ticket, Failure::Busy, out);
                     continue;
                 }
-                match self.route(now, head.id, world, out) {
+                match self.route(now, head.ticket, world, out) {
                     Routed::Wait => break,
                     Routed::Sent | Routed::Failed => self.backlog.pop(g),
                 }
@@ -378,13 +386,13 @@ impl CoordinatorCore {
     fn selected_answer(
         &mut self,
         now: Nanos,
-        id: RequestId,
+        t: Ticket,
         replica: NodeId,
         feedback: Feedback,
         fresh: bool,
         out: &mut Vec<Action>,
     ) {
-        let p = self.pending.get_mut(&id).expect("answered request is pending");
+        let p = self.pending.at(t);
         let large = p.hint.large;
         let Mode::Selected { chosen, sent_at, shadow_sent_at, shadows, done, .. } = &mut p.mode else { unreachable!() };
         let primary = *chosen == Some(replica);
@@ -392,24 +400,19 @@ impl CoordinatorCore {
         if primary {
             *chosen = None;
             *done = true;
-            out.push(Action::Reply { request: id, replica });
+            out.push(Action::Reply { request: t.id, replica });
         } else {
-            assert!(*shadows > 0, "an answer from {replica} that request {id} did not send");
+            assert!(*shadows > 0, "an answer from {replica} that request {} did not send", t.id);
             *shadows -= 1;
         }
-        self.selector.on_response(now, &Response { request: id, replica, sent_at: at, large, feedback, fresh });
-        self.forget_if_settled(id);
+        if *done && *shadows == 0 && chosen.is_none() {
+            self.pending.remove(t);
+        }
+        self.selector.on_response(now, &Response { request: t.id, replica, sent_at: at, large, feedback, fresh });
     }
 
-    fn selected_failure(
-        &mut self,
-        now: Nanos,
-        id: RequestId,
-        replica: NodeId,
-        world: &dyn World,
-        out: &mut Vec<Action>,
-    ) {
-        let p = self.pending.get_mut(&id).expect("failed request is pending");
+    fn selected_failure(&mut self, now: Nanos, t: Ticket, replica: NodeId, world: &dyn World, out: &mut Vec<Action>) {
+        let p = self.pending.at(t);
         let (large, position, group) = (p.hint.large, p.position(replica), p.replicas[0]);
         let Mode::Selected { chosen, sent_at, shadow_sent_at, shadows, tried, .. } = &mut p.mode else {
             unreachable!()
@@ -420,73 +423,69 @@ impl CoordinatorCore {
             *chosen = None;
             *tried |= 1 << position.expect("a chosen replica is in the set");
         } else {
-            assert!(*shadows > 0, "a failure from {replica} that request {id} did not send");
+            assert!(*shadows > 0, "a failure from {replica} that request {} did not send", t.id);
             *shadows -= 1;
         }
         let feedback = Feedback { from: replica, ..Feedback::default() };
-        self.selector.on_response(now, &Response { request: id, replica, sent_at: at, large, feedback, fresh: false });
+        let response = Response { request: t.id, replica, sent_at: at, large, feedback, fresh: false };
+        self.selector.on_response(now, &response);
         if !primary {
-            return self.forget_if_settled(id);
+            return self.forget_if_settled(t);
         }
         self.stats.retries += 1;
-        if let Routed::Wait = self.route(now, id, world, out) {
-            self.park(now, id, group, out);
+        if let Routed::Wait = self.route(now, t, world, out) {
+            self.park(now, t, group, out);
         }
     }
 
-    /// Fail `id` to the client; forget it once no copy is out.
-    fn give_up(&mut self, id: RequestId, failure: Failure, out: &mut Vec<Action>) {
-        out.push(Action::Fail { request: id, failure });
-        let p = self.pending.get_mut(&id).expect("a failing request is pending");
-        let (Mode::Selected { done, .. } | Mode::FanOut { done, .. }) = &mut p.mode;
+    /// Fail `t` to the client; forget it once no copy is out.
+    fn give_up(&mut self, t: Ticket, failure: Failure, out: &mut Vec<Action>) {
+        out.push(Action::Fail { request: t.id, failure });
+        let (Mode::Selected { done, .. } | Mode::FanOut { done, .. }) = &mut self.pending.at(t).mode;
         *done = true;
-        self.forget_if_settled(id);
+        self.forget_if_settled(t);
     }
 
-    fn forget_if_settled(&mut self, id: RequestId) {
-        let settled = match self.pending[&id].mode {
+    fn forget_if_settled(&mut self, t: Ticket) {
+        let settled = match self.pending.at(t).mode {
             Mode::Selected { chosen, shadows, done, .. } => done && chosen.is_none() && shadows == 0,
             Mode::FanOut { outstanding, done, .. } => done && outstanding == 0,
         };
         if settled {
-            self.pending.remove(&id);
+            self.pending.remove(t);
         }
     }
 
     /// Send `p` to every up replica; it completes when `need` answered.
-    fn fan_out(&mut self, id: RequestId, mut p: Pending, need: usize, kind: SendKind, out: &mut Vec<Action>) {
+    fn fan_out(&mut self, mut p: Pending, need: usize, kind: SendKind, out: &mut Vec<Action>) {
         let up = p.replicas.retain_up(|n| self.is_down(n));
         if up.len() < need {
             let failure = if up.is_empty() { Failure::NoReplica } else { Failure::NotEnough { need, got: 0 } };
-            return out.push(Action::Fail { request: id, failure });
+            return out.push(Action::Fail { request: p.id, failure });
         }
         let tags = Tags { priority: 0, size_class: p.hint.large as u8 };
-        for &replica in up.iter() {
-            out.push(Action::Send(Send { request: id, replica, tags, age: 0, kind }));
-        }
         p.mode = Mode::FanOut { need: need as u8, answered: 0, outstanding: up.len() as u8, done: false };
-        let previous = self.pending.insert(id, p);
-        assert!(previous.is_none(), "request ids are unique");
+        let t = self.pending.insert(p);
+        for &replica in up.iter() {
+            out.push(Action::Send(Send { ticket: t, replica, tags, age: 0, kind }));
+        }
     }
 
-    /// One copy of fanned-out request `id` answered (`ok`) or failed.
-    fn fan_out_result(&mut self, id: RequestId, replica: NodeId, ok: bool, out: &mut Vec<Action>) {
-        let p = self.pending.get_mut(&id).expect("a fanned-out request is pending");
-        let Mode::FanOut { need, answered, outstanding, done, .. } = &mut p.mode else { unreachable!() };
-        assert!(*outstanding > 0, "more results than copies for request {id}");
+    /// One copy of fanned-out request `t` answered (`ok`) or failed.
+    fn fan_out_result(&mut self, t: Ticket, replica: NodeId, ok: bool, out: &mut Vec<Action>) {
+        let Mode::FanOut { need, answered, outstanding, done } = &mut self.pending.at(t).mode else { unreachable!() };
+        assert!(*outstanding > 0, "more results than copies for request {}", t.id);
         *outstanding -= 1;
         *answered += ok as u8;
         if !*done && *answered == *need {
             *done = true;
-            out.push(Action::Reply { request: id, replica });
+            out.push(Action::Reply { request: t.id, replica });
         } else if !*done && *answered + *outstanding < *need {
             *done = true;
-            out.push(Action::Fail {
-                request: id,
-                failure: Failure::NotEnough { need: *need as usize, got: *answered as usize },
-            });
+            let failure = Failure::NotEnough { need: *need as usize, got: *answered as usize };
+            out.push(Action::Fail { request: t.id, failure });
         }
-        self.forget_if_settled(id);
+        self.forget_if_settled(t);
     }
 }
 

@@ -3,8 +3,6 @@
 use crate::model::{CoordinatorId, NodeId, Op, RequestId, RequestView, SizeHint};
 use crate::ring::ReplicaSet;
 use crate::time::Nanos;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
 
 /// How a request reaches its replicas.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -40,6 +38,8 @@ pub enum Mode {
 /// One request in flight or parked.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Pending {
+    /// The engine's id of the request.
+    pub id: RequestId,
     /// Key (hashed).
     pub key: u64,
     /// Read or write.
@@ -56,20 +56,20 @@ pub struct Pending {
 
 impl Pending {
     /// A read at ONE, before the selector saw it.
-    pub fn selected(key: u64, release: Nanos, hint: SizeHint, replicas: ReplicaSet) -> Self {
+    pub fn selected(id: RequestId, key: u64, release: Nanos, hint: SizeHint, replicas: ReplicaSet) -> Self {
         let mode = Mode::Selected { chosen: None, sent_at: 0, shadow_sent_at: 0, tried: 0, shadows: 0, done: false };
-        Pending { key, op: Op::Read, release, hint, replicas, mode }
+        Pending { id, key, op: Op::Read, release, hint, replicas, mode }
     }
 
     /// A write or a QUORUM/ALL read, before it is sent.
-    pub fn fanned(key: u64, op: Op, release: Nanos, hint: SizeHint, replicas: ReplicaSet) -> Self {
+    pub fn fanned(id: RequestId, key: u64, op: Op, release: Nanos, hint: SizeHint, replicas: ReplicaSet) -> Self {
         let mode = Mode::FanOut { need: 0, answered: 0, outstanding: 0, done: false };
-        Pending { key, op, release, hint, replicas, mode }
+        Pending { id, key, op, release, hint, replicas, mode }
     }
 
     /// What a selector may see of it.
-    pub fn view(&self, id: RequestId, coordinator: CoordinatorId) -> RequestView {
-        RequestView { id, key: self.key, op: self.op, release: self.release, coordinator, hint: self.hint }
+    pub fn view(&self, coordinator: CoordinatorId) -> RequestView {
+        RequestView { id: self.id, key: self.key, op: self.op, release: self.release, coordinator, hint: self.hint }
     }
 
     /// The position of `replica` in the replica set.
@@ -78,24 +78,76 @@ impl Pending {
     }
 }
 
-/// Request ids are unique integers already: hashing them again would only cost time on the
-/// simulator's hot path, so the map mixes them with one multiplication (Fibonacci hashing).
-#[derive(Default)]
-pub struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0 << 8 | b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u64(&mut self, id: u64) {
-        self.0 = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    }
+/// Where the core keeps a request. The core hands it out with every copy it sends, and the
+/// engine hands it back with the copy's answer or failure: a slot index instead of a hash
+/// lookup on the simulator's hot path, and the id to tell a reused slot from its old tenant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Ticket {
+    /// Slot in the core's table.
+    pub slot: u32,
+    /// The request's id.
+    pub id: RequestId,
 }
 
-/// Requests by id.
-pub type PendingMap = HashMap<RequestId, Pending, BuildHasherDefault<IdHasher>>;
+/// Requests by slot; freed slots are reused first (they are warm in cache).
+#[derive(Debug, Default)]
+pub struct Slab {
+    entries: Vec<Option<Pending>>,
+    free: Vec<u32>,
+    len: usize,
+}
+
+impl Slab {
+    /// Store `p`; its ticket.
+    pub fn insert(&mut self, p: Pending) -> Ticket {
+        let id = p.id;
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.entries[slot as usize] = Some(p);
+                slot
+            }
+            None => {
+                self.entries.push(Some(p));
+                u32::try_from(self.entries.len() - 1).expect("fewer than 4 G requests in flight")
+            }
+        };
+        self.len += 1;
+        Ticket { slot, id }
+    }
+
+    /// The request a ticket names, if it is still held.
+    pub fn get_mut(&mut self, t: Ticket) -> Option<&mut Pending> {
+        self.entries.get_mut(t.slot as usize)?.as_mut().filter(|p| p.id == t.id)
+    }
+
+    /// The request a ticket names; it must be held.
+    pub fn at(&mut self, t: Ticket) -> &mut Pending {
+        self.get_mut(t).expect("the ticket's request is held")
+    }
+
+    /// Forget a held request.
+    pub fn remove(&mut self, t: Ticket) {
+        let entry = &mut self.entries[t.slot as usize];
+        assert!(entry.as_ref().is_some_and(|p| p.id == t.id), "remove only a held request");
+        *entry = None;
+        self.free.push(t.slot);
+        self.len -= 1;
+    }
+
+    /// The ticket of held request `id` (tests).
+    #[cfg(test)]
+    pub fn find(&self, id: RequestId) -> Option<Ticket> {
+        let slot = self.entries.iter().position(|e| e.as_ref().is_some_and(|p| p.id == id))?;
+        Some(Ticket { slot: slot as u32, id })
+    }
+
+    /// Requests held.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}

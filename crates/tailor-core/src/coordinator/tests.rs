@@ -70,6 +70,19 @@ fn set() -> ReplicaSet {
     ReplicaSet::from_slice(&[3, 4, 5])
 }
 
+fn req(id: RequestId, key: u64, size: Option<u64>) -> ClientRequest {
+    ClientRequest { id, key, replicas: set(), size }
+}
+
+fn answer(replica: NodeId, feedback: Feedback, value_size: Option<u64>) -> Answer {
+    Answer { replica, feedback, value_size }
+}
+
+/// The ticket of held request `id`.
+fn tk(c: &CoordinatorCore, id: RequestId) -> Ticket {
+    c.pending.find(id).expect("request is held")
+}
+
 fn fb(t: Nanos) -> Feedback {
     Feedback { timestamp: t, ..Feedback::default() }
 }
@@ -77,7 +90,7 @@ fn fb(t: Nanos) -> Feedback {
 fn sends(out: &[Action]) -> Vec<(RequestId, NodeId, SendKind)> {
     out.iter()
         .filter_map(|a| match a {
-            Action::Send(s) => Some((s.request, s.replica, s.kind)),
+            Action::Send(s) => Some((s.ticket.id, s.replica, s.kind)),
             _ => None,
         })
         .collect()
@@ -91,17 +104,17 @@ fn take(log: &Log) -> Vec<String> {
 fn a_read_is_sent_answered_and_forgotten() {
     let (mut c, log) = core_with(config(), vec![]);
     let mut out = Vec::new();
-    c.read(10, 1, 77, set(), &Blind, &mut out);
+    c.read(10, req(1, 77, None), &Blind, &mut out);
     assert_eq!(sends(&out), [(1, 3, SendKind::Read)]);
     out.clear();
-    c.answered(20, 1, 3, fb(15), Some(500), &Blind, &mut out);
+    c.answered(20, tk(&c, 1), answer(3, fb(15), Some(500)), &Blind, &mut out);
     assert_eq!(out, [Action::Reply { request: 1, replica: 3 }]);
     assert_eq!(take(&log), ["select 1 [3, 4, 5]", "sent 1 3", "resp 1 3 fresh=true"]);
     assert_eq!(c.in_flight(), 0);
     // the value's size was learnt: the next read of the key is large and tagged so
     assert!(c.hint(77).large);
     out.clear();
-    c.read(30, 2, 77, set(), &Blind, &mut out);
+    c.read(30, req(2, 77, None), &Blind, &mut out);
     match out[0] {
         Action::Send(s) => assert_eq!((s.tags.size_class, s.age), (1, 0)),
         other => panic!("{other:?}"),
@@ -113,11 +126,11 @@ fn wait_parks_until_retry_at_and_later_reads_queue_behind() {
     let waits = vec![Decision::Wait { retry_at: Some(50) }, Decision::Wait { retry_at: None }];
     let (mut c, log) = core_with(config(), waits);
     let mut out = Vec::new();
-    c.read(10, 1, 7, set(), &Blind, &mut out);
+    c.read(10, req(1, 7, None), &Blind, &mut out);
     assert!(out.is_empty() && c.parked() == 1);
     assert_eq!(c.next_wake(), Some(50));
     // a second read of the same group parks behind without asking the selector
-    c.read(20, 2, 8, set(), &Blind, &mut out);
+    c.read(20, req(2, 8, None), &Blind, &mut out);
     assert_eq!((c.parked(), c.stats().parked), (2, 2));
     take(&log);
     // at 50 the head is offered, the selector waits again (no retry time): the oldest park's
@@ -142,7 +155,7 @@ fn full_backlogs_refuse_and_parked_reads_expire() {
     let (mut c, _log) = core_with(config(), waits);
     let mut out = Vec::new();
     for id in 1..=3 {
-        c.read(id * 10, id, id, set(), &Blind, &mut out);
+        c.read(id * 10, req(id, id, None), &Blind, &mut out);
     }
     assert_eq!(out, [Action::Fail { request: 3, failure: Failure::Busy }]);
     assert_eq!(c.stats().park_rejected, 1);
@@ -156,10 +169,10 @@ fn full_backlogs_refuse_and_parked_reads_expire() {
 fn a_failed_attempt_is_reported_stale_and_retried_elsewhere() {
     let (mut c, log) = core_with(config(), vec![]);
     let mut out = Vec::new();
-    c.read(0, 1, 7, set(), &Blind, &mut out);
-    c.failed(5, 1, 3, &Blind, &mut out);
-    c.failed(6, 1, 4, &Blind, &mut out);
-    c.failed(7, 1, 5, &Blind, &mut out);
+    c.read(0, req(1, 7, None), &Blind, &mut out);
+    c.failed(5, tk(&c, 1), 3, &Blind, &mut out);
+    c.failed(6, tk(&c, 1), 4, &Blind, &mut out);
+    c.failed(7, tk(&c, 1), 5, &Blind, &mut out);
     assert_eq!(sends(&out), [(1, 3, SendKind::Read), (1, 4, SendKind::Read), (1, 5, SendKind::Read)]);
     assert_eq!(out.last(), Some(&Action::Fail { request: 1, failure: Failure::NotEnough { need: 1, got: 0 } }));
     let log = take(&log);
@@ -172,12 +185,12 @@ fn down_replicas_are_never_offered() {
     let (mut c, log) = core_with(config(), vec![]);
     let mut out = Vec::new();
     c.set_up(3, false);
-    c.read(0, 1, 7, set(), &Blind, &mut out);
+    c.read(0, req(1, 7, None), &Blind, &mut out);
     assert_eq!(take(&log)[0], "select 1 [4, 5]");
     c.set_up(4, false);
     c.set_up(5, false);
     out.clear();
-    c.read(0, 2, 7, set(), &Blind, &mut out);
+    c.read(0, req(2, 7, None), &Blind, &mut out);
     assert_eq!(out, [Action::Fail { request: 2, failure: Failure::NoReplica }]);
 }
 
@@ -185,15 +198,15 @@ fn down_replicas_are_never_offered() {
 fn shadow_reads_are_visible_to_the_selector_and_never_reply() {
     let (mut c, log) = core_with(CoordinatorConfig { read_repair: 1.0, ..config() }, vec![]);
     let mut out = Vec::new();
-    c.read(0, 1, 7, set(), &Blind, &mut out);
+    c.read(0, req(1, 7, None), &Blind, &mut out);
     assert_eq!(sends(&out), [(1, 3, SendKind::Read), (1, 4, SendKind::Shadow), (1, 5, SendKind::Shadow)]);
     out.clear();
-    c.answered(5, 1, 4, fb(5), None, &Blind, &mut out);
+    c.answered(5, tk(&c, 1), answer(4, fb(5), None), &Blind, &mut out);
     assert!(out.is_empty(), "a shadow's answer is not the client's");
-    c.answered(6, 1, 3, fb(6), None, &Blind, &mut out);
+    c.answered(6, tk(&c, 1), answer(3, fb(6), None), &Blind, &mut out);
     assert_eq!(out, [Action::Reply { request: 1, replica: 3 }]);
     assert_eq!(c.in_flight(), 1, "one shadow still out");
-    c.failed(9, 1, 5, &Blind, &mut out);
+    c.failed(9, tk(&c, 1), 5, &Blind, &mut out);
     assert_eq!((c.in_flight(), c.stats().shadows), (0, 2));
     let log = take(&log);
     assert_eq!(log.iter().filter(|l| l.starts_with("sent")).count(), 3);
@@ -204,23 +217,23 @@ fn shadow_reads_are_visible_to_the_selector_and_never_reply() {
 fn writes_reply_at_quorum_and_fail_when_it_cannot_be_reached() {
     let (mut c, log) = core_with(config(), vec![]);
     let mut out = Vec::new();
-    c.write(0, 1, 7, set(), Some(500), &mut out);
+    c.write(0, req(1, 7, Some(500)), &mut out);
     assert_eq!(sends(&out), [(1, 3, SendKind::Write), (1, 4, SendKind::Write), (1, 5, SendKind::Write)]);
     assert!(matches!(out[0], Action::Send(s) if s.tags.size_class == 1), "the oracle saw the write's size");
     out.clear();
-    c.answered(5, 1, 3, Feedback { busy: true, ..fb(5) }, None, &Blind, &mut out);
-    c.answered(6, 1, 5, fb(6), None, &Blind, &mut out);
+    c.answered(5, tk(&c, 1), answer(3, Feedback { busy: true, ..fb(5) }, None), &Blind, &mut out);
+    c.answered(6, tk(&c, 1), answer(5, fb(6), None), &Blind, &mut out);
     assert_eq!(out, [Action::Reply { request: 1, replica: 5 }]);
-    c.failed(7, 1, 4, &Blind, &mut out);
+    c.failed(7, tk(&c, 1), 4, &Blind, &mut out);
     assert_eq!(c.in_flight(), 0);
     // write acks feed the selector's facts hook, not on_response
     assert_eq!(take(&log), ["facts 3 busy=true", "facts 5 busy=false"]);
     out.clear();
-    c.write(10, 2, 8, set(), None, &mut out);
-    c.failed(11, 2, 3, &Blind, &mut out);
-    c.failed(12, 2, 4, &Blind, &mut out);
+    c.write(10, req(2, 8, None), &mut out);
+    c.failed(11, tk(&c, 2), 3, &Blind, &mut out);
+    c.failed(12, tk(&c, 2), 4, &Blind, &mut out);
     assert_eq!(out.last(), Some(&Action::Fail { request: 2, failure: Failure::NotEnough { need: 2, got: 0 } }));
-    c.failed(13, 2, 5, &Blind, &mut out);
+    c.failed(13, tk(&c, 2), 5, &Blind, &mut out);
     assert_eq!(c.in_flight(), 0);
 }
 
@@ -230,8 +243,8 @@ fn stale_feedback_counts_but_is_not_applied() {
     let mut out = Vec::new();
     c.facts(0, 3, fb(100), &Blind, &mut out);
     c.facts(1, 3, fb(90), &Blind, &mut out);
-    c.read(2, 1, 7, set(), &Blind, &mut out);
-    c.answered(3, 1, 3, fb(95), None, &Blind, &mut out);
+    c.read(2, req(1, 7, None), &Blind, &mut out);
+    c.answered(3, tk(&c, 1), answer(3, fb(95), None), &Blind, &mut out);
     assert_eq!(c.stats().stale_feedback, 2);
     let log = take(&log);
     assert_eq!(log.first().map(String::as_str), Some("facts 3 busy=false"));
@@ -243,10 +256,10 @@ fn quorum_reads_skip_the_selector() {
     let cfg = CoordinatorConfig { read_consistency: Consistency::All, ..config() };
     let (mut c, log) = core_with(cfg, vec![]);
     let mut out = Vec::new();
-    c.read(0, 1, 7, set(), &Blind, &mut out);
+    c.read(0, req(1, 7, None), &Blind, &mut out);
     assert_eq!(sends(&out).len(), 3);
     for (t, r) in [(1, 3), (2, 4), (3, 5)] {
-        c.answered(t, 1, r, fb(t), None, &Blind, &mut out);
+        c.answered(t, tk(&c, 1), answer(r, fb(t), None), &Blind, &mut out);
     }
     assert_eq!(out.last(), Some(&Action::Reply { request: 1, replica: 5 }));
     assert!(take(&log).iter().all(|l| l.starts_with("facts")));
@@ -270,8 +283,8 @@ fn the_selectors_timer_is_a_wake_up() {
 fn answers_for_unknown_requests_are_ignored() {
     let (mut c, _log) = core_with(config(), vec![]);
     let mut out = Vec::new();
-    c.answered(0, 99, 3, fb(0), None, &Blind, &mut out);
-    c.failed(0, 98, 3, &Blind, &mut out);
+    c.answered(0, Ticket { slot: 0, id: 99 }, answer(3, fb(0), None), &Blind, &mut out);
+    c.failed(0, Ticket { slot: 0, id: 98 }, 3, &Blind, &mut out);
     assert!(out.is_empty());
     assert_eq!(c.stats().unknown, 2);
 }

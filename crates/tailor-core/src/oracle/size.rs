@@ -3,7 +3,9 @@
 //!
 //! "Large" always means strictly above the configured threshold (Héron's "exceeds `THR_L`").
 
-use super::bloom::{BloomConfig, BloomError, LargeKeyIndex};
+#[cfg(test)]
+use super::bloom::LargeKeyIndex;
+use super::bloom::{BloomConfig, BloomError};
 use crate::facts::Feedback;
 use crate::model::SizeHint;
 use crate::time::Nanos;
@@ -99,28 +101,114 @@ impl SizeOracle for NoOracle {
     }
 }
 
-/// The engine's true size function, `key -> bytes`.
-pub type SizeFn = Box<dyn Fn(u64) -> u64 + Send>;
-
-/// A perfect oracle, from the engine's own knowledge of every value's size (simulator, tests).
+/// A perfect oracle for an engine that knows every value's size (the simulator): the engine
+/// tells the truth with each request ([`SizeOracle::observe`] right before [`SizeOracle::hint`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ExactOracle {
-    size_of: SizeFn,
+    last: Option<(u64, u64)>,
     large_threshold: u64,
     service: Option<ServiceModel>,
 }
 
 impl ExactOracle {
-    /// An oracle answering `size_of(key)`, large above `large_threshold_bytes`, with `service`
-    /// filled from the model when one is given.
-    pub fn new(size_of: SizeFn, large_threshold_bytes: u64, service: Option<ServiceModel>) -> Self {
-        ExactOracle { size_of, large_threshold: large_threshold_bytes, service }
+    /// An oracle large above `large_threshold_bytes`, with `service` from the model if given.
+    pub fn new(large_threshold_bytes: u64, service: Option<ServiceModel>) -> Self {
+        ExactOracle { last: None, large_threshold: large_threshold_bytes, service }
     }
 }
 
 impl SizeOracle for ExactOracle {
     fn hint(&self, key: u64) -> SizeHint {
-        hint_for((self.size_of)(key), self.large_threshold, self.service.as_ref())
+        match self.last {
+            Some((k, bytes)) if k == key => hint_for(bytes, self.large_threshold, self.service.as_ref()),
+            _ => SizeHint::default(),
+        }
     }
+
+    fn observe(&mut self, key: u64, bytes: u64) {
+        self.last = Some((key, bytes));
+    }
+}
+
+/// Héron's Bloom oracle as the simulator models it: the data set is preloaded before
+/// measurement, so every coordinator's filter already holds every large key (the load phase's
+/// write acks carried the bits); what remains of the filter is its error. A small key is
+/// reported large with the filter's false-positive probability, never the reverse; the draw is
+/// a hash of (seed, key), so a key is a false positive consistently, as in a real filter.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PreloadedBloom {
+    exact: ExactOracle,
+    seed: u64,
+    false_positive_rate: f64,
+}
+
+impl SizeOracle for PreloadedBloom {
+    fn hint(&self, key: u64) -> SizeHint {
+        let large = self.exact.hint(key).large
+            || crate::workload::unit_hash(self.seed ^ 0xB100_F11E, key) < self.false_positive_rate;
+        SizeHint { bytes: None, service: None, large }
+    }
+
+    fn observe(&mut self, key: u64, bytes: u64) {
+        self.exact.observe(key, bytes);
+    }
+}
+
+/// Which size oracle coordinators consult: one choice for every engine.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OracleKind {
+    /// The true size: told by the simulator; in the store, the sizes the coordinator has seen.
+    #[default]
+    Exact,
+    /// Héron's Bloom filter of large keys, learnt from replicas' piggybacked bits (modelled by
+    /// its false positives in the simulator, where the data set is preloaded).
+    Bloom,
+    /// Nothing known.
+    None,
+}
+
+/// What an engine can know about value sizes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Knowledge {
+    /// A simulator: it tells the true size with every request; `seed` drives modelled errors.
+    Simulated {
+        /// Run seed.
+        seed: u64,
+    },
+    /// A live store: sizes are learnt from traffic and replicas' facts; `servers` replicas
+    /// send Bloom deltas.
+    Live {
+        /// Cluster size.
+        servers: usize,
+    },
+}
+
+/// Most keys the live exact oracle ([`SeenSizes`]) remembers.
+pub const SEEN_SIZES_CAPACITY: usize = 1 << 20;
+
+/// Build one coordinator's size oracle of `kind`: large above `large_threshold` bytes,
+/// `service` filling [`SizeHint::service`] where a size is known, `bloom` shaping filters.
+pub fn build(
+    kind: OracleKind,
+    large_threshold: u64,
+    service: Option<ServiceModel>,
+    bloom: &BloomConfig,
+    knowledge: Knowledge,
+) -> Result<Box<dyn SizeOracle>, BloomError> {
+    let exact = ExactOracle::new(large_threshold, service);
+    Ok(match (kind, knowledge) {
+        (OracleKind::None, _) => Box::new(NoOracle),
+        (OracleKind::Exact, Knowledge::Simulated { .. }) => Box::new(exact),
+        (OracleKind::Exact, Knowledge::Live { .. }) => {
+            Box::new(SeenSizes::new(SEEN_SIZES_CAPACITY, large_threshold, service))
+        }
+        (OracleKind::Bloom, Knowledge::Simulated { seed }) => {
+            super::bloom::BloomFilter::from_config(bloom)?;
+            Box::new(PreloadedBloom { exact, seed, false_positive_rate: bloom.false_positive_rate })
+        }
+        (OracleKind::Bloom, Knowledge::Live { servers }) => Box::new(BloomSizeOracle::new(bloom, servers)?),
+    })
 }
 
 /// An oracle that reads the size out of the key itself, as Hector's experiments did.
@@ -163,125 +251,6 @@ impl SizeOracle for KeyEncodedOracle {
     }
 }
 
-/// Which size oracle coordinators use, as written in a spec (`kind = "bloom"`, ...).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum SizeOracleConfig {
-    /// [`NoOracle`].
-    #[default]
-    None,
-    /// [`ExactOracle`]: the engine supplies the true sizes.
-    Exact {
-        /// Values strictly above this many bytes are large.
-        #[serde(default = "default_threshold")]
-        large_threshold_bytes: u64,
-    },
-    /// [`KeyEncodedOracle`]: sizes read from the keys' low 40 bits.
-    KeyEncoded {
-        /// Values strictly above this many bytes are large.
-        #[serde(default = "default_threshold")]
-        large_threshold_bytes: u64,
-    },
-    /// [`BloomSizeOracle`] at coordinators, fed by a [`LargeKeyIndex`] at each replica.
-    Bloom {
-        /// Héron's `THR_L`: values strictly above this many bytes enter the replicas' filters.
-        #[serde(default = "default_threshold")]
-        large_threshold_bytes: u64,
-        /// Number of large keys the filters are sized for.
-        #[serde(default = "default_expected_items")]
-        expected_items: u64,
-        /// Target false-positive rate (Héron: at most 0.1 %).
-        #[serde(default = "default_false_positive_rate")]
-        false_positive_rate: f64,
-    },
-}
-
-fn default_threshold() -> u64 {
-    DEFAULT_LARGE_THRESHOLD_BYTES
-}
-
-fn default_expected_items() -> u64 {
-    BloomConfig::default().expected_items
-}
-
-fn default_false_positive_rate() -> f64 {
-    BloomConfig::default().false_positive_rate
-}
-
-/// A size oracle that cannot be built from its configuration.
-#[derive(Debug, thiserror::Error, PartialEq)]
-pub enum SizeOracleError {
-    /// `exact` was asked for but the engine has no true size function to give it.
-    #[error("size oracle `exact` needs the engine's true sizes, which this engine cannot provide")]
-    NoTruth,
-    /// The Bloom filter parameters are invalid.
-    #[error(transparent)]
-    Bloom(#[from] BloomError),
-}
-
-impl SizeOracleConfig {
-    /// The large-value threshold in bytes (`None` has none and never calls a value large).
-    pub fn large_threshold_bytes(&self) -> Option<u64> {
-        match self {
-            SizeOracleConfig::None => None,
-            SizeOracleConfig::Exact { large_threshold_bytes }
-            | SizeOracleConfig::KeyEncoded { large_threshold_bytes }
-            | SizeOracleConfig::Bloom { large_threshold_bytes, .. } => Some(*large_threshold_bytes),
-        }
-    }
-
-    /// The filter shape, for the Bloom variant.
-    pub fn bloom_config(&self) -> Option<BloomConfig> {
-        match self {
-            SizeOracleConfig::Bloom { expected_items, false_positive_rate, .. } => {
-                Some(BloomConfig { expected_items: *expected_items, false_positive_rate: *false_positive_rate })
-            }
-            _ => None,
-        }
-    }
-
-    /// Check the configuration without building anything.
-    pub fn validate(&self) -> Result<(), SizeOracleError> {
-        if let Some(cfg) = self.bloom_config() {
-            super::bloom::BloomFilter::from_config(&cfg)?;
-        }
-        Ok(())
-    }
-
-    /// Build one coordinator's oracle. `servers` is the cluster size (the Bloom oracle waits for
-    /// every replica before switching generation), `truth` the engine's true size function
-    /// (required by `exact`, ignored otherwise), `service` the engine's processing-time model
-    /// (fills [`SizeHint::service`] for `exact` and `key-encoded`).
-    pub fn build(
-        &self,
-        servers: usize,
-        truth: Option<SizeFn>,
-        service: Option<ServiceModel>,
-    ) -> Result<Box<dyn SizeOracle>, SizeOracleError> {
-        Ok(match self {
-            SizeOracleConfig::None => Box::new(NoOracle),
-            SizeOracleConfig::Exact { large_threshold_bytes } => {
-                Box::new(ExactOracle::new(truth.ok_or(SizeOracleError::NoTruth)?, *large_threshold_bytes, service))
-            }
-            SizeOracleConfig::KeyEncoded { large_threshold_bytes } => {
-                Box::new(KeyEncodedOracle::new(*large_threshold_bytes, service))
-            }
-            SizeOracleConfig::Bloom { expected_items, false_positive_rate, .. } => Box::new(BloomSizeOracle::new(
-                &BloomConfig { expected_items: *expected_items, false_positive_rate: *false_positive_rate },
-                servers,
-            )?),
-        })
-    }
-
-    /// The replica-side index a replica must keep for this oracle (`Some` only for `bloom`).
-    pub fn replica_index(&self) -> Result<Option<LargeKeyIndex>, SizeOracleError> {
-        match (self.bloom_config(), self.large_threshold_bytes()) {
-            (Some(cfg), Some(threshold)) => Ok(Some(LargeKeyIndex::new(&cfg, threshold)?)),
-            _ => Ok(None),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,13 +265,27 @@ mod tests {
     }
 
     #[test]
-    fn exact_oracle_uses_truth_threshold_and_service_model() {
+    fn exact_oracle_uses_the_told_truth_threshold_and_service_model() {
         let euro_par = ServiceModel { alpha_ns_per_byte: 80.0, beta_ns: MS };
-        let o = ExactOracle::new(Box::new(|key| key * 1_000), 4_000, Some(euro_par));
+        let mut o = ExactOracle::new(4_000, Some(euro_par));
+        o.observe(4, 4_000);
         assert_eq!(o.hint(4), SizeHint { bytes: Some(4_000), service: Some(320_000 + MS), large: false });
+        assert_eq!(o.hint(5), SizeHint::default(), "only the key just told");
+        o.observe(5, 5_000);
         assert_eq!(o.hint(5), SizeHint { bytes: Some(5_000), service: Some(400_000 + MS), large: true });
-        let bare = ExactOracle::new(Box::new(|_| 7), 0, None);
-        assert_eq!(bare.hint(1), SizeHint { bytes: Some(7), service: None, large: true });
+    }
+
+    #[test]
+    fn seen_sizes_remember_a_bounded_table() {
+        let mut o = SeenSizes::new(2, 10, None);
+        assert_eq!(o.hint(1), SizeHint::default());
+        o.observe(1, 11);
+        o.observe(2, 5);
+        assert!(o.hint(1).large && !o.hint(2).large);
+        o.observe(2, 50);
+        assert!(o.hint(2).large, "a key already held is updated in place");
+        o.observe(3, 1);
+        assert_eq!((o.hint(1), o.hint(3).bytes), (SizeHint::default(), Some(1)), "full: starts over");
     }
 
     #[test]
@@ -328,50 +311,43 @@ mod tests {
     }
 
     #[test]
-    fn config_parses_kebab_case_with_defaults() {
-        let parse = |s: &str| serde_json::from_str::<SizeOracleConfig>(s);
-        assert_eq!(parse(r#"{"kind": "none"}"#).expect("valid"), SizeOracleConfig::None);
-        assert_eq!(
-            parse(r#"{"kind": "key-encoded", "large_threshold_bytes": 1024}"#).expect("valid"),
-            SizeOracleConfig::KeyEncoded { large_threshold_bytes: 1024 }
-        );
-        let bloom = parse(r#"{"kind": "bloom"}"#).expect("valid");
-        assert_eq!(bloom.large_threshold_bytes(), Some(256 * 1024));
-        assert_eq!(bloom.bloom_config(), Some(BloomConfig::default()));
-        assert!(parse(r#"{"kind": "bloom", "fp_rate": 0.1}"#).is_err(), "unknown field");
-        assert!(parse(r#"{"kind": "magic"}"#).is_err(), "unknown kind");
-        assert_eq!(SizeOracleConfig::default(), SizeOracleConfig::None);
-        let back = serde_json::to_string(&SizeOracleConfig::Exact { large_threshold_bytes: 9 }).expect("serializes");
-        assert_eq!(back, r#"{"kind":"exact","large_threshold_bytes":9}"#);
-    }
+    fn build_every_kind_for_both_engines() {
+        let bloom = BloomConfig { expected_items: 1_000, false_positive_rate: 1e-3 };
+        let sim = Knowledge::Simulated { seed: 1 };
+        let live = Knowledge::Live { servers: 1 };
+        let mut exact = build(OracleKind::Exact, 10, None, &bloom, sim).unwrap();
+        exact.observe(9, 11);
+        assert!(exact.hint(9).large);
+        let mut seen = build(OracleKind::Exact, 10, None, &bloom, live).unwrap();
+        assert!(!seen.hint(9).large);
+        seen.observe(9, 11);
+        assert!(seen.hint(9).large);
+        let mut modelled = build(OracleKind::Bloom, 10, None, &bloom, sim).unwrap();
+        modelled.observe(9, 11);
+        assert_eq!(modelled.hint(9), SizeHint { bytes: None, service: None, large: true });
+        let false_positives = (0..100_000u64)
+            .filter(|&k| {
+                modelled.observe(k, 1);
+                modelled.hint(k).large
+            })
+            .count();
+        assert!((50..150).contains(&false_positives), "about 0.1 %: {false_positives}");
+        let bad = BloomConfig { false_positive_rate: 2.0, ..bloom.clone() };
+        assert!(build(OracleKind::Bloom, 10, None, &bad, sim).is_err());
+        assert!(build(OracleKind::Bloom, 10, None, &bad, live).is_err());
 
-    #[test]
-    fn build_every_kind() {
-        let truth = || Some(Box::new(|k: u64| k) as SizeFn);
-        let exact = SizeOracleConfig::Exact { large_threshold_bytes: 10 };
-        assert!(exact.build(3, truth(), None).expect("builds").hint(11).large);
-        assert_eq!(exact.build(3, None, None).err(), Some(SizeOracleError::NoTruth));
-        assert!(exact.replica_index().expect("ok").is_none());
-        let bad = SizeOracleConfig::Bloom { large_threshold_bytes: 1, expected_items: 10, false_positive_rate: 2.0 };
-        assert!(matches!(bad.validate(), Err(SizeOracleError::Bloom(_))));
-        assert!(bad.build(3, None, None).is_err());
-
-        // A Bloom oracle learns from feedback built by the replica-side index of the same config.
-        let bloom =
-            SizeOracleConfig::Bloom { large_threshold_bytes: 100, expected_items: 1_000, false_positive_rate: 1e-3 };
-        let mut index = bloom.replica_index().expect("ok").expect("bloom has an index");
-        let mut oracle = bloom.build(1, None, None).expect("builds");
+        // the live Bloom oracle learns from feedback built by the replica-side index
+        let mut index = LargeKeyIndex::new(&bloom, 100).unwrap();
+        let mut oracle = build(OracleKind::Bloom, 100, None, &bloom, live).unwrap();
         index.record_write(77, 101);
         assert!(!oracle.hint(77).large);
         let mut fb = Feedback::default();
         index.fill_feedback(0, &mut fb);
         oracle.learn(&fb);
         assert_eq!(oracle.hint(77), SizeHint { bytes: None, service: None, large: true });
-        for (cfg, key) in
-            [(SizeOracleConfig::None, 1u64), (SizeOracleConfig::KeyEncoded { large_threshold_bytes: 5 }, 6)]
-        {
-            let o = cfg.build(1, None, Some(ServiceModel { alpha_ns_per_byte: 1.0, beta_ns: 0 })).expect("builds");
-            assert_eq!(o.hint(key).large, cfg != SizeOracleConfig::None);
-        }
+        assert_eq!(oracle.generation(), Some(0));
+        assert!(build(OracleKind::None, 1, None, &bloom, live).unwrap().generation().is_none());
+        let kinds: Vec<OracleKind> = serde_json::from_str(r#"["exact", "bloom", "none"]"#).unwrap();
+        assert_eq!(kinds, [OracleKind::Exact, OracleKind::Bloom, OracleKind::None]);
     }
 }

@@ -118,8 +118,16 @@ impl Accountant {
 
     /// Change of the waiting count over the last [`DQ_WINDOW`].
     fn dq(&self, now: Nanos) -> i64 {
-        let base = self.history.iter().rev().find(|(t, _)| t + DQ_WINDOW <= now).or(self.history.front());
-        self.waiting as i64 - base.map_or(0, |s| s.1) as i64
+        // samples are in time order and trimmed to about one window: scanning from the front
+        // for the last one at or before `now - DQ_WINDOW` takes a step or two
+        let mut base = self.history.front().map_or(0, |s| s.1);
+        for &(t, len) in self.history.iter().skip(1) {
+            if t + DQ_WINDOW > now {
+                break;
+            }
+            base = len;
+        }
+        self.waiting as i64 - base as i64
     }
 
     /// The facts at `now`, for a reply to a request whose service took `service` (0 for a
@@ -164,7 +172,7 @@ mod tests {
         a.finishes(2);
         let f = a.facts(2 * MS, 77);
         assert_eq!((f.queue_len, f.busy, f.completed, f.service_time), (1, false, 2, 77));
-        assert!(a.large_present() == false && a.waiting() == 1 && a.running() == 0);
+        assert!(!a.large_present() && a.waiting() == 1 && a.running() == 0);
     }
 
     #[test]
