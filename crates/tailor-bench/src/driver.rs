@@ -69,7 +69,7 @@ pub async fn run(cfg: &BenchConfig) -> Result<DriverOutput, BenchError> {
         );
     }
     let load = load_phase(cfg, &load_set(&schedule, cfg.load_keys)).await;
-    let recorder = Arc::new(Mutex::new(Recorder::new(warmup, spec.cluster.service.clone())));
+    let recorder = Arc::new(Mutex::new(Recorder::new(warmup, schedule.duration, spec.cluster.service.clone())));
     open_loop(cfg, &schedule, &recorder).await;
     let rec = recorder.lock().unwrap_or_else(|e| e.into_inner());
     let mut result = RunResult {
@@ -86,6 +86,7 @@ pub async fn run(cfg: &BenchConfig) -> Result<DriverOutput, BenchError> {
     result.extra.insert("warmup_s".into(), warmup as f64 / 1e9);
     result.extra.insert("load_keys".into(), load.keys as f64);
     result.extra.insert("load_errors".into(), load.errors as f64);
+    crate::validity::apply(&mut result);
     Ok(DriverOutput { result, timeseries: rec.timeseries(), load, error_samples: rec.error_samples().to_vec() })
 }
 

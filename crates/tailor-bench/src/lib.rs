@@ -21,6 +21,8 @@
 //!   `workload.warmup_ms`). Requests *intended* before the end of the warm-up are not measured.
 //! - **Stretch** is latency over the spec's nominal processing time of the value
 //!   (`cluster.service`), the only processing time the bench knows.
+//! - **Validity**: every run is judged by [`validity`] (send lag, timeouts, errors, achieved
+//!   rate) and carries the verdict in its `valid` and `invalid_reasons` fields.
 //! - **Not measured live**: `small_behind_large` (0) and `per_server_load` (empty): the bench
 //!   sees coordinators, not which replica served a read.
 
@@ -28,6 +30,7 @@ pub mod driver;
 pub mod record;
 pub mod resp;
 pub mod schedule;
+pub mod validity;
 
 use serde::Serialize;
 use std::collections::BTreeMap;

@@ -94,6 +94,7 @@ pub struct Progress {
 #[derive(Clone, Debug)]
 pub struct Recorder {
     warmup: Nanos,
+    end: Nanos,
     service: ServiceSpec,
     reads: Hist,
     writes: Hist,
@@ -101,6 +102,7 @@ pub struct Recorder {
     send_lag: Hist,
     all: Hist,
     measured: u64,
+    measured_in_window: u64,
     errors: u64,
     timeouts: u64,
     warmup_errors: u64,
@@ -116,11 +118,13 @@ pub struct Recorder {
 const ERROR_SAMPLES: usize = 5;
 
 impl Recorder {
-    /// A recorder that excludes requests intended before `warmup`; `service` gives each read's
-    /// nominal processing time for the stretch (latency / nominal time).
-    pub fn new(warmup: Nanos, service: ServiceSpec) -> Recorder {
+    /// A recorder that excludes requests intended before `warmup`, for a schedule whose last
+    /// request is intended before `end`; `service` gives each read's nominal processing time for
+    /// the stretch (latency / nominal time).
+    pub fn new(warmup: Nanos, end: Nanos, service: ServiceSpec) -> Recorder {
         Recorder {
             warmup,
+            end,
             service,
             reads: Hist::latency(),
             writes: Hist::latency(),
@@ -128,6 +132,7 @@ impl Recorder {
             send_lag: Hist::latency(),
             all: Hist::latency(),
             measured: 0,
+            measured_in_window: 0,
             errors: 0,
             timeouts: 0,
             warmup_errors: 0,
@@ -161,6 +166,10 @@ impl Recorder {
         let measured = c.intended >= self.warmup;
         self.second(c.intended).offered += 1;
         let failed = matches!(c.outcome, Outcome::Error | Outcome::Timeout);
+        if measured {
+            // failed requests count too: a request dequeued after its deadline was late as well
+            self.send_lag.record(c.sent.saturating_sub(c.intended) as f64);
+        }
         if failed {
             self.total_errors += 1;
             self.second(c.done).errors += 1;
@@ -184,8 +193,10 @@ impl Recorder {
             return;
         }
         self.measured += 1;
+        if c.done <= self.end {
+            self.measured_in_window += 1;
+        }
         self.last_done = self.last_done.max(c.done);
-        self.send_lag.record(c.sent.saturating_sub(c.intended) as f64);
         match c.op {
             Op::Read => {
                 self.reads.record(latency as f64);
@@ -235,6 +246,13 @@ impl Recorder {
     /// timeouts; `throughput_rps` is measured completions over the span from the end of the
     /// warm-up to the last measured completion; `offered_rps` is the schedule's rate. Warm-up
     /// errors are not dropped: they are in `extra.warmup_errors`.
+    ///
+    /// For the validity check, `extra` also holds the rates over the measured window (end of
+    /// warm-up to end of schedule): `window_offered_rps`, the requests actually intended in it
+    /// (so Poisson noise in a short run is not mistaken for a shortfall), and
+    /// `window_achieved_rps`, the measured completions that finished inside it (so one late
+    /// straggler does not stretch the span as it does `throughput_rps`, while a backlog does
+    /// lower it). `send_lag_*` covers every measured request, failed ones included.
     pub fn fill(&self, r: &mut RunResult, offered_rps: f64, cdf_points: usize) {
         r.requests = self.measured;
         r.read_latency_ms = self.reads.summary();
@@ -247,12 +265,16 @@ impl Recorder {
         r.latency_cdf = self.reads.cdf(cdf_points);
         r.stretch_cdf = self.stretch.cdf(cdf_points);
         let lag = self.send_lag.summary();
+        let window = self.end.saturating_sub(self.warmup);
+        let per_window = |n: u64| if window > 0 { n as f64 * SEC as f64 / window as f64 } else { 0.0 };
         let extra: BTreeMap<String, f64> = [
             ("timeouts", self.timeouts as f64),
             ("warmup_errors", self.warmup_errors as f64),
             ("read_misses", self.misses as f64),
             ("send_lag_p99_ms", lag.p99),
             ("send_lag_max_ms", lag.max),
+            ("window_offered_rps", per_window(self.measured + self.errors + self.timeouts)),
+            ("window_achieved_rps", per_window(self.measured_in_window)),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
@@ -271,7 +293,7 @@ mod tests {
     }
 
     fn recorder() -> Recorder {
-        Recorder::new(SEC, ServiceSpec::default())
+        Recorder::new(SEC, 2 * SEC, ServiceSpec::default())
     }
 
     #[test]
@@ -316,6 +338,22 @@ mod tests {
         assert!((res.read_latency_ms.max - 1.0).abs() < 0.01);
         assert_eq!(r.progress().errors, 3);
         assert_eq!(r.progress().completed, 1);
+    }
+
+    #[test]
+    fn window_rates_count_intended_requests_and_completions_inside_the_window() {
+        // measured window: 1 s to 2 s
+        let mut r = recorder();
+        r.record(c(500 * MS, 600 * MS, Op::Read, Outcome::Ok)); // warm-up: neither
+        r.record(c(1100 * MS, 1200 * MS, Op::Read, Outcome::Ok)); // offered and achieved
+        r.record(c(1800 * MS, 2500 * MS, Op::Read, Outcome::Ok)); // finished after the window
+        r.record(Completion { sent: 1400 * MS, ..c(1300 * MS, 3300 * MS, Op::Read, Outcome::Timeout) });
+        let mut res = RunResult::default();
+        r.fill(&mut res, 10.0, 10);
+        assert_eq!(res.extra["window_offered_rps"], 3.0);
+        assert_eq!(res.extra["window_achieved_rps"], 1.0);
+        // the timed-out request's 100 ms lag is counted: it was late too
+        assert!((res.extra["send_lag_max_ms"] - 100.0).abs() < 0.5, "{:?}", res.extra);
     }
 
     #[test]

@@ -63,6 +63,20 @@ pub struct RunResult {
     pub bound: Option<BoundRatio>,
     /// Engine-specific extra figures (e.g. cache hit ratio).
     pub extra: BTreeMap<String, f64>,
+    /// Live runs: whether the load generator kept its schedule cleanly enough for the figures to
+    /// be trusted (tailor-bench's `validity` rule). Absent for simulator runs, which are valid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub valid: Option<bool>,
+    /// Live runs: why the run is invalid, one sentence with the figures per broken rule.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invalid_reasons: Vec<String>,
+}
+
+impl RunResult {
+    /// False only for a live run judged invalid; simulator runs and older files count as valid.
+    pub fn is_valid(&self) -> bool {
+        self.valid != Some(false)
+    }
 }
 
 /// A run's distance from the lower bound.

@@ -211,6 +211,8 @@ pub(crate) mod tests {
             window_ms: 100.0,
             bound: None,
             extra: BTreeMap::new(),
+            valid: None,
+            invalid_reasons: Vec::new(),
         }
     }
 

@@ -15,6 +15,8 @@ pub struct Part {
     pub meta: String,
     /// The effective spec (TOML), shown collapsed.
     pub spec: String,
+    /// Banners above the table, e.g. one per invalid live run (plain text).
+    pub banners: Vec<String>,
     /// The comparison table's HTML (already escaped).
     pub table: String,
     /// The figure sections.
@@ -35,6 +37,7 @@ section.part { background: #fff; border: 1px solid var(--line); border-radius: 6
 h2 { font-size: 21px; margin: 12px 0 4px; }
 h3 { font-size: 17px; margin: 26px 0 4px; border-top: 1px solid #eee; padding-top: 14px; }
 p.meta, p.caption { color: var(--muted); font-size: 14px; margin: 4px 0 10px; max-width: 1100px; }
+p.invalid { color: #fff; background: #b00020; border-radius: 3px; padding: 6px 12px; font-weight: bold; font-size: 14px; margin: 6px 0; }
 p.note { color: #8a5300; background: #fff7e6; border-left: 3px solid #E69F00; padding: 4px 10px; font-size: 14px; margin: 6px 0; }
 details { margin: 8px 0 4px; }
 summary { cursor: pointer; color: var(--accent); font-size: 14px; }
@@ -80,6 +83,7 @@ pub fn page(title: &str, subtitle: &str, parts: &[Part], extra: &[(String, Secti
             escape(&part.title),
             escape(&part.meta)
         );
+        write_banners(&mut out, &part.banners);
         let _ =
             write!(out, "<details><summary>Experiment spec</summary>\n<pre>{}</pre>\n</details>\n", escape(&part.spec));
         out.push_str(
@@ -105,8 +109,15 @@ pub fn page(title: &str, subtitle: &str, parts: &[Part], extra: &[(String, Secti
     out
 }
 
+fn write_banners(out: &mut String, banners: &[String]) {
+    for banner in banners {
+        let _ = writeln!(out, "<p class=\"invalid\">{}</p>", escape(banner));
+    }
+}
+
 fn write_section(out: &mut String, section: &Section) {
     let _ = write!(out, "<h3>{}</h3>\n<p class=\"caption\">{}</p>\n", escape(&section.title), escape(&section.caption));
+    write_banners(out, &section.warnings);
     for note in &section.notes {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(note));
     }

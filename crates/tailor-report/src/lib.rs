@@ -17,6 +17,7 @@ pub mod png;
 pub mod scale;
 pub mod svg;
 pub mod table;
+pub mod validity;
 
 pub use error::ReportError;
 pub use input::{load, Source};
@@ -96,7 +97,8 @@ pub fn render(sources: &[Source], title: Option<&str>) -> Report {
             title: format!("{} ({})", r.experiment, engine_name(&r.engine)),
             meta,
             spec: r.spec.clone(),
-            table: table::render(view),
+            banners: validity::banners(&r.runs),
+            table: table::render(view, r.engine == "live"),
             sections,
         });
     }
@@ -111,7 +113,9 @@ pub fn render(sources: &[Source], title: Option<&str>) -> Report {
                 format!("{} / {}", sources[a].results.experiment, sources[b].results.experiment)
             }
         );
-        extra.push((heading, plots::overlay::section(&id, &views[a], &views[b], styles_of(a))));
+        let mut section = plots::overlay::section(&id, &views[a], &views[b], styles_of(a));
+        section.warnings = validity::banners(&sources[b].results.runs);
+        extra.push((heading, section));
     }
     let mut names: Vec<String> = sources.iter().map(|s| s.results.experiment.clone()).collect();
     names.dedup();
@@ -210,6 +214,22 @@ mod tests {
         assert!(report.html.contains("synthetic: simulated vs measured"));
         assert!(report.plots.iter().any(|p| p.name == "synthetic-sim-vs-synthetic-live-sim-vs-live-interval-ms-100"));
         assert_eq!(report.plots.len(), 13 * 2 + 4);
+        assert!(!report.html.contains("live run invalid"));
+    }
+
+    #[test]
+    fn an_invalid_live_run_gets_a_banner_in_its_part_and_in_the_overlay() {
+        let mut live = source("live");
+        let run = &mut live.results.runs[1];
+        run.valid = Some(false);
+        run.invalid_reasons = vec!["load generator 1.9 s behind schedule (send lag p99 1900.0 ms > 5 ms)".into()];
+        let report = render(&[source("sim"), live], None);
+        balanced(&report.html).unwrap();
+        let banner = "<p class=\"invalid\">live run invalid: load generator 1.9 s behind schedule \
+                      (send lag p99 1900.0 ms &gt; 5 ms) (c3 + fcfs, interval_ms=100, seed 2)</p>";
+        assert_eq!(report.html.matches(banner).count(), 2, "in the live part and in the overlay");
+        let overlay = report.html.find("synthetic: simulated vs measured</h2>").unwrap();
+        assert!(report.html[overlay..].contains(banner));
     }
 
     #[test]

@@ -1,36 +1,53 @@
 //! The comparison table as HTML: one row per swept point × selector × local policy, seed means,
-//! the best value of each column highlighted within each swept point.
+//! the best value of each column highlighted within each swept point. Live files add errors and
+//! timeouts, never highlighted: they judge the run, not the strategy.
 
 use crate::data::{mean, short_name, View};
 use crate::escape::escape;
 use crate::scale::format_value;
+use crate::validity::errors_and_timeouts;
 use std::fmt::Write;
 use tailor_core::results::RunResult;
 
-/// A numeric column: header, whether lower is better, and how to read it from a run.
-type Column = (&'static str, bool, fn(&RunResult) -> f64);
+/// Which value of a column is best, if any.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Best {
+    Lowest,
+    Highest,
+    Unranked,
+}
+
+/// A numeric column: header, which value is best, and how to read it from a run.
+type Column = (&'static str, Best, fn(&RunResult) -> f64);
 
 const COLUMNS: [Column; 8] = [
-    ("p50 ms", true, |r| r.read_latency_ms.p50),
-    ("p95 ms", true, |r| r.read_latency_ms.p95),
-    ("p99 ms", true, |r| r.read_latency_ms.p99),
-    ("p99.9 ms", true, |r| r.read_latency_ms.p999),
-    ("max ms", true, |r| r.read_latency_ms.max),
-    ("throughput /s", false, |r| r.throughput_rps),
-    ("stretch p99", true, |r| r.stretch.p99),
-    ("seeds", true, |_| f64::NAN),
+    ("p50 ms", Best::Lowest, |r| r.read_latency_ms.p50),
+    ("p95 ms", Best::Lowest, |r| r.read_latency_ms.p95),
+    ("p99 ms", Best::Lowest, |r| r.read_latency_ms.p99),
+    ("p99.9 ms", Best::Lowest, |r| r.read_latency_ms.p999),
+    ("max ms", Best::Lowest, |r| r.read_latency_ms.max),
+    ("throughput /s", Best::Highest, |r| r.throughput_rps),
+    ("stretch p99", Best::Lowest, |r| r.stretch.p99),
+    ("seeds", Best::Unranked, |_| f64::NAN),
 ];
 
-/// The table's HTML. "Best" is judged within each swept point, since points differ in load and
-/// are not comparable with each other.
-pub fn render(view: &View) -> String {
+/// Columns of live files only.
+const LIVE_COLUMNS: [Column; 2] = [
+    ("errors", Best::Unranked, |r| errors_and_timeouts(r).0),
+    ("timeouts", Best::Unranked, |r| errors_and_timeouts(r).1),
+];
+
+/// The table's HTML, with the error and timeout columns when `live`. "Best" is judged within
+/// each swept point, since points differ in load and are not comparable with each other.
+pub fn render(view: &View, live: bool) -> String {
+    let columns: Vec<Column> = COLUMNS.iter().chain(if live { &LIVE_COLUMNS[..] } else { &[] }).copied().collect();
     let params: Vec<String> = view.points.first().map(|p| p.keys().cloned().collect()).unwrap_or_default();
     let mut out = String::from("<div class=\"table-wrap\"><table class=\"cmp\">\n<thead><tr>");
     for p in &params {
         let _ = write!(out, "<th title=\"{}\">{}</th>", escape(p), escape(&short_name(p)));
     }
     out.push_str("<th>selector</th><th>local</th>");
-    for (h, _, _) in COLUMNS {
+    for (h, _, _) in &columns {
         let _ = write!(out, "<th class=\"num\">{}</th>", escape(h));
     }
     out.push_str("</tr></thead>\n<tbody>\n");
@@ -39,16 +56,16 @@ pub fn render(view: &View) -> String {
             .filter(|&s| !view.runs(s, p).is_empty())
             .map(|s| {
                 let runs = view.runs(s, p);
-                (s, COLUMNS.iter().map(|(_, _, f)| mean(runs, f)).collect(), runs.len())
+                (s, columns.iter().map(|(_, _, f)| mean(runs, f)).collect(), runs.len())
             })
             .collect();
-        let best: Vec<f64> = (0..COLUMNS.len())
+        let best: Vec<f64> = (0..columns.len())
             .map(|c| {
                 let vals = rows.iter().map(|r| r.1[c]).filter(|v| v.is_finite());
-                if COLUMNS[c].1 {
-                    vals.fold(f64::INFINITY, f64::min)
-                } else {
-                    vals.fold(f64::NEG_INFINITY, f64::max)
+                match columns[c].1 {
+                    Best::Lowest => vals.fold(f64::INFINITY, f64::min),
+                    Best::Highest => vals.fold(f64::NEG_INFINITY, f64::max),
+                    Best::Unranked => f64::NAN,
                 }
             })
             .collect();
@@ -62,7 +79,7 @@ pub fn render(view: &View) -> String {
             let strategy = &view.strategies[*s];
             let _ = write!(out, "<td>{}</td><td>{}</td>", escape(&strategy.selector), escape(&strategy.local));
             for (c, v) in vals.iter().enumerate() {
-                if COLUMNS[c].0 == "seeds" {
+                if columns[c].0 == "seeds" {
                     let _ = write!(out, "<td class=\"num\">{seeds}</td>");
                     continue;
                 }
@@ -89,7 +106,7 @@ mod tests {
         let mut r = results("sim");
         r.runs[0].selector = "<b>".into();
         let view = View::new(&r);
-        let html = render(&view);
+        let html = render(&view, false);
         balanced(&html).unwrap();
         assert_eq!(html.matches("<tr").count(), 1 + 5, "header + 3 strategies at point 1 + 2 at point 2");
         assert!(html.contains("<td>&lt;b&gt;</td>"));
@@ -100,5 +117,20 @@ mod tests {
         assert!(lor_rows.iter().all(|l| l.matches("best").count() == 0));
         let c3 = html.lines().find(|l| l.contains("<td>c3</td>") && l.contains(">500<")).unwrap();
         assert_eq!(c3.matches("best").count(), 7, "all latencies, throughput and stretch");
+        assert!(!html.contains("<th class=\"num\">timeouts</th>"));
+    }
+
+    #[test]
+    fn live_tables_show_errors_and_timeouts_unranked() {
+        let mut r = results("live");
+        r.runs[0].errors = 10;
+        r.runs[0].extra.insert("timeouts".into(), 4.0);
+        let html = render(&View::new(&r), true);
+        balanced(&html).unwrap();
+        assert!(html.contains("<th class=\"num\">errors</th><th class=\"num\">timeouts</th>"), "{html}");
+        // c3 at the first point: seeds 1 and 2, mean errors (6 + 0) / 2, timeouts (4 + 0) / 2
+        let c3 = html.lines().find(|l| l.contains("<td>c3</td>")).unwrap();
+        assert!(c3.ends_with("<td class=\"num\">3.00</td><td class=\"num\">2.00</td></tr>"), "{c3}");
+        assert_eq!(c3.matches("best").count(), 7, "errors and timeouts are never highlighted");
     }
 }

@@ -55,6 +55,7 @@ fn main() {
     };
     if let Err(e) = outcome {
         eprintln!("error: {e:#}");
-        std::process::exit(2);
+        let invalid = e.downcast_ref::<cmd::experiment::AllLiveRunsInvalid>().is_some();
+        std::process::exit(if invalid { cmd::experiment::INVALID_EXIT_CODE } else { 2 });
     }
 }

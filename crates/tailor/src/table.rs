@@ -1,8 +1,10 @@
 //! The comparison table printed after a run: one row per swept point × selector × local policy,
-//! figures averaged over seeds.
+//! figures averaged over seeds. Live runs add `errors`, `timeouts` (summed over seeds) and
+//! `valid` (tailor-bench's validity verdict), so an invalid run cannot pass for a result.
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use tailor_bench::validity::Figures;
 use tailor_core::results::RunResult;
 
 /// Rows of a comparison, in first-seen order.
@@ -22,6 +24,7 @@ pub fn render(runs: &[RunResult]) -> String {
     let param_names: Vec<String> = runs.first().map(|r| r.params.keys().cloned().collect()).unwrap_or_default();
     let mut header: Vec<String> = param_names.iter().map(|p| p.rsplit('.').next().unwrap_or(p).to_string()).collect();
     let with_bound = runs.iter().any(|r| r.bound.is_some());
+    let live = runs.iter().any(|r| r.valid.is_some());
     header.extend(
         ["selector", "local", "p50 ms", "p95 ms", "p99 ms", "p99.9 ms", "max ms", "tput/s", "stretch p99"]
             .map(String::from),
@@ -30,6 +33,9 @@ pub fn render(runs: &[RunResult]) -> String {
         header.push("max/bound".into());
     }
     header.push("seeds".into());
+    if live {
+        header.extend(["errors", "timeouts", "valid"].map(String::from));
+    }
     let mut rows: Vec<Vec<String>> = vec![header];
     for (_, group) in &groups {
         let n = group.len() as f64;
@@ -53,6 +59,9 @@ pub fn render(runs: &[RunResult]) -> String {
             row.push(format!("{:.3}", avg(&|r| r.bound.map_or(f64::NAN, |b| b.ratio))));
         }
         row.push(group.len().to_string());
+        if live {
+            row.extend(validity_cells(group));
+        }
         rows.push(row);
     }
     let widths: Vec<usize> =
@@ -78,6 +87,23 @@ pub fn render(runs: &[RunResult]) -> String {
     out
 }
 
+/// `errors` (other than timeouts) and `timeouts` summed over the group, and "ok", "INVALID" or,
+/// when only some seeds are invalid, "INVALID k/n".
+fn validity_cells(group: &[&RunResult]) -> [String; 3] {
+    let figures: Vec<Figures> = group.iter().map(|r| Figures::of(r)).collect();
+    let invalid = group.iter().filter(|r| !r.is_valid()).count();
+    let valid = match invalid {
+        0 => "ok".to_string(),
+        n if n == group.len() => "INVALID".to_string(),
+        n => format!("INVALID {n}/{}", group.len()),
+    };
+    [
+        figures.iter().map(|f| f.errors).sum::<u64>().to_string(),
+        figures.iter().map(|f| f.timeouts).sum::<u64>().to_string(),
+        valid,
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,5 +121,27 @@ mod tests {
         assert_eq!(lines.len(), 3, "{text}");
         assert!(lines[0].starts_with("load") && lines[0].contains("p99 ms"));
         assert!(lines[2].contains("15.00") && lines[2].trim_end().ends_with('2'), "{text}");
+        assert!(!lines[0].contains("valid"), "simulator runs have no validity columns: {text}");
+    }
+
+    #[test]
+    fn live_runs_show_errors_timeouts_and_validity() {
+        let mut ok = RunResult { selector: "c3".into(), local: "fcfs".into(), valid: Some(true), ..Default::default() };
+        ok.errors = 0;
+        let mut bad = RunResult { selector: "lor".into(), valid: Some(false), errors: 7, ..ok.clone() };
+        bad.extra.insert("timeouts".into(), 5.0);
+        let mut half = RunResult { selector: "eft".into(), ..bad.clone() };
+        half.seed = 2;
+        let half_ok = RunResult { selector: "eft".into(), ..ok.clone() };
+        let text = render(&[ok, bad, half, half_ok]);
+        let tail = |i: usize, n: usize| {
+            let words: Vec<&str> = text.lines().nth(i).unwrap_or("").split_whitespace().collect();
+            words[words.len().saturating_sub(n)..].join(" ")
+        };
+        assert_eq!(tail(0, 4), "seeds errors timeouts valid", "{text}");
+        assert_eq!(tail(2, 4), "1 0 0 ok", "{text}");
+        assert_eq!(tail(3, 4), "1 2 5 INVALID", "{text}");
+        // eft: one seed invalid (2 errors, 5 timeouts), one valid
+        assert_eq!(tail(4, 5), "2 2 5 INVALID 1/2", "{text}");
     }
 }

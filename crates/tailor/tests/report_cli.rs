@@ -88,3 +88,30 @@ fn bad_inputs_fail_with_the_file_named() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("junk.json is not a Tailor results file"), "{err}");
 }
+
+#[test]
+fn an_invalid_live_run_is_bannered_in_its_table_part_and_in_the_overlay() {
+    let tmp = tempfile::tempdir().unwrap();
+    simulate(tmp.path());
+    // a "live" file from the simulated one, its first run judged invalid by the bench
+    let text = std::fs::read_to_string(tmp.path().join("sim-out/results.json")).unwrap();
+    let mut live: serde_json::Value = serde_json::from_str(&text).unwrap();
+    live["engine"] = "live".into();
+    for run in live["runs"].as_array_mut().unwrap() {
+        run["valid"] = true.into();
+    }
+    live["runs"][0]["valid"] = false.into();
+    live["runs"][0]["invalid_reasons"] =
+        serde_json::json!(["408 timeouts after the warm-up", "achieved 812 req/s of 1000 offered (81 % < 95 %)"]);
+    std::fs::create_dir(tmp.path().join("live-out")).unwrap();
+    std::fs::write(tmp.path().join("live-out/results.json"), live.to_string()).unwrap();
+    let out = tailor(&["report", "sim-out", "live-out", "-o", "report.html"], tmp.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let html = std::fs::read_to_string(tmp.path().join("report.html")).unwrap();
+    let banner =
+        "live run invalid: 408 timeouts after the warm-up; achieved 812 req/s of 1000 offered (81 % &lt; 95 %)";
+    assert_eq!(html.matches(banner).count(), 2, "one in the live part, one in the overlay");
+    let overlay = html.find("simulated vs measured</h2>").expect("an overlay section");
+    assert!(html[overlay..].contains(banner));
+    assert!(html.contains("<th class=\"num\">timeouts</th>"), "the live table has the timeouts column");
+}

@@ -35,6 +35,8 @@ pub struct Section {
     pub plots: Vec<Plot>,
     /// Why some or all figures were skipped.
     pub notes: Vec<String>,
+    /// Why some figures must not be trusted (e.g. invalid live runs), shown as banners.
+    pub warnings: Vec<String>,
 }
 
 impl Section {

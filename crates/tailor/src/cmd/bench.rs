@@ -122,6 +122,9 @@ pub fn run(args: BenchArgs) -> Result<()> {
     for e in &out.error_samples {
         eprintln!("  error: {e}");
     }
+    if !r.is_valid() {
+        eprintln!("INVALID run: {}", r.invalid_reasons.join("; "));
+    }
     let dir = args.out.unwrap_or_else(|| Path::new("tailor-out").join(format!("{}-live", cfg.spec.name)));
     super::sim::write_results(&dir, &out.results)?;
     tailor_bench::write_timeseries(&dir, &out.timeseries)?;

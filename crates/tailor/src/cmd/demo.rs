@@ -51,5 +51,5 @@ pub fn run(args: DemoArgs) -> Result<()> {
         title: Some("Tailor demo".into()),
     })?;
     println!("report: {}", html.display());
-    Ok(())
+    super::experiment::check_live_validity(&out)
 }

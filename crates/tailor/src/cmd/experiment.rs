@@ -62,11 +62,54 @@ pub struct ExperimentOutput {
     pub live: Option<Results>,
 }
 
+/// Exit code of `tailor experiment` and `tailor demo` when every live run of some strategy is
+/// invalid: the results are written, but they do not measure that strategy (2 is an error, 130
+/// an interrupt).
+pub const INVALID_EXIT_CODE: i32 = 3;
+
+/// Every live run of these strategies is invalid (see tailor-bench's validity rule).
+#[derive(Debug)]
+pub struct AllLiveRunsInvalid {
+    /// "selector+local" of each such strategy.
+    pub strategies: Vec<String>,
+}
+
+impl std::fmt::Display for AllLiveRunsInvalid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "every live run of {} is invalid (reasons above): the host could not drive the load; \
+             rerun on a quieter machine or at a lower rate",
+            self.strategies.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for AllLiveRunsInvalid {}
+
 /// Run the experiment and print its tables.
 pub fn run(args: ExperimentArgs) -> Result<()> {
     let out = execute(&args)?;
     eprintln!("results in {}", out.dir.display());
-    Ok(())
+    check_live_validity(&out)
+}
+
+/// `Err(AllLiveRunsInvalid)` when every live run of some strategy is invalid.
+pub fn check_live_validity(out: &ExperimentOutput) -> Result<()> {
+    let Some(live) = &out.live else { return Ok(()) };
+    let mut strategies: Vec<String> = Vec::new();
+    for r in &live.runs {
+        let name = format!("{}+{}", r.selector, r.local);
+        let all_invalid =
+            live.runs.iter().filter(|o| o.selector == r.selector && o.local == r.local).all(|o| !o.is_valid());
+        if all_invalid && !strategies.contains(&name) {
+            strategies.push(name);
+        }
+    }
+    if strategies.is_empty() {
+        return Ok(());
+    }
+    Err(AllLiveRunsInvalid { strategies }.into())
 }
 
 /// Run the experiment, print the tables, write the results files, and return them.
@@ -97,6 +140,9 @@ pub fn execute(args: &ExperimentArgs) -> Result<ExperimentOutput> {
     if let (Some(sim), Some(live)) = (&out.sim, &out.live) {
         println!("== p99 read latency, simulated vs measured (ms)");
         print!("{}", side_by_side(&sim.runs, &live.runs));
+    }
+    if let Some(live) = &out.live {
+        print!("{}", invalid_runs(&live.runs));
     }
     Ok(out)
 }
@@ -165,6 +211,26 @@ fn run_live(spec: &Spec, plans: &[&RunPlan], args: &ExperimentArgs, dir: &Path) 
     })
 }
 
+/// The invalid live runs, one line each with its reasons; empty when every run is valid.
+fn invalid_runs(runs: &[RunResult]) -> String {
+    let invalid: Vec<&RunResult> = runs.iter().filter(|r| !r.is_valid()).collect();
+    if invalid.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "== INVALID live runs ({} of {}): their figures describe the host, not the strategy\n",
+        invalid.len(),
+        runs.len()
+    );
+    for r in invalid {
+        let params: Vec<String> =
+            r.params.iter().map(|(k, v)| format!("{}={v}", k.rsplit('.').next().unwrap_or(k))).collect();
+        let name = format!("{}+{} {} seed {}", r.selector, r.local, params.join(" "), r.seed);
+        out.push_str(&format!("{}: {}\n", name.replace("  ", " "), r.invalid_reasons.join("; ")));
+    }
+    out
+}
+
 fn params_text(plan: &RunPlan) -> String {
     plan.params.iter().map(|(k, v)| format!("{}={v}", k.rsplit('.').next().unwrap_or(k))).collect::<Vec<_>>().join(" ")
 }
@@ -182,12 +248,61 @@ fn side_by_side(sim: &[RunResult], live: &[RunResult]) -> String {
         let params: Vec<String> = l.params.values().cloned().collect();
         let name = format!("{}+{} {}", l.selector, l.local, params.join(" "));
         out.push_str(&format!(
-            "{:<32} {:>10.2} {:>10.2} {:>8.2}\n",
+            "{:<32} {:>10.2} {:>10.2} {:>8.2}{}\n",
             name.trim_end(),
             sim_p99,
             l.read_latency_ms.p99,
-            l.read_latency_ms.p99 / sim_p99
+            l.read_latency_ms.p99 / sim_p99,
+            if l.is_valid() { "" } else { "  INVALID live run" }
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn live(selector: &str, seed: u64, valid: bool) -> RunResult {
+        let mut r = RunResult {
+            selector: selector.into(),
+            local: "fcfs".into(),
+            seed,
+            valid: Some(valid),
+            ..Default::default()
+        };
+        if !valid {
+            r.invalid_reasons =
+                vec!["408 timeouts after the warm-up".into(), "achieved 812 req/s of 1000 offered".into()];
+        }
+        r
+    }
+
+    fn output(runs: Vec<RunResult>) -> ExperimentOutput {
+        ExperimentOutput { dir: PathBuf::new(), sim: None, live: Some(Results { runs, ..Results::default() }) }
+    }
+
+    #[test]
+    fn invalid_runs_are_listed_with_their_reasons() {
+        let text = invalid_runs(&[live("c3", 1, true), live("lor", 1, false)]);
+        assert_eq!(
+            text.lines().nth(1),
+            Some("lor+fcfs seed 1: 408 timeouts after the warm-up; achieved 812 req/s of 1000 offered")
+        );
+        assert!(text.starts_with("== INVALID live runs (1 of 2)"), "{text}");
+        assert_eq!(invalid_runs(&[live("c3", 1, true)]), "");
+    }
+
+    #[test]
+    fn fails_only_when_every_run_of_a_strategy_is_invalid() {
+        assert!(check_live_validity(&output(vec![live("c3", 1, true), live("c3", 2, false)])).is_ok());
+        let err = check_live_validity(&output(vec![live("c3", 1, true), live("lor", 1, false), live("lor", 2, false)]))
+            .unwrap_err();
+        let invalid = err.downcast_ref::<AllLiveRunsInvalid>().expect("the typed error, for the exit code");
+        assert_eq!(invalid.strategies, ["lor+fcfs"]);
+        // simulator-only experiments and files from before the verdict are never flagged
+        assert!(check_live_validity(&ExperimentOutput { dir: PathBuf::new(), sim: None, live: None }).is_ok());
+        let old = RunResult { valid: None, ..live("c3", 1, true) };
+        assert!(check_live_validity(&output(vec![old])).is_ok());
+    }
 }

@@ -111,12 +111,13 @@ pub fn write_results_named(dir: &Path, stem: &str, results: &Results) -> Result<
     let json = serde_json::to_string_pretty(results)?;
     let path = dir.join(format!("{stem}.json"));
     std::fs::write(&path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
-    let mut csv = String::from("selector,local,params,seed,requests,p50_ms,p95_ms,p99_ms,p999_ms,max_ms,mean_ms,throughput_rps,offered_rps,stretch_p99,small_behind_large,bound_ratio\n");
+    let mut csv = String::from("selector,local,params,seed,requests,p50_ms,p95_ms,p99_ms,p999_ms,max_ms,mean_ms,throughput_rps,offered_rps,stretch_p99,small_behind_large,bound_ratio,errors,timeouts,valid,invalid_reasons\n");
     for r in &results.runs {
         let params: Vec<String> = r.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let l = &r.read_latency_ms;
+        let f = tailor_bench::validity::Figures::of(r);
         csv.push_str(&format!(
-            "{},{},\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{}\n",
+            "{},{},\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n",
             r.selector,
             r.local,
             params.join(";"),
@@ -132,7 +133,11 @@ pub fn write_results_named(dir: &Path, stem: &str, results: &Results) -> Result<
             r.offered_rps,
             r.stretch.p99,
             r.small_behind_large,
-            r.bound.map(|b| b.ratio.to_string()).unwrap_or_default()
+            r.bound.map(|b| b.ratio.to_string()).unwrap_or_default(),
+            f.errors,
+            f.timeouts,
+            r.is_valid(),
+            r.invalid_reasons.join("; ").replace('"', "\"\"")
         ));
     }
     std::fs::write(dir.join(format!("{stem}.csv")), csv)?;
