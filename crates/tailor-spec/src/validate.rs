@@ -56,6 +56,8 @@ impl Spec {
         }
         non_negative("cluster.network_delay_ms", c.network_delay_ms)?;
         fraction("cluster.read_repair", c.read_repair)?;
+        self.selector.validate().map_err(|e| invalid(&e.field, e.reason))?;
+        self.local.validate().map_err(|e| invalid(&e.field, e.reason))?;
         positive("cluster.service.mean_ms", c.service.mean_ms)?;
         positive("cluster.service.bandwidth_mbps", c.service.bandwidth_mbps)?;
         non_negative("cluster.service.overhead_ms", c.service.overhead_ms)?;

@@ -49,21 +49,7 @@ pub enum Durability {
     Buffer,
 }
 
-/// Which size oracle a coordinator consults for the size hint it gives its selector.
-///
-/// Choice: the default is `exact`, the store's original behaviour and the cheapest (no Bloom
-/// bookkeeping on the write path), for every selector including Héron; set `bloom` to run Héron
-/// as published. Every node of a cluster must use the same oracle: replicas keep their Bloom
-/// index only in `bloom` mode.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SizeOracleKind {
-    /// A table of the sizes this coordinator saw (writes it handled, values it read).
-    #[default]
-    Exact,
-    /// Héron's oracle: replicas' Bloom filters of large keys, merged from piggybacked deltas.
-    Bloom,
-}
+pub use tailor_core::oracle::size::OracleKind;
 
 /// One cluster member as every node sees it (static membership).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -144,8 +130,11 @@ pub struct NodeConfig {
     pub max_value_bytes: u64,
     /// Values above this size are "large" (Héron's THR_L, RML's size class).
     pub large_value_bytes: u64,
-    /// Size oracle of the coordinators (`exact` or `bloom`).
-    pub size_oracle: SizeOracleKind,
+    /// Size oracle of the coordinators: `exact` (the sizes this coordinator saw: writes it
+    /// handled, values it read; the default, no Bloom bookkeeping on the write path), `bloom`
+    /// (Héron as published; every node of a cluster must then use it, replicas keep their Bloom
+    /// index only in this mode) or `none`.
+    pub size_oracle: OracleKind,
     /// Shape of the Bloom filters (`bloom` oracle); identical on every node.
     pub bloom: BloomConfig,
     /// Interval of the replicas' Bloom filter rebuilds in ms (`bloom` oracle; 0 = never).
@@ -158,6 +147,9 @@ pub struct NodeConfig {
     pub down_after_misses: u32,
     /// Requests a replica group may park at the coordinator (C3 backpressure, Héron blocking).
     pub park_capacity: usize,
+    /// Probability that a read at ONE also goes to the key's other replicas (read repair's
+    /// shadow reads; they load the replicas and feed the selector, 0..=1).
+    pub read_repair: f64,
     /// Seed of the strategies' random streams (mixed with the node id).
     pub seed: u64,
     /// Emulation knobs.
@@ -187,13 +179,14 @@ impl Default for NodeConfig {
             durability: Durability::Sync,
             max_value_bytes: 16 * 1024 * 1024,
             large_value_bytes: 256 * 1024,
-            size_oracle: SizeOracleKind::Exact,
+            size_oracle: OracleKind::Exact,
             bloom: BloomConfig::default(),
             bloom_rebuild_ms: 10 * 60 * 1000,
             request_timeout_ms: 1000,
             heartbeat_ms: 100,
             down_after_misses: 3,
             park_capacity: 1024,
+            read_repair: 0.0,
             seed: 1,
             emulation: EmulationConfig::default(),
             selectors: SelectorConfig::default(),
@@ -256,6 +249,18 @@ impl NodeConfig {
         if let Err(e) = BloomFilter::from_config(&self.bloom) {
             return bad("bloom", e.to_string());
         }
+        if !(0.0..=1.0).contains(&self.read_repair) {
+            return bad("read_repair", format!("{} must be in [0, 1]", self.read_repair));
+        }
+        if self.park_capacity == 0 {
+            return bad("park_capacity", "must be at least 1".into());
+        }
+        let strategy = |e: tailor_core::selector::InvalidSetting| ConfigError::Invalid {
+            field: if e.field.starts_with("selector.") { "selectors" } else { "locals" },
+            reason: e.to_string(),
+        };
+        self.selectors.validate().map_err(strategy)?;
+        self.locals.validate().map_err(strategy)?;
         Ok(())
     }
 
@@ -276,7 +281,7 @@ mod tests {
         assert_eq!(cfg.workers, 4);
         assert_eq!(cfg.write_consistency, Consistency::Quorum);
         assert_eq!(cfg.max_value_bytes, 16 << 20);
-        assert_eq!(cfg.size_oracle, SizeOracleKind::Exact);
+        assert_eq!(cfg.size_oracle, OracleKind::Exact);
         assert_eq!(cfg.bloom_rebuild_ms, 600_000);
         cfg.validate().unwrap();
         let err = toml::from_str::<NodeConfig>("bogus = 1").unwrap_err();
@@ -305,7 +310,7 @@ mod tests {
             members: vec![Member { id: 0, peer: "127.0.0.1:1".parse().unwrap() }],
             replication: 1,
             metrics_addr: Some("127.0.0.1:2".parse().unwrap()),
-            size_oracle: SizeOracleKind::Bloom,
+            size_oracle: OracleKind::Bloom,
             bloom_rebuild_ms: 5,
             ..NodeConfig::default()
         };

@@ -1,46 +1,38 @@
-//! The coordinator path: reads pick a replica through the configured selector (parking when it
-//! says wait, retrying on the next replica after a timeout); writes go to every replica and are
-//! acknowledged at the configured consistency level.
+//! The coordinator path: a driver of tailor-core's [`CoordinatorCore`], which decides everything
+//! about a request (replica choice, parking, retries, shadows, quorums, tags, freshness, size
+//! hints). This file owns only what an engine owns: the clock, the sockets (or the local
+//! replica's channel), the tasks, the values on their way, and one wake-up timer.
 //!
-//! Choices on ambiguous points:
-//! - A failed or timed-out read is reported to the selector as a response with `fresh: false`
-//!   and empty facts, so its in-flight counts stay balanced; the retry asks the selector again
-//!   among the replicas not yet tried, and takes the first of them if it says wait.
-//! - Write acknowledgements carry facts that pass the freshness gate, but are not given to
-//!   `on_response`: selectors only count requests they chose.
-//! - The size oracle is configured (`size_oracle`). `exact` (the default): a table of sizes this
-//!   coordinator has seen (writes it handled, values it read), bounded at 1 M keys, hints carry
-//!   the byte count. `bloom` (Héron): a [`BloomSizeOracle`] that learns from the Bloom deltas
-//!   piggybacked on every reply, write ack and heartbeat reply, whatever their freshness (bits
-//!   are idempotent); its hints carry only `large`. Either way a hint marks values above
-//!   `large_value_bytes` as large, and the coordinator raises the selector's `size_class` tag to
-//!   1 for them (RML's sub-queue).
-//! - Every feedback also tells the local replica the sender's Bloom generation, so a replica
-//!   behind its peers rebuilds up to theirs (see `replica.rs`).
-//! - Parked requests are re-offered on every response from their group and by a 2 ms tick
-//!   (which also covers `retry_at` and the selector's own timers); a parked request waits at most
-//!   the request timeout.
-//! - Reads at QUORUM or ALL skip the selector: they ask every up replica and return the newest
-//!   version once enough answered.
+//! Choices:
+//! - One lock holds the core and the values of the requests in flight; it is never held across
+//!   an await. Every core call is followed by carrying out its actions under that lock: sends
+//!   become spawned exchanges, replies and failures go to the waiting client.
+//! - The failure detector's verdicts reach the core before each event (`set_up` per peer: a
+//!   cluster has a handful of nodes, and the verdict is then never stale by more than a call).
+//! - A read at ONE answers with the chosen replica's value; at QUORUM or ALL with the newest
+//!   version among the answers received when the core says enough answered.
+//! - The wake-up task sleeps until the core's next wake-up time (a selector's `retry_at` or
+//!   timer, or a parked read's timeout) and is woken early when that time moves earlier.
+//! - A client waits at most its request's park timeout plus one timeout per replica: the core
+//!   always resolves a request (every exchange times out, parked reads expire), so hitting
+//!   this outer bound means a bug, reported as `Busy`.
 
-use crate::config::Consistency;
 use crate::internode::Message;
 use crate::metrics::Metrics;
 use crate::peer::{Peer, PeerError};
 use crate::replica::{Outcome, Replica, Work};
 use crate::storage::Versioned;
-use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-use tailor_core::facts::{Feedback, Freshness, Response};
-use tailor_core::model::{NodeId, Op, RequestView, SizeHint, Tags};
-use tailor_core::oracle::bloom::BloomSizeOracle;
-use tailor_core::oracle::size::SizeOracle;
-use tailor_core::ring::{ReplicaSet, Ring};
-use tailor_core::selector::{Blind, Decision, ReplicaSelector};
+use tailor_core::coordinator::{Action, Answer, ClientRequest, CoordinatorCore, Failure, Send, SendKind, Ticket};
+use tailor_core::facts::Feedback;
+use tailor_core::model::{Consistency, NodeId, RequestId, SizeHint};
+use tailor_core::ring::Ring;
+use tailor_core::selector::Blind;
 use tailor_core::time::Nanos;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{oneshot, Notify};
 
 /// Why a client request failed at the coordinator.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
@@ -63,66 +55,79 @@ pub enum CoordError {
     },
 }
 
-/// Where a request goes: a replica and the tags it carries.
-type Route = (NodeId, Tags);
-
-/// The first decision for a read: go now, or wait parked for a grant.
-enum First {
-    Go(Route),
-    Parked(oneshot::Receiver<Route>),
+impl CoordError {
+    fn from_failure(f: Failure, last: String) -> CoordError {
+        match f {
+            Failure::NoReplica => CoordError::NoReplica,
+            Failure::Busy => CoordError::Busy,
+            Failure::NotEnough { need, got } => CoordError::NotEnough { need, got, last },
+        }
+    }
 }
 
-struct Parked {
-    view: RequestView,
-    full: ReplicaSet,
-    grant: oneshot::Sender<Route>,
+/// What the client of a request waits for.
+type Done = oneshot::Sender<Result<Versioned, CoordError>>;
+
+/// A client request in flight: what its copies carry and what came back so far.
+struct InFlight {
+    key: Vec<u8>,
+    /// A write's version and value (`None` value: a delete); `None` for a read.
+    write: Option<(u64, Arc<Option<Vec<u8>>>)>,
+    /// Whether the read was asked at QUORUM or ALL (answer with the newest version).
+    newest: bool,
+    answers: Vec<(NodeId, Versioned)>,
+    last_error: String,
+    done: Done,
 }
 
-/// Most keys the size oracle remembers before it starts over.
-const ORACLE_CAPACITY: usize = 1 << 20;
+impl InFlight {
+    /// The work one copy executes.
+    fn work(&self) -> Work {
+        match &self.write {
+            Some((version, value)) => {
+                Work::Write { key: self.key.clone(), version: *version, value: (**value).clone() }
+            }
+            None => Work::Read { key: self.key.clone() },
+        }
+    }
+
+    /// The client's result once the core says `replica`'s answer completed the request.
+    fn result(&mut self, replica: NodeId) -> Versioned {
+        if self.write.is_some() {
+            return Versioned::default();
+        }
+        let answers = std::mem::take(&mut self.answers);
+        if self.newest {
+            let newest =
+                |a: &Versioned, b: &Versioned| (a.version, a.value.is_some()).cmp(&(b.version, b.value.is_some()));
+            return answers.into_iter().map(|(_, v)| v).max_by(newest).unwrap_or_default();
+        }
+        let chosen = answers.into_iter().find(|(r, _)| *r == replica);
+        chosen.expect("the completing answer was kept").1
+    }
+}
+
+/// The core and the requests it handles, under one lock.
+struct Inner {
+    core: CoordinatorCore,
+    in_flight: HashMap<RequestId, InFlight>,
+    /// The wake-up time the timer task sleeps towards.
+    wake_at: Option<Nanos>,
+}
 
 /// One node's coordinator.
 pub struct Coordinator {
     id: NodeId,
     clock: Instant,
     ring: Ring,
-    selector: Mutex<Box<dyn ReplicaSelector>>,
-    freshness: Mutex<Freshness>,
-    parked: Mutex<HashMap<NodeId, VecDeque<Parked>>>,
-    park_capacity: usize,
-    sizes: Mutex<HashMap<u64, u64>>,
-    bloom: Option<Mutex<BloomSizeOracle>>,
-    large: u64,
+    inner: Mutex<Inner>,
+    wake: Arc<Notify>,
     replica: Arc<Replica>,
     peers: Vec<Option<Arc<Peer>>>,
     ids: Arc<AtomicU64>,
     timeout: Duration,
-    read_cl: AtomicU8,
-    write_cl: AtomicU8,
     last_version: AtomicU64,
     metrics: Arc<Metrics>,
-}
-
-fn cl_to_u8(c: Consistency) -> u8 {
-    match c {
-        Consistency::One => 0,
-        Consistency::Quorum => 1,
-        Consistency::All => 2,
-    }
-}
-
-fn u8_to_cl(v: u8) -> Consistency {
-    match v {
-        0 => Consistency::One,
-        1 => Consistency::Quorum,
-        _ => Consistency::All,
-    }
-}
-
-/// What a replica answered.
-struct Answer {
-    outcome: Outcome,
-    feedback: Feedback,
 }
 
 /// Everything a coordinator is built from.
@@ -133,14 +138,8 @@ pub struct CoordinatorParts {
     pub clock: Instant,
     /// The token ring.
     pub ring: Ring,
-    /// The selector built for this node.
-    pub selector: Box<dyn ReplicaSelector>,
-    /// Park queue bound per replica group.
-    pub park_capacity: usize,
-    /// Large-value threshold of the size oracle.
-    pub large: u64,
-    /// Héron's Bloom size oracle, or `None` for the exact table.
-    pub bloom: Option<BloomSizeOracle>,
+    /// The coordinator core (selector, size oracle, consistency levels, park limits).
+    pub core: CoordinatorCore,
     /// This node's replica side.
     pub replica: Arc<Replica>,
     /// Peers by node id (`None` for this node).
@@ -149,47 +148,27 @@ pub struct CoordinatorParts {
     pub ids: Arc<AtomicU64>,
     /// Timeout of one replica request.
     pub timeout: Duration,
-    /// Read consistency.
-    pub read_consistency: Consistency,
-    /// Write consistency.
-    pub write_consistency: Consistency,
     /// Counters.
     pub metrics: Arc<Metrics>,
 }
 
 impl Coordinator {
-    /// Build from its parts and start the parking tick.
+    /// Build from its parts and start the wake-up task.
     pub fn start(p: CoordinatorParts) -> Arc<Coordinator> {
         let c = Arc::new(Coordinator {
             id: p.id,
             clock: p.clock,
             ring: p.ring,
-            selector: Mutex::new(p.selector),
-            freshness: Mutex::new(Freshness::default()),
-            parked: Mutex::new(HashMap::new()),
-            park_capacity: p.park_capacity,
-            sizes: Mutex::new(HashMap::new()),
-            bloom: p.bloom.map(Mutex::new),
-            large: p.large,
+            inner: Mutex::new(Inner { core: p.core, in_flight: HashMap::new(), wake_at: None }),
+            wake: Arc::new(Notify::new()),
             replica: p.replica,
             peers: p.peers,
             ids: p.ids,
             timeout: p.timeout,
-            read_cl: AtomicU8::new(cl_to_u8(p.read_consistency)),
-            write_cl: AtomicU8::new(cl_to_u8(p.write_consistency)),
             last_version: AtomicU64::new(0),
             metrics: p.metrics,
         });
-        let weak = Arc::downgrade(&c);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_millis(2));
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-            loop {
-                tick.tick().await;
-                let Some(c) = weak.upgrade() else { break };
-                c.on_tick();
-            }
-        });
+        tokio::spawn(wake_up_task(Arc::downgrade(&c), c.wake.clone()));
         c
     }
 
@@ -197,19 +176,21 @@ impl Coordinator {
         self.clock.elapsed().as_nanos() as Nanos
     }
 
-    fn sel(&self) -> std::sync::MutexGuard<'_, Box<dyn ReplicaSelector>> {
-        self.selector.lock().unwrap_or_else(|p| p.into_inner())
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Set the read or write consistency level at runtime.
     pub fn set_consistency(&self, write: bool, c: Consistency) {
-        let a = if write { &self.write_cl } else { &self.read_cl };
-        a.store(cl_to_u8(c), Ordering::Relaxed);
+        let mut inner = self.lock();
+        let (r, w) = inner.core.consistency();
+        let (r, w) = if write { (r, c) } else { (c, w) };
+        inner.core.set_consistency(r, w);
     }
 
     /// The current (read, write) consistency levels.
     pub fn consistency(&self) -> (Consistency, Consistency) {
-        (u8_to_cl(self.read_cl.load(Ordering::Relaxed)), u8_to_cl(self.write_cl.load(Ordering::Relaxed)))
+        self.lock().core.consistency()
     }
 
     /// Whether `node` is up as far as this coordinator knows (itself always is).
@@ -221,44 +202,131 @@ impl Coordinator {
         }
     }
 
-    fn hint(&self, h: u64) -> SizeHint {
-        if let Some(b) = &self.bloom {
-            return b.lock().unwrap_or_else(|p| p.into_inner()).hint(h);
-        }
-        let bytes = self.sizes.lock().unwrap_or_else(|p| p.into_inner()).get(&h).copied();
-        SizeHint { bytes, service: None, large: bytes.is_some_and(|b| b > self.large) }
-    }
-
     /// The size hint this coordinator's oracle gives for `key` (admin command `size_class`).
     pub fn size_hint(&self, key: &[u8]) -> SizeHint {
-        self.hint(crate::key_hash(key))
+        self.lock().core.hint(crate::key_hash(key))
     }
 
-    /// The generation of the Bloom oracle's answers (`None` with the exact table).
+    /// The generation of the size oracle's answers (`None` unless it is Héron's Bloom oracle).
     pub fn oracle_generation(&self) -> Option<u32> {
-        self.bloom.as_ref().map(|b| b.lock().unwrap_or_else(|p| p.into_inner()).generation())
+        self.lock().core.oracle().generation()
     }
 
-    /// Fold a replica's facts into the size oracle (every reply, ack and heartbeat reply), and
-    /// let the local replica catch up with the sender's Bloom generation.
-    pub fn learn(&self, fb: &Feedback) {
-        if let Some(b) = &self.bloom {
-            b.lock().unwrap_or_else(|p| p.into_inner()).learn(fb);
-        }
-        if fb.from != self.id {
+    /// Facts from `from` that answer no request (a heartbeat reply, the local replica's tick).
+    pub fn facts(self: &Arc<Self>, from: NodeId, feedback: Feedback) {
+        self.observe_generation(from, &feedback);
+        let mut inner = self.lock();
+        let mut out = self.prepare(&mut inner);
+        inner.core.facts(self.now(), from, feedback, &Blind, &mut out);
+        self.carry_out(&mut inner, out);
+    }
+
+    /// Let the local replica catch up with a peer's Bloom generation.
+    fn observe_generation(&self, from: NodeId, fb: &Feedback) {
+        if from != self.id {
             self.replica.observe_generation(fb.bloom_generation);
         }
     }
 
-    fn learn_size(&self, h: u64, size: u64) {
-        if self.bloom.is_some() {
-            return;
+    /// Bring the core's view of liveness up to date; an empty action buffer for the next call.
+    fn prepare(&self, inner: &mut Inner) -> Vec<Action> {
+        for (node, peer) in self.peers.iter().enumerate() {
+            if let Some(p) = peer {
+                inner.core.set_up(node as NodeId, p.is_up());
+            }
         }
-        let mut s = self.sizes.lock().unwrap_or_else(|p| p.into_inner());
-        if s.len() >= ORACLE_CAPACITY {
-            s.clear();
+        Vec::new()
+    }
+
+    /// Carry out what the core asked for, publish its counters, and move the wake-up earlier if
+    /// the core needs it.
+    fn carry_out(self: &Arc<Self>, inner: &mut Inner, actions: Vec<Action>) {
+        for action in actions {
+            match action {
+                Action::Send(s) => self.send(inner, s),
+                Action::Reply { request, replica } => {
+                    if let Some(mut f) = inner.in_flight.remove(&request) {
+                        if f.write.is_some() {
+                            self.metrics.writes_acked.fetch_add(1, Ordering::Relaxed);
+                        }
+                        let result = f.result(replica);
+                        let _ = f.done.send(Ok(result));
+                    }
+                }
+                Action::Fail { request, failure } => {
+                    if let Some(f) = inner.in_flight.remove(&request) {
+                        let _ = f.done.send(Err(CoordError::from_failure(failure, f.last_error)));
+                    }
+                }
+            }
         }
-        s.insert(h, size);
+        let stats = inner.core.stats();
+        self.metrics.parked.store(stats.parked, Ordering::Relaxed);
+        self.metrics.park_rejected.store(stats.park_rejected + stats.park_expired, Ordering::Relaxed);
+        self.metrics.retries.store(stats.retries, Ordering::Relaxed);
+        self.metrics.stale_feedback.store(stats.stale_feedback, Ordering::Relaxed);
+        if let Some(t) = inner.core.next_wake() {
+            if inner.wake_at.is_none_or(|w| t < w) {
+                inner.wake_at = Some(t);
+                self.wake.notify_one();
+            }
+        }
+    }
+
+    /// Start one copy's exchange; its answer or failure goes back to the core.
+    fn send(self: &Arc<Self>, inner: &Inner, s: Send) {
+        let Some(f) = inner.in_flight.get(&s.ticket.id) else {
+            unreachable!("the core sends only requests this coordinator holds")
+        };
+        if s.kind == SendKind::Read {
+            self.metrics.selected(s.replica);
+        }
+        let (work, me) = (f.work(), self.clone());
+        tokio::spawn(async move {
+            let result = me.exchange(s.replica, work, s).await;
+            me.settle(s.ticket, s.replica, result);
+        });
+    }
+
+    /// One copy's exchange ended.
+    fn settle(self: &Arc<Self>, ticket: Ticket, replica: NodeId, result: Result<(Outcome, Feedback), String>) {
+        let mut inner = self.lock();
+        let mut out = self.prepare(&mut inner);
+        let now = self.now();
+        match result {
+            Ok((outcome, feedback)) => {
+                self.observe_generation(replica, &feedback);
+                let mut value_size = None;
+                if let Outcome::Read(v) = outcome {
+                    value_size = v.value.as_ref().map(|v| v.len() as u64);
+                    if let Some(f) = inner.in_flight.get_mut(&ticket.id) {
+                        f.answers.push((replica, v));
+                    }
+                }
+                let answer = Answer { replica, feedback, value_size };
+                inner.core.answered(now, ticket, answer, &Blind, &mut out);
+            }
+            Err(e) => {
+                tracing::debug!(replica, "request {} failed: {e}", ticket.id);
+                if let Some(f) = inner.in_flight.get_mut(&ticket.id) {
+                    f.last_error = e;
+                }
+                inner.core.failed(now, ticket, replica, &Blind, &mut out);
+            }
+        }
+        self.carry_out(&mut inner, out);
+    }
+
+    /// The wake-up time came.
+    fn wake_up(self: &Arc<Self>) {
+        let mut inner = self.lock();
+        let now = self.now();
+        if inner.wake_at.is_some_and(|t| t <= now) {
+            inner.wake_at = None;
+            let mut out = self.prepare(&mut inner);
+            inner.core.wake(now, &Blind, &mut out);
+            self.carry_out(&mut inner, out);
+        }
     }
 
     fn next_version(&self) -> u64 {
@@ -276,286 +344,116 @@ impl Coordinator {
         }
     }
 
-    async fn exchange(&self, node: NodeId, work: Work, tags: Tags) -> Result<Answer, String> {
-        let timeout = self.timeout;
-        match self.peers.get(node as usize) {
-            Some(None) => {
-                let rx = self.replica.submit(work, tags, Some(self.id));
-                match tokio::time::timeout(timeout, rx).await {
-                    Ok(Ok(done)) => {
-                        self.learn(&done.feedback);
-                        done.outcome.map(|outcome| Answer { outcome, feedback: done.feedback })
-                    }
-                    Ok(Err(_)) => Err("local replica stopped".into()),
-                    Err(_) => {
-                        self.metrics.timeouts.fetch_add(1, Ordering::Relaxed);
-                        Err(format!("node {node} timed out"))
-                    }
-                }
-            }
-            Some(Some(peer)) => {
-                let id = self.ids.fetch_add(1, Ordering::Relaxed);
-                let msg = match work {
-                    Work::Read { key } => Message::Read { id, key, tags },
-                    Work::Write { key, version, value } => Message::Write { id, key, version, value },
-                };
-                match peer.call(msg, timeout).await {
-                    Ok(Message::ReadReply { version, value, feedback, .. }) => {
-                        self.learn(&feedback);
-                        Ok(Answer { outcome: Outcome::Read(Versioned { version, value }), feedback })
-                    }
-                    Ok(Message::WriteAck { applied, feedback, .. }) => {
-                        self.learn(&feedback);
-                        Ok(Answer { outcome: Outcome::Written(applied), feedback })
-                    }
-                    Ok(Message::Failed { reason, .. }) => Err(reason),
-                    Ok(other) => Err(format!("unexpected reply {other:?}")),
-                    Err(e) => {
-                        if matches!(e, PeerError::Timeout(_)) {
-                            self.metrics.timeouts.fetch_add(1, Ordering::Relaxed);
-                        }
-                        peer.miss();
-                        Err(e.to_string())
-                    }
-                }
-            }
-            None => Err(format!("node {node} is not a member")),
-        }
-    }
-
-    /// Decide where a fresh read goes, parking it if the selector says wait.
-    fn first_decision(&self, view: &RequestView, full: ReplicaSet) -> Result<First, CoordError> {
-        let up = full.retain_up(|n| !self.is_up(n));
-        if up.is_empty() {
-            return Err(CoordError::NoReplica);
-        }
-        let group = full[0];
-        let mut parked = self.parked.lock().unwrap_or_else(|p| p.into_inner());
-        let queue_len = parked.get(&group).map_or(0, |q| q.len());
-        if queue_len == 0 {
-            let now = self.now();
-            let mut sel = self.sel();
-            if let Decision::Send { replica, tags } = sel.select(now, view, &up, &Blind) {
-                let replica = if up.contains(&replica) { replica } else { up[0] };
-                sel.on_sent(now, view, replica);
-                return Ok(First::Go((replica, tags)));
-            }
-        }
-        if queue_len >= self.park_capacity {
-            self.metrics.park_rejected.fetch_add(1, Ordering::Relaxed);
-            return Err(CoordError::Busy);
-        }
-        let (tx, rx) = oneshot::channel();
-        parked.entry(group).or_default().push_back(Parked { view: *view, full, grant: tx });
-        self.metrics.parked.fetch_add(1, Ordering::Relaxed);
-        Ok(First::Parked(rx))
-    }
-
-    /// Offer the parked heads of `group` to the selector again.
-    fn wake(&self, group: NodeId) {
-        let mut parked = self.parked.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(q) = parked.get_mut(&group) else { return };
-        while let Some(head) = q.front() {
-            if head.grant.is_closed() {
-                q.pop_front();
-                continue;
-            }
-            let up = head.full.retain_up(|n| !self.is_up(n));
-            if up.is_empty() {
-                break;
-            }
-            let now = self.now();
-            let mut sel = self.sel();
-            match sel.select(now, &head.view, &up, &Blind) {
-                Decision::Send { replica, tags } => {
-                    let replica = if up.contains(&replica) { replica } else { up[0] };
-                    sel.on_sent(now, &head.view, replica);
-                    drop(sel);
-                    if let Some(h) = q.pop_front() {
-                        let _ = h.grant.send((replica, tags));
-                    }
-                }
-                Decision::Wait { .. } => break,
-            }
-        }
-        if q.is_empty() {
-            parked.remove(&group);
-        }
-    }
-
-    fn on_tick(&self) {
-        let now = self.now();
-        {
-            let mut sel = self.sel();
-            if sel.next_timer().is_some_and(|t| t <= now) {
-                sel.on_timer(now);
-            }
-        }
-        let groups: Vec<NodeId> = self.parked.lock().unwrap_or_else(|p| p.into_inner()).keys().copied().collect();
-        for g in groups {
-            self.wake(g);
-        }
-    }
-
-    fn report(&self, view: &RequestView, replica: NodeId, sent_at: Nanos, large: bool, feedback: Option<Feedback>) {
-        let now = self.now();
-        let fresh = match &feedback {
-            Some(f) => self.freshness.lock().unwrap_or_else(|p| p.into_inner()).accept(replica, f.timestamp),
-            None => false,
+    /// Execute `work` at `node` (the local replica or a peer) as the core's send `s` says.
+    async fn exchange(&self, node: NodeId, work: Work, s: Send) -> Result<(Outcome, Feedback), String> {
+        let reading = matches!(work, Work::Read { .. });
+        let (outcome, feedback) = match self.peers.get(node as usize) {
+            Some(None) => self.exchange_local(work, s).await?,
+            Some(Some(peer)) => self.exchange_remote(peer, work, s).await?,
+            None => return Err(format!("node {node} is not a member")),
         };
-        if feedback.is_some() && !fresh {
-            self.metrics.stale_feedback.fetch_add(1, Ordering::Relaxed);
+        match (&outcome, reading) {
+            (Outcome::Read(_), true) | (Outcome::Written(_), false) => Ok((outcome, feedback)),
+            _ => Err(format!("node {node} answered with the wrong kind of reply")),
         }
-        let feedback = Feedback { from: replica, ..feedback.unwrap_or_default() };
-        let resp = Response { request: view.id, replica, sent_at, large, feedback, fresh };
-        self.sel().on_response(now, &resp);
+    }
+
+    async fn exchange_local(&self, work: Work, s: Send) -> Result<(Outcome, Feedback), String> {
+        let rx = self.replica.submit(work, s.tags, s.age, Some(self.id));
+        match tokio::time::timeout(self.timeout, rx).await {
+            Ok(Ok(done)) => done.outcome.map(|o| (o, done.feedback)),
+            Ok(Err(_)) => Err("local replica stopped".into()),
+            Err(_) => {
+                self.metrics.timeouts.fetch_add(1, Ordering::Relaxed);
+                Err(format!("node {} timed out", self.id))
+            }
+        }
+    }
+
+    async fn exchange_remote(&self, peer: &Peer, work: Work, s: Send) -> Result<(Outcome, Feedback), String> {
+        let id = self.ids.fetch_add(1, Ordering::Relaxed);
+        let msg = match work {
+            Work::Read { key } => Message::Read { id, key, tags: s.tags, age: s.age },
+            Work::Write { key, version, value } => Message::Write { id, key, version, value },
+        };
+        match peer.call(msg, self.timeout).await {
+            Ok(Message::ReadReply { version, value, feedback, .. }) => {
+                Ok((Outcome::Read(Versioned { version, value }), feedback))
+            }
+            Ok(Message::WriteAck { applied, feedback, .. }) => Ok((Outcome::Written(applied), feedback)),
+            Ok(Message::Failed { reason, .. }) => Err(reason),
+            Ok(other) => Err(format!("unexpected reply {other:?}")),
+            Err(e) => {
+                if matches!(e, PeerError::Timeout(_)) {
+                    self.metrics.timeouts.fetch_add(1, Ordering::Relaxed);
+                }
+                peer.miss();
+                Err(e.to_string())
+            }
+        }
+    }
+
+    /// Hand a request to the core and wait for its result.
+    async fn submit(
+        self: &Arc<Self>,
+        key: &[u8],
+        write: Option<(u64, Arc<Option<Vec<u8>>>)>,
+    ) -> Result<Versioned, CoordError> {
+        let h = crate::key_hash(key);
+        let replicas = self.ring.replicas(h);
+        let id = self.ids.fetch_add(1, Ordering::Relaxed);
+        let (done, rx) = oneshot::channel();
+        {
+            let mut inner = self.lock();
+            let mut out = self.prepare(&mut inner);
+            let newest = inner.core.consistency().0 != Consistency::One;
+            let size = write.as_ref().map(|(_, v)| v.as_ref().as_ref().map_or(0, |v| v.len() as u64));
+            let f = InFlight { key: key.to_vec(), write, newest, answers: Vec::new(), last_error: String::new(), done };
+            let is_write = f.write.is_some();
+            inner.in_flight.insert(id, f);
+            let req = ClientRequest { id, key: h, replicas, size };
+            if is_write {
+                inner.core.write(self.now(), req, &mut out);
+            } else {
+                inner.core.read(self.now(), req, &Blind, &mut out);
+            }
+            self.carry_out(&mut inner, out);
+        }
+        let bound = self.timeout * (replicas.len() as u32 + 2);
+        match tokio::time::timeout(bound, rx).await {
+            Ok(Ok(result)) => result,
+            _ => {
+                tracing::error!("request {id} was never resolved by the coordinator core");
+                Err(CoordError::Busy)
+            }
+        }
     }
 
     /// Read `key` at the configured read consistency.
     pub async fn read(self: &Arc<Self>, key: &[u8]) -> Result<Versioned, CoordError> {
-        match u8_to_cl(self.read_cl.load(Ordering::Relaxed)) {
-            Consistency::One => self.read_one(key).await,
-            cl => self.read_many(key, cl).await,
-        }
-    }
-
-    async fn read_one(&self, key: &[u8]) -> Result<Versioned, CoordError> {
-        let h = crate::key_hash(key);
-        let full = self.ring.replicas(h);
-        let group = full[0];
-        let hint = self.hint(h);
-        let id = self.ids.fetch_add(1, Ordering::Relaxed);
-        let view = RequestView { id, key: h, op: Op::Read, release: self.now(), coordinator: self.id, hint };
-        let mut tried: Vec<NodeId> = Vec::new();
-        let mut last = String::new();
-        loop {
-            let (replica, mut tags) = if tried.is_empty() {
-                match self.first_decision(&view, full)? {
-                    First::Go(x) => x,
-                    First::Parked(rx) => match tokio::time::timeout(self.timeout, rx).await {
-                        Ok(Ok(x)) => x,
-                        _ => return Err(CoordError::Busy),
-                    },
-                }
-            } else {
-                let up = full.retain_up(|n| tried.contains(&n) || !self.is_up(n));
-                if up.is_empty() {
-                    return Err(CoordError::NotEnough { need: 1, got: 0, last });
-                }
-                let now = self.now();
-                let mut sel = self.sel();
-                let (replica, tags) = match sel.select(now, &view, &up, &Blind) {
-                    Decision::Send { replica, tags } if up.contains(&replica) => (replica, tags),
-                    _ => (up[0], Tags::default()),
-                };
-                sel.on_sent(now, &view, replica);
-                (replica, tags)
-            };
-            tags.size_class = tags.size_class.max(hint.large as u8);
-            self.metrics.selected(replica);
-            let sent_at = self.now();
-            match self.exchange(replica, Work::Read { key: key.to_vec() }, tags).await {
-                Ok(Answer { outcome: Outcome::Read(v), feedback }) => {
-                    self.report(&view, replica, sent_at, hint.large, Some(feedback));
-                    self.wake(group);
-                    if let Some(val) = &v.value {
-                        self.learn_size(h, val.len() as u64);
-                    }
-                    return Ok(v);
-                }
-                Ok(Answer { feedback, .. }) => {
-                    self.report(&view, replica, sent_at, hint.large, Some(feedback));
-                    last = "replica answered a read with a write ack".into();
-                }
-                Err(e) => {
-                    self.report(&view, replica, sent_at, hint.large, None);
-                    last = e;
-                }
-            }
-            self.wake(group);
-            tried.push(replica);
-            self.metrics.retries.fetch_add(1, Ordering::Relaxed);
-            tracing::debug!(replica, "read failed ({last}), trying the next replica");
-        }
-    }
-
-    async fn fan_out(
-        self: &Arc<Self>,
-        full: ReplicaSet,
-        need: usize,
-        mk: impl Fn() -> Work,
-    ) -> Result<Vec<Outcome>, CoordError> {
-        let up = full.retain_up(|n| !self.is_up(n));
-        if up.len() < need {
-            return Err(CoordError::NotEnough {
-                need,
-                got: 0,
-                last: format!("only {} of {} replicas up", up.len(), full.len()),
-            });
-        }
-        let (tx, mut rx) = mpsc::channel(up.len().max(1));
-        for &node in up.iter() {
-            let tx = tx.clone();
-            let work = mk();
-            // every replica gets the request even after enough answered: the rest finish in the background
-            let me = self.clone();
-            tokio::spawn(async move {
-                let res = me.exchange(node, work, Tags::default()).await;
-                let _ = tx.send((node, res)).await;
-            });
-        }
-        drop(tx);
-        let mut ok = Vec::new();
-        let mut last = String::new();
-        while let Some((node, res)) = rx.recv().await {
-            match res {
-                Ok(a) => {
-                    let fresh =
-                        self.freshness.lock().unwrap_or_else(|p| p.into_inner()).accept(node, a.feedback.timestamp);
-                    if !fresh {
-                        self.metrics.stale_feedback.fetch_add(1, Ordering::Relaxed);
-                    }
-                    ok.push(a.outcome);
-                    if ok.len() >= need {
-                        return Ok(ok);
-                    }
-                }
-                Err(e) => last = e,
-            }
-        }
-        Err(CoordError::NotEnough { need, got: ok.len(), last })
-    }
-
-    async fn read_many(self: &Arc<Self>, key: &[u8], cl: Consistency) -> Result<Versioned, CoordError> {
-        let full = self.ring.replicas(crate::key_hash(key));
-        let need = cl.required(full.len());
-        let k = key.to_vec();
-        let outs = self.fan_out(full, need, || Work::Read { key: k.clone() }).await?;
-        let mut best = Versioned::default();
-        for o in outs {
-            if let Outcome::Read(v) = o {
-                if v.version > best.version || (v.version == best.version && best.value.is_none()) {
-                    best = v;
-                }
-            }
-        }
-        Ok(best)
+        self.submit(key, None).await
     }
 
     /// Write (or delete, with `None`) `key` at the configured write consistency.
     pub async fn write(self: &Arc<Self>, key: &[u8], value: Option<Vec<u8>>) -> Result<(), CoordError> {
-        let h = crate::key_hash(key);
-        let full = self.ring.replicas(h);
-        let need = u8_to_cl(self.write_cl.load(Ordering::Relaxed)).required(full.len());
-        if let Some(v) = &value {
-            self.learn_size(h, v.len() as u64);
-        }
         let version = self.next_version();
-        let k = key.to_vec();
-        let value = Arc::new(value);
-        self.fan_out(full, need, || Work::Write { key: k.clone(), version, value: (*value).clone() }).await?;
-        self.metrics.writes_acked.fetch_add(1, Ordering::Relaxed);
-        Ok(())
+        self.submit(key, Some((version, Arc::new(value)))).await.map(|_| ())
+    }
+}
+
+/// Sleep until the coordinator's wake-up time, wake its core, repeat; ends with the coordinator.
+async fn wake_up_task(c: std::sync::Weak<Coordinator>, wake: Arc<Notify>) {
+    loop {
+        let Some(me) = c.upgrade() else { return };
+        let (at, now) = (me.lock().wake_at, me.now());
+        if at.is_some_and(|t| t <= now) {
+            me.wake_up();
+            continue;
+        }
+        drop(me);
+        // without a wake-up time, re-check now and then so a dropped coordinator ends this task
+        let wait = at.map_or(Duration::from_secs(1), |t| Duration::from_nanos(t - now));
+        let _ = tokio::time::timeout(wait, wake.notified()).await;
     }
 }
 
@@ -565,9 +463,14 @@ mod tests {
     use crate::config::{Durability, EmulationConfig};
     use crate::emulation::Emulation;
     use crate::storage::Storage;
-    use tailor_core::selector::World;
+    use tailor_core::coordinator::CoordinatorConfig;
+    use tailor_core::facts::Response;
+    use tailor_core::model::RequestView;
+    use tailor_core::oracle::size::SeenSizes;
+    use tailor_core::selector::{Decision, ReplicaSelector, World};
 
-    /// Says wait for its first `waits` decisions, then sends to the first replica; counts events.
+    /// Says wait (retry in 1 ms) for its first `waits` decisions, then sends to the first
+    /// replica; counts events.
     struct Scripted {
         waits: usize,
         sent: Arc<AtomicU64>,
@@ -575,10 +478,10 @@ mod tests {
     }
 
     impl ReplicaSelector for Scripted {
-        fn select(&mut self, _now: Nanos, _req: &RequestView, replicas: &[NodeId], _w: &dyn World) -> Decision {
+        fn select(&mut self, now: Nanos, _req: &RequestView, replicas: &[NodeId], _w: &dyn World) -> Decision {
             if self.waits > 0 {
                 self.waits -= 1;
-                Decision::Wait { retry_at: None }
+                Decision::Wait { retry_at: Some(now + tailor_core::time::MS) }
             } else {
                 Decision::to(replicas[0])
             }
@@ -605,27 +508,32 @@ mod tests {
         let replica = Replica::start(0, clock, q, 2, 1000, storage, em, metrics.clone(), None);
         let (sent, responses) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let selector = Box::new(Scripted { waits, sent: sent.clone(), responses: responses.clone() });
+        let cfg = CoordinatorConfig {
+            id: 0,
+            read_consistency: Consistency::One,
+            write_consistency: Consistency::All,
+            read_repair: 0.0,
+            park_capacity,
+            park_timeout: Some(5_000 * tailor_core::time::MS),
+            seed: 1,
+        };
+        let core = CoordinatorCore::new(cfg, selector, Box::new(SeenSizes::new(16, 1000, None)));
         let c = Coordinator::start(CoordinatorParts {
             id: 0,
             clock,
             ring: Ring::new(1, 1, 1).unwrap(),
-            selector,
-            park_capacity,
-            large: 1000,
-            bloom: None,
+            core,
             replica,
             peers: vec![None],
             ids: Arc::new(AtomicU64::new(1)),
             timeout: Duration::from_secs(5),
-            read_consistency: Consistency::One,
-            write_consistency: Consistency::All,
             metrics,
         });
         (dir, c, sent, responses)
     }
 
     #[tokio::test]
-    async fn a_parked_read_is_re_offered_and_served() {
+    async fn a_parked_read_is_re_offered_at_its_retry_time_and_served() {
         let (_d, c, sent, responses) = single(3, 8);
         c.write(b"k", Some(b"v".to_vec())).await.unwrap();
         let v = c.read(b"k").await.unwrap();
@@ -634,13 +542,26 @@ mod tests {
         assert_eq!(sent.load(Ordering::Relaxed), 1, "on_sent once, by the wake-up");
         assert_eq!(responses.load(Ordering::Relaxed), 1);
         assert_eq!(c.metrics.selections[0].load(Ordering::Relaxed), 1);
+        assert_eq!(c.size_hint(b"k").bytes, Some(1), "the oracle saw the value");
     }
 
     #[tokio::test]
     async fn a_full_park_queue_refuses_reads() {
-        let (_d, c, _, _) = single(usize::MAX, 0);
+        let (_d, c, _, _) = single(usize::MAX, 1);
+        let first = {
+            let c = c.clone();
+            tokio::spawn(async move { c.read(b"k").await })
+        };
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while c.metrics.parked.load(Ordering::Relaxed) == 0 {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        })
+        .await
+        .unwrap();
         assert_eq!(c.read(b"k").await.unwrap_err(), CoordError::Busy);
         assert_eq!(c.metrics.park_rejected.load(Ordering::Relaxed), 1);
+        first.abort();
     }
 
     #[tokio::test]

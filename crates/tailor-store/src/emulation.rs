@@ -72,6 +72,16 @@ impl Emulation {
         })
     }
 
+    /// The emulated model `p = alpha * size + beta` as the size oracle's service model (`None`
+    /// when off), so hints carry each request's own estimate (EFT).
+    pub fn service_model(&self) -> Option<tailor_core::oracle::size::ServiceModel> {
+        let (alpha, beta_us) = (f(&self.alpha), f(&self.beta_us));
+        (alpha > 0.0 || beta_us > 0.0).then(|| tailor_core::oracle::size::ServiceModel {
+            alpha_ns_per_byte: alpha,
+            beta_ns: (beta_us * 1000.0).round() as Nanos,
+        })
+    }
+
     /// Emulated processing time `alpha * size + beta` of a value of `size` bytes (0 when off).
     pub fn model_time(&self, size: u64) -> Nanos {
         (f(&self.alpha) * size as f64 + f(&self.beta_us) * 1000.0).max(0.0) as Nanos

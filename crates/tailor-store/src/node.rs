@@ -2,7 +2,7 @@
 //! internode, metrics), and runs until asked to stop.
 
 use crate::commands;
-use crate::config::{NodeConfig, SizeOracleKind};
+use crate::config::NodeConfig;
 use crate::coordinator::{Coordinator, CoordinatorParts};
 use crate::emulation::Emulation;
 use crate::internode::{decode, encode, read_frame, Message};
@@ -15,7 +15,9 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tailor_core::oracle::bloom::{BloomSizeOracle, LargeKeyIndex};
+use tailor_core::coordinator::{CoordinatorConfig, CoordinatorCore};
+use tailor_core::oracle::bloom::LargeKeyIndex;
+use tailor_core::oracle::size::{self, Knowledge, OracleKind};
 use tailor_core::ring::Ring;
 use tailor_core::selector::SelectorEnv;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -87,11 +89,10 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
     let emulation = Arc::new(Emulation::new(&cfg.emulation, seed));
     let queue =
         tailor_core::local::build(&cfg.local, &cfg.locals, seed).map_err(|e| NodeError::Build(e.to_string()))?;
-    let bloom_on = cfg.size_oracle == SizeOracleKind::Bloom;
+    let bloom_on = cfg.size_oracle == OracleKind::Bloom;
     let build = |e: tailor_core::oracle::bloom::BloomError| NodeError::Build(format!("bloom: {e}"));
     let index =
         if bloom_on { Some(LargeKeyIndex::new(&cfg.bloom, cfg.large_value_bytes).map_err(build)?) } else { None };
-    let oracle = if bloom_on { Some(BloomSizeOracle::new(&cfg.bloom, m).map_err(build)?) } else { None };
     let replica = Replica::start(
         cfg.id,
         clock,
@@ -122,32 +123,26 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
         workers: cfg.workers,
         seed,
     };
-    let selector = tailor_core::selector::build(&cfg.selector, &cfg.selectors, &env)
-        .map_err(|e| NodeError::Build(e.to_string()))?;
+    let core = coordinator_core(&cfg, &env, &emulation)?;
     let ids = Arc::new(AtomicU64::new(1));
     let timeout = Duration::from_millis(cfg.request_timeout_ms);
     let coordinator = Coordinator::start(CoordinatorParts {
         id: cfg.id,
         clock,
         ring,
-        selector,
-        park_capacity: cfg.park_capacity,
-        large: cfg.large_value_bytes,
-        bloom: oracle,
+        core,
         replica: replica.clone(),
         peers: peers.clone(),
         ids: ids.clone(),
         timeout,
-        read_consistency: cfg.read_consistency,
-        write_consistency: cfg.write_consistency,
         metrics: metrics.clone(),
     });
     let node = Arc::new(Node { cfg, storage, replica, coordinator, emulation, metrics, peers });
     let mut tasks = Vec::new();
     for p in node.peers.iter().flatten() {
         let hb = Duration::from_millis(node.cfg.heartbeat_ms);
-        let c = node.coordinator.clone();
-        let learn = move |fb: &tailor_core::facts::Feedback| c.learn(fb);
+        let (c, from) = (node.coordinator.clone(), p.id);
+        let learn = move |fb: &tailor_core::facts::Feedback| c.facts(from, fb.clone());
         tasks.push(tokio::spawn(p.clone().heartbeat(ids.clone(), hb, timeout.max(hb * 2), learn)));
     }
     if bloom_on {
@@ -158,7 +153,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
             let mut tick = tokio::time::interval(Duration::from_millis(n.cfg.heartbeat_ms));
             loop {
                 tick.tick().await;
-                n.coordinator.learn(&n.replica.feedback_for(Some(n.cfg.id)));
+                n.coordinator.facts(n.cfg.id, n.replica.feedback_for(Some(n.cfg.id)));
             }
         }));
     }
@@ -178,6 +173,27 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
     node.replica.shutdown();
     node.storage.flush()?;
     Ok(())
+}
+
+/// The coordinator core this node's configuration asks for.
+fn coordinator_core(cfg: &NodeConfig, env: &SelectorEnv, emulation: &Emulation) -> Result<CoordinatorCore, NodeError> {
+    let err = |e: &dyn std::fmt::Display| NodeError::Build(e.to_string());
+    let selector = tailor_core::selector::build(&cfg.selector, &cfg.selectors, env).map_err(|e| err(&e))?;
+    let knowledge = Knowledge::Live { servers: cfg.members.len() };
+    let service = emulation.service_model();
+    let oracle = size::build(cfg.size_oracle, cfg.large_value_bytes, service, &cfg.bloom, knowledge)
+        .map_err(|e| err(&format!("bloom: {e}")))?;
+    let timeout = tailor_core::time::MS * cfg.request_timeout_ms;
+    let core_cfg = CoordinatorConfig {
+        id: cfg.id,
+        read_consistency: cfg.read_consistency,
+        write_consistency: cfg.write_consistency,
+        read_repair: cfg.read_repair,
+        park_capacity: cfg.park_capacity,
+        park_timeout: Some(timeout),
+        seed: env.seed,
+    };
+    Ok(CoordinatorCore::new(core_cfg, selector, oracle))
 }
 
 fn render_metrics(node: &Node) -> String {
@@ -348,7 +364,7 @@ async fn internode_conn(node: Arc<Node>, sock: TcpStream, max_frame: u64) {
                 break;
             }
         };
-        let (id, work, tags) = match msg {
+        let (id, work, tags, age) = match msg {
             Message::Hello { from, .. } if (from as usize) < node.cfg.members.len() => {
                 receiver = Some(from);
                 continue;
@@ -357,14 +373,14 @@ async fn internode_conn(node: Arc<Node>, sock: TcpStream, max_frame: u64) {
                 let _ = tx.send(encode(&Message::Pong { id, feedback: node.replica.feedback_for(receiver) })).await;
                 continue;
             }
-            Message::Read { id, key, tags } => (id, Work::Read { key }, tags),
+            Message::Read { id, key, tags, age } => (id, Work::Read { key }, tags, age),
             Message::Write { id, key, version, value } => {
                 if value.as_ref().is_some_and(|v| v.len() as u64 > node.cfg.max_value_bytes) {
                     let reason = "value exceeds the maximum size".to_string();
                     let _ = tx.send(encode(&Message::Failed { id, reason })).await;
                     continue;
                 }
-                (id, Work::Write { key, version, value }, Default::default())
+                (id, Work::Write { key, version, value }, Default::default(), 0)
             }
             other => {
                 node.metrics.protocol_errors.fetch_add(1, Ordering::Relaxed);
@@ -372,7 +388,7 @@ async fn internode_conn(node: Arc<Node>, sock: TcpStream, max_frame: u64) {
                 break;
             }
         };
-        let done = node.replica.submit(work, tags, receiver);
+        let done = node.replica.submit(work, tags, age, receiver);
         let tx = tx.clone();
         tokio::spawn(async move {
             let reply = match done.await {

@@ -1,23 +1,23 @@
-//! The replica path: requests enter the configured local queue and `P` worker threads execute
-//! them against the storage engine, applying the emulation knobs; every reply carries the
-//! replica's facts.
+//! The replica path: a driver of tailor-core's [`ReplicaCore`] (local queue, worker slots, the
+//! one facts accountant). Requests enter the core; worker threads ask it for the next job when
+//! a slot is free, execute it against the storage engine with the emulation knobs, and report
+//! it finished, which answers the facts the reply carries. This file owns the threads, the
+//! storage and the Bloom index's rebuilds; nothing here decides queue order or measures facts.
 
 use crate::emulation::Emulation;
 use crate::metrics::Metrics;
 use crate::storage::{Storage, Versioned};
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use tailor_core::facts::Feedback;
 use tailor_core::local::LocalQueue;
 use tailor_core::model::{JobMeta, NodeId, Tags};
 use tailor_core::oracle::bloom::LargeKeyIndex;
-use tailor_core::time::{Nanos, MS, US};
+use tailor_core::replica::{Arrival, ReplicaCore};
+use tailor_core::time::{Nanos, US};
 use tokio::sync::oneshot;
 
-/// Window of TAP's `dq` (queue-length change).
-const DQ_WINDOW: Nanos = 20 * MS;
 /// Most worker threads `TAILOR.SET workers` may ask for.
 pub const MAX_WORKERS: usize = 256;
 
@@ -69,107 +69,10 @@ pub struct Job {
     reply: oneshot::Sender<Done>,
 }
 
-/// The queue and the facts measured from it; every method is called under the replica's lock.
-///
-/// Kept apart from the threads so the accounting can be tested with scripted times:
-/// - `pending_work` is the sum of the *estimated* processing times of the requests queued or
-///   running (a running request counts in full until it completes, whatever time it already
-///   spent: the estimate is what EFT adds up, and a partial credit would need a clock read per
-///   feedback); each request adds and later removes the same `JobMeta::service`, so the sum
-///   returns exactly to 0 when the replica drains, even if the service model changes meanwhile.
-/// - `busy` is true while at least one request for a value larger than the threshold runs
-///   (writes of large values count too: they occupy the device the same way).
-/// - `dq` is the queue length (queued + running) now minus the queue length at `now - 20 ms`,
-///   the latter read from a step history that starts with `(0, 0)` (an empty replica).
-/// - `completed` counts every request a worker finished, failed ones included.
+/// The replica core and the ids it gives jobs; every use is under the replica's lock.
 struct State {
-    queue: Box<dyn LocalQueue<Job>>,
-    running: u32,
-    large_running: u32,
-    pending_work: Nanos,
-    completed: u64,
-    /// (time, queue length) samples covering at least the last `DQ_WINDOW`.
-    history: VecDeque<(Nanos, u32)>,
+    core: ReplicaCore<Job>,
     next_id: u64,
-}
-
-impl State {
-    fn new(queue: Box<dyn LocalQueue<Job>>) -> State {
-        State {
-            queue,
-            running: 0,
-            large_running: 0,
-            pending_work: 0,
-            completed: 0,
-            history: VecDeque::from([(0, 0)]),
-            next_id: 0,
-        }
-    }
-
-    /// Requests waiting or running.
-    fn len(&self) -> u32 {
-        self.queue.len() as u32 + self.running
-    }
-
-    /// Queue a job whose estimated processing time is `service`.
-    fn admit(&mut self, now: Nanos, service: Nanos, tags: Tags, job: Job) {
-        self.next_id += 1;
-        // release = arrival here: the coordinator's clock is not comparable with ours
-        let meta = JobMeta { id: self.next_id, release: now, enqueued: now, service, size: job.size, tags };
-        self.pending_work += service;
-        self.queue.push(now, meta, job);
-        self.record_len(now);
-    }
-
-    /// A worker took a job off the queue (the queue length is unchanged: it moved to running).
-    fn begin(&mut self, large: bool) {
-        self.running += 1;
-        if large {
-            self.large_running += 1;
-        }
-    }
-
-    /// A worker finished the job it began with estimate `service`.
-    fn finish(&mut self, now: Nanos, service: Nanos, large: bool) {
-        self.running = self.running.saturating_sub(1);
-        if large {
-            self.large_running = self.large_running.saturating_sub(1);
-        }
-        self.pending_work = self.pending_work.saturating_sub(service);
-        self.completed += 1;
-        self.record_len(now);
-    }
-
-    fn record_len(&mut self, now: Nanos) {
-        let len = self.len();
-        self.history.push_back((now, len));
-        // keep one sample older than the window as its baseline
-        while self.history.len() > 2 && self.history[1].0 + DQ_WINDOW <= now {
-            self.history.pop_front();
-        }
-        if self.history.len() > 4096 {
-            self.history.pop_front();
-        }
-    }
-
-    /// The facts of replica `id` at `now`, for a response whose request took `service`.
-    fn facts(&self, id: NodeId, now: Nanos, service: Nanos) -> Feedback {
-        let len = self.len();
-        let base =
-            self.history.iter().rev().find(|(t, _)| t + DQ_WINDOW <= now).or(self.history.front()).map_or(0, |x| x.1);
-        Feedback {
-            from: id,
-            timestamp: now,
-            queue_len: len,
-            service_time: service,
-            completed: self.completed,
-            busy: self.large_running > 0,
-            dq: len as i64 - base as i64,
-            pending_work: self.pending_work,
-            bloom_bits: Vec::new(),
-            bloom_generation: 0,
-        }
-    }
 }
 
 /// Largest generation gap a replica closes when a peer is ahead; a bigger one is treated as a
@@ -205,13 +108,10 @@ struct BloomState {
 
 /// A node's replica side.
 pub struct Replica {
-    id: NodeId,
     clock: Instant,
     state: Mutex<State>,
     ready: Condvar,
-    workers: AtomicUsize,
     spawned: Mutex<usize>,
-    large: u64,
     shutdown: AtomicBool,
     storage: Arc<Storage>,
     emulation: Arc<Emulation>,
@@ -238,13 +138,13 @@ impl Replica {
         bloom: Option<LargeKeyIndex>,
     ) -> Arc<Replica> {
         let r = Arc::new(Replica {
-            id,
             clock,
-            state: Mutex::new(State::new(queue)),
+            state: Mutex::new(State {
+                core: ReplicaCore::new(id, queue, workers.clamp(1, MAX_WORKERS), large),
+                next_id: 0,
+            }),
             ready: Condvar::new(),
-            workers: AtomicUsize::new(0),
             spawned: Mutex::new(0),
-            large,
             shutdown: AtomicBool::new(false),
             storage,
             emulation,
@@ -272,12 +172,12 @@ impl Replica {
     /// Change the read parallelism `P` at runtime (1..=[`MAX_WORKERS`]).
     pub fn set_workers(self: &Arc<Self>, n: usize) {
         let n = n.clamp(1, MAX_WORKERS);
-        self.workers.store(n, Ordering::Relaxed);
+        self.lock().core.set_workers(n);
         let mut spawned = self.spawned.lock().unwrap_or_else(|p| p.into_inner());
         while *spawned < n {
             let me = self.clone();
             let idx = *spawned;
-            let ok = std::thread::Builder::new().name(format!("tailor-worker-{idx}")).spawn(move || me.worker(idx));
+            let ok = std::thread::Builder::new().name(format!("tailor-worker-{idx}")).spawn(move || me.worker());
             if ok.is_err() {
                 break;
             }
@@ -288,12 +188,13 @@ impl Replica {
 
     /// The current read parallelism.
     pub fn workers(&self) -> usize {
-        self.workers.load(Ordering::Relaxed)
+        self.lock().core.workers()
     }
 
     /// Requests waiting or running.
     pub fn queue_len(&self) -> u32 {
-        self.lock().len()
+        let s = self.lock();
+        (s.core.waiting() + s.core.running()) as u32
     }
 
     /// Stop the workers (they finish the request they run) and the Bloom rebuild thread.
@@ -326,7 +227,7 @@ impl Replica {
     /// delta when the receiver is known.
     pub fn feedback_for(&self, receiver: Option<NodeId>) -> Feedback {
         let now = self.now();
-        let mut fb = self.lock().facts(self.id, now, 0);
+        let mut fb = self.lock().core.facts(now);
         self.fill_bloom(receiver, &mut fb);
         fb
     }
@@ -471,9 +372,10 @@ impl Replica {
         tracing::debug!(generation = g.index.generation(), "Bloom filter rebuilt");
     }
 
-    /// Queue `work` (with the coordinator's `tags`) for coordinator `receiver` (if known); the
-    /// reply arrives on the returned channel once a worker executed it.
-    pub fn submit(&self, work: Work, tags: Tags, receiver: Option<NodeId>) -> oneshot::Receiver<Done> {
+    /// Queue `work` (with the coordinator's `tags`, after `age` at the coordinator) for
+    /// coordinator `receiver` (if known); the reply arrives on the returned channel once a
+    /// worker executed it.
+    pub fn submit(&self, work: Work, tags: Tags, age: Nanos, receiver: Option<NodeId>) -> oneshot::Receiver<Done> {
         let (tx, rx) = oneshot::channel();
         let (size, key_hash) = match &work {
             Work::Read { key } => {
@@ -483,69 +385,74 @@ impl Replica {
         };
         let now = self.now();
         let service = self.estimate(size).max(1);
-        self.lock().admit(now, service, tags, Job { work, size, key_hash, receiver, reply: tx });
+        let mut s = self.lock();
+        s.next_id += 1;
+        let arrival = Arrival { id: s.next_id, age, service, size, tags };
+        s.core.admit(now, arrival, Job { work, size, key_hash, receiver, reply: tx });
+        drop(s);
         self.ready.notify_one();
         rx
     }
 
-    fn worker(self: Arc<Self>, idx: usize) {
+    /// The next job the core lets this worker run; `None` at shutdown.
+    fn next_job(&self) -> Option<(JobMeta, Job)> {
+        let mut s = self.lock();
         loop {
-            let mut s = self.lock();
-            let (meta, job) = loop {
-                if self.shutdown.load(Ordering::Relaxed) {
-                    return;
-                }
-                if idx < self.workers.load(Ordering::Relaxed) {
-                    let now = self.now();
-                    if let Some(x) = s.queue.pop(now) {
-                        break x;
-                    }
-                }
-                s = self
-                    .ready
-                    .wait_timeout(s, Duration::from_millis(100))
-                    .map(|r| r.0)
-                    .unwrap_or_else(|p| p.into_inner().0);
-            };
-            let large = job.size > self.large;
-            s.begin(large);
-            drop(s);
-            if let Some(d) = self.emulation.stall_remaining(self.now()) {
-                std::thread::sleep(d);
+            if self.shutdown.load(Ordering::Relaxed) {
+                return None;
             }
-            let start = self.now();
-            let is_write = matches!(job.work, Work::Write { .. });
-            let outcome = match job.work {
-                Work::Read { key } => self.storage.get(&key).map(Outcome::Read),
-                Work::Write { key, version, value } => {
-                    self.storage.put(&key, version, value.as_deref()).map(Outcome::Written)
-                }
-            };
-            if is_write && matches!(outcome, Ok(Outcome::Written(true))) {
-                // before the reply's facts are filled, so the ack carries this key's new bits
-                self.record_write(job.key_hash, job.size);
+            if let Some(x) = s.core.start(self.now()) {
+                return Some(x);
             }
-            let real = self.now().saturating_sub(start);
-            let extra = self.emulation.extra_delay(start, real, job.size);
-            if !extra.is_zero() {
-                std::thread::sleep(extra);
+            s = self
+                .ready
+                .wait_timeout(s, Duration::from_millis(100))
+                .map(|r| r.0)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
+    }
+
+    /// Execute one job against storage with the emulation knobs; its outcome and real service.
+    fn execute(&self, work: Work, key_hash: u64, size: u64) -> (Result<Outcome, String>, Nanos) {
+        if let Some(d) = self.emulation.stall_remaining(self.now()) {
+            std::thread::sleep(d);
+        }
+        let start = self.now();
+        let is_write = matches!(work, Work::Write { .. });
+        let outcome = match work {
+            Work::Read { key } => self.storage.get(&key).map(Outcome::Read),
+            Work::Write { key, version, value } => {
+                self.storage.put(&key, version, value.as_deref()).map(Outcome::Written)
             }
-            let service = self.now().saturating_sub(start).max(1);
-            match &outcome {
-                Ok(Outcome::Read(_)) => self.metrics.reads_served.fetch_add(1, Ordering::Relaxed),
-                Ok(Outcome::Written(_)) => self.metrics.writes_served.fetch_add(1, Ordering::Relaxed),
-                Err(_) => 0,
-            };
-            self.metrics.service(service);
+        };
+        if is_write && matches!(outcome, Ok(Outcome::Written(true))) {
+            // before the reply's facts are filled, so the ack carries this key's new bits
+            self.record_write(key_hash, size);
+        }
+        let real = self.now().saturating_sub(start);
+        let extra = self.emulation.extra_delay(start, real, size);
+        if !extra.is_zero() {
+            std::thread::sleep(extra);
+        }
+        let service = self.now().saturating_sub(start).max(1);
+        match &outcome {
+            Ok(Outcome::Read(_)) => self.metrics.reads_served.fetch_add(1, Ordering::Relaxed),
+            Ok(Outcome::Written(_)) => self.metrics.writes_served.fetch_add(1, Ordering::Relaxed),
+            Err(_) => 0,
+        };
+        self.metrics.service(service);
+        (outcome.map_err(|e| e.to_string()), service)
+    }
+
+    fn worker(self: Arc<Self>) {
+        while let Some((meta, job)) = self.next_job() {
+            let (outcome, service) = self.execute(job.work, job.key_hash, job.size);
             let now = self.now();
-            let mut s = self.lock();
-            s.finish(now, meta.service, large);
-            let mut feedback = s.facts(self.id, now, service);
-            drop(s);
+            let mut feedback = self.lock().core.finish(now, meta.id, service);
             if outcome.is_ok() {
                 self.fill_bloom(job.receiver, &mut feedback);
             }
-            let _ = job.reply.send(Done { outcome: outcome.map_err(|e| e.to_string()), feedback });
+            let _ = job.reply.send(Done { outcome, feedback });
         }
     }
 }
@@ -576,67 +483,7 @@ mod tests {
 
     fn write(r: &Replica, key: &[u8], version: u64, len: usize, to: Option<NodeId>) -> Done {
         let w = Work::Write { key: key.to_vec(), version, value: Some(vec![7; len]) };
-        r.submit(w, Tags::default(), to).blocking_recv().unwrap()
-    }
-
-    /// A job for the accounting tests (its reply channel is never read).
-    fn job(size: u64) -> Job {
-        let (reply, _rx) = oneshot::channel();
-        Job { work: Work::Read { key: vec![1] }, size, key_hash: 1, receiver: None, reply }
-    }
-
-    #[test]
-    fn pending_work_busy_and_completed_follow_the_queue() {
-        let q = tailor_core::local::build("fcfs", &Default::default(), 1).unwrap();
-        let mut s = State::new(q);
-        assert_eq!(s.facts(0, 0, 0), Feedback::default());
-        s.admit(MS, 300, Tags::default(), job(10));
-        s.admit(MS, 5_000, Tags::default(), job(1_000));
-        s.admit(MS, 40, Tags::default(), job(10));
-        let f = s.facts(2, MS, 0);
-        assert_eq!((f.from, f.queue_len, f.pending_work, f.busy, f.completed), (2, 3, 5_340, false, 0));
-        // a worker takes the small one, another the large one: busy while the large one runs
-        let (m1, j1) = s.queue.pop(MS).unwrap();
-        s.begin(j1.size > 100);
-        let (m2, j2) = s.queue.pop(MS).unwrap();
-        s.begin(j2.size > 100);
-        let f = s.facts(2, 2 * MS, 0);
-        assert_eq!((f.queue_len, f.pending_work, f.busy), (3, 5_340, true), "running work still counts in full");
-        s.finish(3 * MS, m1.service, false);
-        let f = s.facts(2, 3 * MS, 77);
-        assert_eq!((f.queue_len, f.pending_work, f.busy, f.completed, f.service_time), (2, 5_040, true, 1, 77));
-        s.finish(4 * MS, m2.service, true);
-        let f = s.facts(2, 4 * MS, 0);
-        assert_eq!((f.queue_len, f.pending_work, f.busy, f.completed), (1, 40, false, 2));
-        let (m3, _) = s.queue.pop(5 * MS).unwrap();
-        s.begin(false);
-        s.finish(6 * MS, m3.service, false);
-        let f = s.facts(2, 6 * MS, 0);
-        assert_eq!((f.queue_len, f.pending_work, f.busy, f.completed), (0, 0, false, 3));
-    }
-
-    #[test]
-    fn dq_is_the_change_over_the_last_20ms() {
-        let q = tailor_core::local::build("fcfs", &Default::default(), 1).unwrap();
-        let mut s = State::new(q);
-        // within the first window the baseline is the empty replica at time 0
-        for t in 1..=4 {
-            s.admit(t * MS, 1, Tags::default(), job(1));
-        }
-        assert_eq!(s.facts(0, 5 * MS, 0).dq, 4);
-        // at 25 ms the baseline is the length at 5 ms (4)
-        s.admit(10 * MS, 1, Tags::default(), job(1));
-        assert_eq!(s.facts(0, 25 * MS, 0).dq, 1);
-        // drain three: length 2 at 40 ms; at 40 ms the baseline is the length at 20 ms (5)
-        for t in [31, 32, 33] {
-            let (m, _) = s.queue.pop(t * MS).unwrap();
-            s.begin(false);
-            s.finish(t * MS, m.service, false);
-        }
-        assert_eq!(s.facts(0, 40 * MS, 0).dq, -3);
-        // long idle: nothing changed in the last 20 ms
-        assert_eq!(s.facts(0, 500 * MS, 0).dq, 0);
-        assert_eq!(s.facts(0, 500 * MS, 0).queue_len, 2);
+        r.submit(w, Tags::default(), 0, to).blocking_recv().unwrap()
     }
 
     #[test]
@@ -653,7 +500,7 @@ mod tests {
         assert_eq!(to1.bloom_bits, big.feedback.bloom_bits);
         assert!(r.feedback_for(Some(1)).bloom_bits.is_empty());
         // a read reply to coordinator 0 has nothing new; an older version that loses adds nothing
-        let rd = r.submit(Work::Read { key: b"big".to_vec() }, Tags::default(), Some(0)).blocking_recv().unwrap();
+        let rd = r.submit(Work::Read { key: b"big".to_vec() }, Tags::default(), 0, Some(0)).blocking_recv().unwrap();
         assert!(rd.feedback.bloom_bits.is_empty());
         write(&r, b"x", 5, 50, Some(0));
         let stale = write(&r, b"x", 3, 500, Some(0));
@@ -720,13 +567,17 @@ mod tests {
     #[test]
     fn executes_writes_then_reads_with_feedback() {
         let (_d, r) = replica("fcfs", 2);
-        let w =
-            r.submit(Work::Write { key: b"a".to_vec(), version: 1, value: Some(vec![1; 200]) }, Tags::default(), None);
+        let w = r.submit(
+            Work::Write { key: b"a".to_vec(), version: 1, value: Some(vec![1; 200]) },
+            Tags::default(),
+            0,
+            None,
+        );
         let done = w.blocking_recv().unwrap();
         assert!(matches!(done.outcome, Ok(Outcome::Written(true))));
         assert_eq!(done.feedback.from, 3);
         assert_eq!(done.feedback.completed, 1);
-        let rd = r.submit(Work::Read { key: b"a".to_vec() }, Tags::default(), None).blocking_recv().unwrap();
+        let rd = r.submit(Work::Read { key: b"a".to_vec() }, Tags::default(), 0, None).blocking_recv().unwrap();
         match rd.outcome {
             Ok(Outcome::Read(v)) => assert_eq!(v.value.map(|v| v.len()), Some(200)),
             other => panic!("{other:?}"),
@@ -749,6 +600,7 @@ mod tests {
                     r.submit(
                         Work::Write { key: vec![i as u8], version: 1, value: Some(vec![0; i as usize * 10]) },
                         Tags::default(),
+                        0,
                         None,
                     )
                 })

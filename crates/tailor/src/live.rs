@@ -96,6 +96,8 @@ impl LiveCluster {
             cfg.selectors = spec.selector.clone();
             cfg.locals = spec.local.clone();
             cfg.large_value_bytes = spec.workload.large_threshold;
+            cfg.size_oracle = spec.workload.oracle;
+            cfg.read_repair = c.read_repair;
             cfg.vnodes = c.vnodes;
             emulate(spec, &mut cfg.emulation);
         })

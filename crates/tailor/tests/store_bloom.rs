@@ -5,7 +5,7 @@
 mod common;
 use common::*;
 use tailor_store::cluster::ClusterOptions;
-use tailor_store::config::{Consistency, SizeOracleKind};
+use tailor_store::config::{Consistency, OracleKind};
 
 fn admin(con: &mut redis::Connection, args: &[&str]) -> String {
     let mut cmd = redis::cmd(args[0]);
@@ -31,7 +31,7 @@ fn large_keys_written_through_one_node_are_large_at_another() {
         ..ClusterOptions::default()
     };
     let cl = TestCluster::start(opts, |c| {
-        c.size_oracle = SizeOracleKind::Bloom;
+        c.size_oracle = OracleKind::Bloom;
         c.bloom_rebuild_ms = 0; // rebuilds only on request, so the test controls generations
     });
     let mut a = cl.conn(0);

@@ -36,6 +36,15 @@ pub struct LocalConfig {
     pub rml: rml::RmlConfig,
 }
 
+impl LocalConfig {
+    /// Check every local policy's tunables; names the first bad field.
+    pub fn validate(&self) -> Result<(), crate::selector::InvalidSetting> {
+        self.rml
+            .validate()
+            .map_err(|e| crate::selector::InvalidSetting { field: "local.rml".into(), reason: e.to_string() })
+    }
+}
+
 /// Every local policy name, in the order reports list them.
 pub const LOCALS: &[&str] = &["fcfs", "max-stretch", "rml", "sjf", "max-wait-over-size"];
 

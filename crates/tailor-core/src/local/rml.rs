@@ -5,7 +5,9 @@
 //!
 //! Hector draws over all sub-queues and redraws when it hits an empty one; restricting the draw
 //! to the non-empty ones gives the same distribution without a loop. Choices made here:
-//! - a job goes to sub-queue `meta.tags.size_class + 1`, clamped to `n` (the coordinator tags);
+//! - a job goes to sub-queue `meta.tags.size_class + 1`, clamped to `n`; the coordinator core's
+//!   tag rule sets the size class from its oracle's large threshold (`workload.large_threshold`
+//!   in a spec, `large_value_bytes` in the store: Hector's 1 kB items are small at 1024);
 //! - with one non-empty sub-queue no number is drawn (the answer is forced), so the random
 //!   stream advances only on real choices;
 //! - [`Rml::new`] cannot fail (the registry calls it as is): it clamps `levels` into
@@ -35,15 +37,11 @@ pub struct RmlConfig {
     pub levels: usize,
     /// Priority coefficient: sub-queue `q` has weight `alpha^(n-q+1)` (Hector's experiment: 10).
     pub alpha: f64,
-    /// Not read by the queue: engines tag a request `size_class` 0 (small) when the oracle's
-    /// size is at most this many bytes and 1 (large) above it (see [`RmlConfig::size_class`]);
-    /// 1024 B makes Hector's 1 kB items small.
-    pub small_threshold_bytes: u64,
 }
 
 impl Default for RmlConfig {
     fn default() -> Self {
-        RmlConfig { levels: 2, alpha: 10.0, small_threshold_bytes: 1024 }
+        RmlConfig { levels: 2, alpha: 10.0 }
     }
 }
 
@@ -80,12 +78,6 @@ impl RmlConfig {
             return Err(RmlConfigError::Overflow { alpha: self.alpha, levels: self.levels });
         }
         Ok(())
-    }
-
-    /// The size class an engine should tag a request with, from the oracle's size in bytes:
-    /// 0 (small, sub-queue 1) up to `small_threshold_bytes` inclusive, 1 (large) above.
-    pub fn size_class(&self, bytes: u64) -> u8 {
-        u8::from(bytes > self.small_threshold_bytes)
     }
 }
 
@@ -275,9 +267,8 @@ mod tests {
     #[test]
     fn config_defaults_validation_and_repair() {
         let cfg = RmlConfig::default();
-        assert_eq!((cfg.levels, cfg.alpha, cfg.small_threshold_bytes), (2, 10.0, 1024));
+        assert_eq!((cfg.levels, cfg.alpha), (2, 10.0));
         assert_eq!(cfg.validate(), Ok(()));
-        assert_eq!((cfg.size_class(1024), cfg.size_class(1025)), (0, 1));
         assert_eq!(RmlConfig { levels: 0, ..cfg.clone() }.validate(), Err(RmlConfigError::Levels(0)));
         assert!(matches!(RmlConfig { alpha: -1.0, ..cfg.clone() }.validate(), Err(RmlConfigError::Alpha(_))));
         let huge = RmlConfig { levels: 256, alpha: 1e10, ..cfg.clone() };

@@ -121,6 +121,28 @@ pub struct SelectorConfig {
     pub p2c_peak_ewma: p2c_peak_ewma::P2cConfig,
 }
 
+/// A strategy setting that cannot work as written, named by its path in a spec or config.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("invalid `{field}`: {reason}")]
+pub struct InvalidSetting {
+    /// The setting's path, e.g. `selector.c3.rate_beta`.
+    pub field: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl SelectorConfig {
+    /// Check every selector's tunables (what the types cannot); names the first bad field.
+    pub fn validate(&self) -> Result<(), InvalidSetting> {
+        let named = |strategy: &str, e: c3::InvalidConfig| InvalidSetting {
+            field: format!("selector.{strategy}.{}", e.field),
+            reason: format!("{} is not {}", e.value, e.expected),
+        };
+        self.c3.validate().map_err(|e| named("c3", e))?;
+        self.tap.validate().map_err(|e| named("tap", e))
+    }
+}
+
 /// Every selector name, in the order reports list them.
 pub const SELECTORS: &[&str] = &[
     "random",

@@ -8,7 +8,7 @@ use tailor_core::model::Tags;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Protocol version carried by every frame.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 
 const READ: u8 = 1;
 const WRITE: u8 = 2;
@@ -156,12 +156,13 @@ impl<'a> R<'a> {
 pub fn encode(msg: &Message) -> Vec<u8> {
     let mut w = W(vec![0, 0, 0, 0, VERSION]);
     match msg {
-        Message::Read { id, key, tags } => {
+        Message::Read { id, key, tags, age } => {
             w.u8(READ);
             w.u64(*id);
             w.bytes(key);
             w.u8(tags.priority);
             w.u8(tags.size_class);
+            w.u64(*age);
         }
         Message::Write { id, key, version, value } => {
             w.u8(WRITE);
@@ -217,7 +218,12 @@ pub fn decode(body: &[u8]) -> Result<Message, DecodeError> {
     }
     let kind = r.u8()?;
     let msg = match kind {
-        READ => Message::Read { id: r.u64()?, key: r.bytes()?, tags: Tags { priority: r.u8()?, size_class: r.u8()? } },
+        READ => Message::Read {
+            id: r.u64()?,
+            key: r.bytes()?,
+            tags: Tags { priority: r.u8()?, size_class: r.u8()? },
+            age: r.u64()?,
+        },
         WRITE => Message::Write { id: r.u64()?, key: r.bytes()?, version: r.u64()?, value: r.opt()? },
         PING => Message::Ping { id: r.u64()? },
         HELLO => Message::Hello { id: r.u64()?, from: r.u32()? },
@@ -265,7 +271,7 @@ mod tests {
     #[test]
     fn every_message_round_trips() {
         let msgs = vec![
-            Message::Read { id: 1, key: b"k".to_vec(), tags: Tags { priority: 1, size_class: 2 } },
+            Message::Read { id: 1, key: b"k".to_vec(), tags: Tags { priority: 1, size_class: 2 }, age: 1_500 },
             Message::Write { id: 2, key: b"k".to_vec(), version: 77, value: Some(vec![0; 100]) },
             Message::Write { id: 3, key: b"k".to_vec(), version: 78, value: None },
             Message::Ping { id: 4 },

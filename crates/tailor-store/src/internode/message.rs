@@ -15,6 +15,9 @@ pub enum Message {
         key: Vec<u8>,
         /// Tags the selector attached.
         tags: Tags,
+        /// Nanoseconds the read spent at its coordinator before being sent (the replica's
+        /// release time is its arrival minus this).
+        age: u64,
     },
     /// Write `key` at `version`; `value: None` deletes.
     Write {
