@@ -271,10 +271,10 @@ mod tests {
         assert_eq!(cfg.validate(), Ok(()));
         assert_eq!(RmlConfig { levels: 0, ..cfg.clone() }.validate(), Err(RmlConfigError::Levels(0)));
         assert!(matches!(RmlConfig { alpha: -1.0, ..cfg.clone() }.validate(), Err(RmlConfigError::Alpha(_))));
-        let huge = RmlConfig { levels: 256, alpha: 1e10, ..cfg.clone() };
+        let huge = RmlConfig { levels: 256, alpha: 1e10 };
         assert!(matches!(huge.validate(), Err(RmlConfigError::Overflow { .. })));
         // Repaired or degenerate configurations still serve every job.
-        for bad in [RmlConfig { levels: 0, alpha: f64::NAN, ..cfg.clone() }, huge] {
+        for bad in [RmlConfig { levels: 0, alpha: f64::NAN }, huge] {
             let mut q = Rml::new(&bad, 1);
             q.push(0, tagged(1, 1), ());
             q.push(0, tagged(2, 0), ());
