@@ -181,6 +181,7 @@ const DENSE_IDS: NodeId = 1 << 16;
 impl Freshness {
     /// True (and remembered) if `timestamp` from `from` is newer than anything applied from it.
     /// Equal timestamps pass: one sender can emit several facts in the same instant.
+    #[inline]
     pub fn accept(&mut self, from: NodeId, timestamp: Nanos) -> bool {
         let newest = if from < DENSE_IDS {
             if self.dense.len() <= from as usize {

@@ -195,9 +195,12 @@ impl CoordinatorCore {
 
     /// When the engine must call [`CoordinatorCore::wake`] next, if ever.
     pub fn next_wake(&self) -> Option<Nanos> {
+        let timer = self.selector.next_timer();
+        if self.backlog.is_empty() {
+            return timer;
+        }
         let expiry = self.cfg.park_timeout.and_then(|t| self.backlog.oldest().map(|o| o.saturating_add(t)));
-        let retry = if self.backlog.is_empty() { None } else { self.backlog.next_retry() };
-        [self.selector.next_timer(), retry, expiry].into_iter().flatten().min()
+        [timer, self.backlog.next_retry(), expiry].into_iter().flatten().min()
     }
 
     /// The wake-up time came: run the selector's timer if due, offer parked reads again.

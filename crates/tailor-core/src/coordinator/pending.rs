@@ -99,6 +99,7 @@ pub struct Slab {
 
 impl Slab {
     /// Store `p`; its ticket.
+    #[inline]
     pub fn insert(&mut self, p: Pending) -> Ticket {
         let id = p.id;
         let slot = match self.free.pop() {
@@ -116,16 +117,19 @@ impl Slab {
     }
 
     /// The request a ticket names, if it is still held.
+    #[inline]
     pub fn get_mut(&mut self, t: Ticket) -> Option<&mut Pending> {
         self.entries.get_mut(t.slot as usize)?.as_mut().filter(|p| p.id == t.id)
     }
 
     /// The request a ticket names; it must be held.
+    #[inline]
     pub fn at(&mut self, t: Ticket) -> &mut Pending {
         self.get_mut(t).expect("the ticket's request is held")
     }
 
     /// Forget a held request.
+    #[inline]
     pub fn remove(&mut self, t: Ticket) {
         let entry = &mut self.entries[t.slot as usize];
         assert!(entry.as_ref().is_some_and(|p| p.id == t.id), "remove only a held request");

@@ -61,6 +61,7 @@ impl Accountant {
     }
 
     /// A request with estimate `service` started waiting at `now`.
+    #[inline]
     pub fn waits(&mut self, now: Nanos, service: Nanos, large: bool) {
         self.waiting += 1;
         self.waiting_work += service;
@@ -69,6 +70,7 @@ impl Accountant {
     }
 
     /// Waiting request `id` (estimate `service`) started running at `now`.
+    #[inline]
     pub fn starts(&mut self, now: Nanos, id: u64, service: Nanos, large: bool) {
         assert!(self.waiting > 0, "a request starts only after it waited");
         self.waiting -= 1;
@@ -79,12 +81,14 @@ impl Accountant {
     }
 
     /// Running request `id` finished.
+    #[inline]
     pub fn finishes(&mut self, id: u64) {
         let at = self.running.iter().position(|r| r.id == id).expect("only a running request finishes");
         self.running.swap_remove(at);
         self.completed += 1;
     }
 
+    #[inline]
     fn record(&mut self, now: Nanos) {
         self.history.push_back((now, self.waiting));
         // keep one sample at or before `now - DQ_WINDOW` as the window's baseline
@@ -97,26 +101,31 @@ impl Accountant {
     }
 
     /// Requests waiting.
+    #[inline]
     pub fn waiting(&self) -> u32 {
         self.waiting
     }
 
     /// Requests running.
+    #[inline]
     pub fn running(&self) -> usize {
         self.running.len()
     }
 
     /// Large-value requests waiting or running.
+    #[inline]
     pub fn large_present(&self) -> bool {
         self.waiting_large > 0 || self.running.iter().any(|r| r.large)
     }
 
     /// Estimated work waiting or still to run at `now`.
+    #[inline]
     pub fn pending_work(&self, now: Nanos) -> Nanos {
         self.waiting_work + self.running.iter().map(|r| r.estimated_end.saturating_sub(now)).sum::<Nanos>()
     }
 
     /// Change of the waiting count over the last [`DQ_WINDOW`].
+    #[inline]
     fn dq(&self, now: Nanos) -> i64 {
         // samples are in time order and trimmed to about one window: scanning from the front
         // for the last one at or before `now - DQ_WINDOW` takes a step or two
@@ -132,6 +141,7 @@ impl Accountant {
 
     /// The facts at `now`, for a reply to a request whose service took `service` (0 for a
     /// message that answers no request, like a heartbeat).
+    #[inline]
     pub fn facts(&self, now: Nanos, service: Nanos) -> Feedback {
         Feedback {
             from: self.id,
