@@ -6,6 +6,7 @@
 //! acting as coordinators. A run is a pure function of its [`RunPlan`]: same plan, same bits.
 
 pub mod bound;
+pub mod dst;
 mod engine;
 mod events;
 mod lru;
