@@ -70,7 +70,9 @@ pub async fn run(cfg: &BenchConfig) -> Result<DriverOutput, BenchError> {
     }
     let load = load_phase(cfg, &load_set(&schedule, cfg.load_keys)).await;
     let recorder = Arc::new(Mutex::new(Recorder::new(warmup, schedule.duration, spec.cluster.service.clone())));
+    let cpu_before = crate::host::sample();
     open_loop(cfg, &schedule, &recorder).await;
+    let host = cpu_before.zip(crate::host::sample()).and_then(|(a, b)| crate::host::between(a, b));
     let rec = recorder.lock().unwrap_or_else(|e| e.into_inner());
     let mut result = RunResult {
         selector,
@@ -86,6 +88,10 @@ pub async fn run(cfg: &BenchConfig) -> Result<DriverOutput, BenchError> {
     result.extra.insert("warmup_s".into(), warmup as f64 / 1e9);
     result.extra.insert("load_keys".into(), load.keys as f64);
     result.extra.insert("load_errors".into(), load.errors as f64);
+    if let Some(h) = host {
+        result.extra.insert("host_steal_pct".into(), h.steal_pct);
+        result.extra.insert("host_busy_pct".into(), h.busy_pct);
+    }
     crate::validity::apply(&mut result);
     Ok(DriverOutput { result, timeseries: rec.timeseries(), load, error_samples: rec.error_samples().to_vec() })
 }

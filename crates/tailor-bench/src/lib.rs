@@ -27,6 +27,7 @@
 //!   sees coordinators, not which replica served a read.
 
 pub mod driver;
+pub mod host;
 pub mod record;
 pub mod resp;
 pub mod schedule;

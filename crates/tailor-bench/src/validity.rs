@@ -15,7 +15,9 @@
 //! - any timeout, or any other error ([`MAX_TIMEOUTS`], [`MAX_ERRORS`]);
 //! - achieved rate below [`MIN_ACHIEVED_SHARE`] of the offered rate, both over the measured
 //!   window (see [`crate::record::Recorder::fill`]);
-//! - nothing offered after the warm-up: there is nothing to judge.
+//! - nothing offered after the warm-up: there is nothing to judge;
+//! - the VM's hypervisor stole more than [`MAX_HOST_STEAL_PCT`] of the CPU time during the run
+//!   ([`crate::host`]): the figures then describe the neighbours.
 
 use tailor_core::results::RunResult;
 
@@ -41,6 +43,10 @@ pub const MAX_TIMEOUTS: u64 = 0;
 /// latency either.
 pub const MAX_ERRORS: u64 = 0;
 
+/// Largest share of CPU time, percent, a hypervisor may steal during a valid run: a few percent
+/// is the background of a shared VM; beyond it the nodes and the generator lose whole slices.
+pub const MAX_HOST_STEAL_PCT: f64 = 10.0;
+
 /// The measured figures the rule looks at.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Figures {
@@ -56,6 +62,8 @@ pub struct Figures {
     pub achieved_rps: f64,
     /// Intended requests per second in the measured window.
     pub offered_rps: f64,
+    /// CPU time stolen by the hypervisor during the run, percent (0 when not measured).
+    pub host_steal_pct: f64,
 }
 
 impl Figures {
@@ -71,6 +79,7 @@ impl Figures {
             timeouts,
             achieved_rps: extra("window_achieved_rps").unwrap_or(r.throughput_rps),
             offered_rps: extra("window_offered_rps").unwrap_or(r.offered_rps),
+            host_steal_pct: extra("host_steal_pct").unwrap_or(0.0),
         }
     }
 }
@@ -96,6 +105,7 @@ pub fn judge(f: &Figures) -> Verdict {
         count_reason(f.timeouts, MAX_TIMEOUTS, "timeout"),
         count_reason(f.errors, MAX_ERRORS, "error"),
         rate_reason(f),
+        steal_reason(f),
     ]
     .into_iter()
     .flatten()
@@ -108,6 +118,12 @@ pub fn apply(r: &mut RunResult) {
     let verdict = judge(&Figures::of(r));
     r.valid = Some(verdict.is_valid());
     r.invalid_reasons = verdict.reasons;
+}
+
+fn steal_reason(f: &Figures) -> Option<String> {
+    (f.host_steal_pct > MAX_HOST_STEAL_PCT).then(|| {
+        format!("the VM's hypervisor took {:.0} % of the CPU time (steal > {MAX_HOST_STEAL_PCT} %)", f.host_steal_pct)
+    })
 }
 
 fn lag_reason(f: &Figures) -> Option<String> {
@@ -176,6 +192,7 @@ mod tests {
             timeouts: 0,
             achieved_rps: 1000.0,
             offered_rps: 1000.0,
+            host_steal_pct: 1.0,
         }
     }
 
@@ -219,6 +236,13 @@ mod tests {
         assert_eq!(v.reasons, ["1 timeout after the warm-up"]);
         let v = judge(&Figures { timeouts: 408, errors: 2, ..clean() });
         assert_eq!(v.reasons, ["408 timeouts after the warm-up", "2 errors after the warm-up"]);
+    }
+
+    #[test]
+    fn a_hypervisor_stealing_the_cpu_invalidates_the_run() {
+        assert!(judge(&Figures { host_steal_pct: 10.0, ..clean() }).is_valid());
+        let v = judge(&Figures { host_steal_pct: 45.2, ..clean() });
+        assert_eq!(v.reasons, ["the VM's hypervisor took 45 % of the CPU time (steal > 10 %)"]);
     }
 
     #[test]

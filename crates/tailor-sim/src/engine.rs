@@ -21,8 +21,9 @@ use tailor_core::time::{from_ms, Nanos};
 use tailor_core::{local, Consistency, NodeId, Op, RequestId};
 use tailor_spec::{ArrivalKind, FluctuationMode, RunPlan, ServiceModel, Spec};
 
-/// The omniscient view of `servers` at `now`.
+/// The omniscient view of `servers` at `now`, or none when the spec runs blind like the store.
 fn world<'s>(servers: &'s [Server], now: Nanos, spec: &Spec, base_service_ns: f64) -> SimWorld<'s> {
+    let servers = if spec.cluster.omniscient { servers } else { &[] };
     SimWorld { servers, now, workers: spec.cluster.workers, base_service_ns }
 }
 

@@ -48,7 +48,7 @@ impl Server {
 
 /// The omniscient view the simulator offers to strategies defined with it (eft, oracle).
 pub struct SimWorld<'a> {
-    /// All servers.
+    /// All servers (none: a blind world, as in the store).
     pub servers: &'a [Server],
     /// Current time.
     pub now: Nanos,
@@ -62,15 +62,15 @@ impl World for SimWorld<'_> {
     /// Exact for one worker (every job's nominal time is its real time in the size model);
     /// with `P` workers, the fluid approximation `now + pending / P`.
     fn finish_time(&self, node: NodeId) -> Option<Nanos> {
-        let s = &self.servers[node as usize];
+        let s = self.servers.get(node as usize)?;
         Some(self.now + s.core.pending_work(self.now) / self.workers as Nanos)
     }
 
     fn queue_len(&self, node: NodeId) -> Option<u32> {
-        Some(self.servers[node as usize].load())
+        Some(self.servers.get(node as usize)?.load())
     }
 
     fn service_rate(&self, node: NodeId) -> Option<f64> {
-        Some(1e9 / (self.base_service_ns * self.servers[node as usize].slowdown))
+        Some(1e9 / (self.base_service_ns * self.servers.get(node as usize)?.slowdown))
     }
 }

@@ -80,6 +80,11 @@ pub struct ClusterSpec {
     pub fluctuation: FluctuationSpec,
     /// Per-server LRU cache (0 capacity = no cache).
     pub cache: CacheSpec,
+    /// Give the strategies defined with exact knowledge (`eft`, `oracle`) the simulator's true
+    /// finish times and queue lengths. `false` runs them on the same estimates the store uses
+    /// (piggybacked pending work, outstanding counts), so a simulated run and a live run of a
+    /// live preset compare one implementation.
+    pub omniscient: bool,
 }
 
 impl Default for ClusterSpec {
@@ -96,6 +101,7 @@ impl Default for ClusterSpec {
             service: ServiceSpec::default(),
             fluctuation: FluctuationSpec::default(),
             cache: CacheSpec::default(),
+            omniscient: true,
         }
     }
 }

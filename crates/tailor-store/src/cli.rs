@@ -164,6 +164,7 @@ pub fn run_cluster(args: &ClusterArgs) -> Result<(), CliError> {
                 write_consistency: (*write_consistency).into(),
                 read_consistency: (*read_consistency).into(),
                 durability: if *no_fsync { Durability::Buffer } else { Durability::Sync },
+                niceness: 0,
             };
             cluster::up(&opts, dir.clone())?;
         }

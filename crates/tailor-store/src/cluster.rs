@@ -34,10 +34,16 @@ pub const START_ATTEMPTS: usize = 3;
 
 /// Spawn a node per config and wait until each listens for clients and peers; a node that exits
 /// first fails fast with [`ClusterError::NodeExited`]. On any error every started node is killed.
-pub fn start_nodes(exe: &Path, cfgs: &[NodeConfig], dir: &Path, wait: Duration) -> Result<Vec<Child>, ClusterError> {
+pub fn start_nodes(
+    exe: &Path,
+    cfgs: &[NodeConfig],
+    dir: &Path,
+    wait: Duration,
+    niceness: u8,
+) -> Result<Vec<Child>, ClusterError> {
     let mut children = Vec::with_capacity(cfgs.len());
     for cfg in cfgs {
-        match spawn_node(exe, cfg, dir) {
+        match spawn_node(exe, cfg, dir, niceness) {
             Ok(c) => children.push(c),
             Err(e) => {
                 stop_children(&mut children);
@@ -80,7 +86,7 @@ pub fn plan_and_start(
         attempt += 1;
         let mut cfgs = plan(opts, dir)?;
         cfgs.iter_mut().for_each(&mut tweak);
-        match start_nodes(exe, &cfgs, dir, wait) {
+        match start_nodes(exe, &cfgs, dir, wait, opts.niceness) {
             Ok(children) => return Ok((cfgs, children)),
             Err(ClusterError::NodeExited(id)) if attempt < START_ATTEMPTS => {
                 tracing::warn!("node {id} exited while starting; retrying with fresh ports");
@@ -114,6 +120,10 @@ pub struct ClusterOptions {
     pub read_consistency: Consistency,
     /// Journal durability.
     pub durability: Durability,
+    /// CPU niceness of the node processes (0: as this process). Live experiments lower the
+    /// nodes' priority so that, on one shared machine, the load generator keeps its schedule
+    /// (on a real deployment the two never share cores).
+    pub niceness: u8,
 }
 
 impl Default for ClusterOptions {
@@ -128,6 +138,7 @@ impl Default for ClusterOptions {
             write_consistency: d.write_consistency,
             read_consistency: d.read_consistency,
             durability: d.durability,
+            niceness: 0,
         }
     }
 }
@@ -186,9 +197,10 @@ pub fn plan(opts: &ClusterOptions, dir: &Path) -> Result<Vec<NodeConfig>, Cluste
         .collect())
 }
 
-/// Start one node process (`exe node --config dir/node{id}/node.toml`), logging to `node.log`
+/// Start one node process (`exe node --config dir/node{id}/node.toml`, under `nice -n
+/// niceness` when above 0, which execs it: the pid stays the node's), logging to `node.log`
 /// beside its config and writing `dir/node{id}.pid`.
-pub fn spawn_node(exe: &Path, cfg: &NodeConfig, dir: &Path) -> Result<Child, ClusterError> {
+pub fn spawn_node(exe: &Path, cfg: &NodeConfig, dir: &Path, niceness: u8) -> Result<Child, ClusterError> {
     let home = dir.join(format!("node{}", cfg.id));
     std::fs::create_dir_all(&home).map_err(io(format!("create {}", home.display())))?;
     let path = home.join("node.toml");
@@ -199,7 +211,14 @@ pub fn spawn_node(exe: &Path, cfg: &NodeConfig, dir: &Path) -> Result<Child, Clu
         .open(home.join("node.log"))
         .map_err(io("open node.log"))?;
     let log2 = log.try_clone().map_err(io("open node.log"))?;
-    let child = Command::new(exe)
+    let mut cmd = if niceness > 0 {
+        let mut nice = Command::new("nice");
+        nice.arg("-n").arg(niceness.to_string()).arg(exe);
+        nice
+    } else {
+        Command::new(exe)
+    };
+    let child = cmd
         .arg("node")
         .arg("--config")
         .arg(&path)

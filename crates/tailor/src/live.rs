@@ -89,6 +89,8 @@ impl LiveCluster {
             read_consistency: Consistency::One,
             // experiments measure scheduling, not the disk's sync latency
             durability: Durability::Buffer,
+            // the load generator shares the machine: it must keep its schedule first
+            niceness: 5,
         };
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let exe = std::env::current_exe().context("finding the tailor executable")?;

@@ -1,4 +1,4 @@
-//! `tailor demo`: the one-step tour. A small heterogeneous-workload comparison (1 KB and 512 KB
+//! `tailor demo`: the one-step tour. A small heterogeneous-workload comparison (1 KB and 64 KB
 //! values, 10 % large; dynamic-snitch, c3, heron, eft; fcfs) in the simulator and on a live
 //! local cluster of 5 nodes with emulated service times, then the HTML report.
 
@@ -29,9 +29,7 @@ pub struct DemoArgs {
 
 /// Run the demo.
 pub fn run(args: DemoArgs) -> Result<()> {
-    eprintln!(
-        "tailor demo: 5-node comparison of dynamic-snitch, c3, heron and eft on 1 KB / 512 KB values (10% large)"
-    );
+    eprintln!("tailor demo: 5-node comparison of dynamic-snitch, c3, heron and eft on 1 KB / 64 KB values (10% large)");
     let out = execute(&ExperimentArgs {
         spec: "demo".into(),
         engine: if args.sim_only { Engine::Sim } else { Engine::Both },
@@ -40,7 +38,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
         live_duration: Some(args.live_duration),
         live_warmup: Some(2.0_f64.min(args.live_duration / 4.0)),
         live_all_seeds: false,
-        connections: 32,
+        connections: 256,
         quiet: args.quiet,
     })?;
     let html = out.dir.join("report.html");

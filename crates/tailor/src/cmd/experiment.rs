@@ -44,8 +44,9 @@ pub struct ExperimentArgs {
     /// Run every seed live too (default: the first seed only; live runs take wall time).
     #[arg(long)]
     pub live_all_seeds: bool,
-    /// Load-generator connections per live run.
-    #[arg(long, default_value_t = 32)]
+    /// Load-generator connections per live run (each carries one request at a time: enough
+    /// that a latency spike does not leave requests waiting for a connection).
+    #[arg(long, default_value_t = 256)]
     pub connections: usize,
     /// No progress bars.
     #[arg(long, short)]

@@ -64,7 +64,7 @@ impl TestCluster {
     }
 
     pub fn restart(&mut self, i: usize) {
-        let child = spawn_node(&exe(), &self.cfgs[i], self.dir.path()).expect("respawn node");
+        let child = spawn_node(&exe(), &self.cfgs[i], self.dir.path(), 0).expect("respawn node");
         self.children[i] = Some(child);
         self.wait_up(i);
     }
