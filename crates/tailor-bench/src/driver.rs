@@ -89,8 +89,11 @@ pub async fn run(cfg: &BenchConfig) -> Result<DriverOutput, BenchError> {
     result.extra.insert("load_keys".into(), load.keys as f64);
     result.extra.insert("load_errors".into(), load.errors as f64);
     if let Some(h) = host {
-        result.extra.insert("host_steal_pct".into(), h.steal_pct);
-        result.extra.insert("host_busy_pct".into(), h.busy_pct);
+        // a tenth of a percent is all the counters' tick resolution supports, and short
+        // decimals survive a JSON round trip exactly
+        let tenth = |x: f64| (x * 10.0).round() / 10.0;
+        result.extra.insert("host_steal_pct".into(), tenth(h.steal_pct));
+        result.extra.insert("host_busy_pct".into(), tenth(h.busy_pct));
     }
     crate::validity::apply(&mut result);
     Ok(DriverOutput { result, timeseries: rec.timeseries(), load, error_samples: rec.error_samples().to_vec() })
