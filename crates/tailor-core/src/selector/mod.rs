@@ -1,10 +1,12 @@
 //! Replica selection at the coordinator (ALGORITHMS.md §2).
 //!
-//! A selector is one coordinator's private state machine, driven by events. The engine asks
-//! [`ReplicaSelector::select`] where a read should go; the answer is a replica (with tags) or
-//! "wait" (C3 backpressure, Héron blocking), in which case the engine parks the request in a
-//! FIFO backlog for its replica group and offers the head again when a response from that group
-//! arrives or at `retry_at`, whichever comes first.
+//! A selector is one coordinator's private state machine, driven by events. The coordinator
+//! core ([`crate::coordinator`]) asks [`ReplicaSelector::select`] where a read should go; the
+//! answer is a replica (with tags) or "wait" (C3 backpressure, Héron blocking), in which case
+//! the core parks the request in a FIFO backlog for its replica group and offers the head again
+//! after the next event that fed the selector (a response, a failure, facts) or at `retry_at`,
+//! whichever comes first. A selector that waits must therefore give a `retry_at` unless an
+//! outstanding response of its own will change its answer: nothing polls.
 
 use crate::facts::Response;
 use crate::model::{CoordinatorId, NodeId, RequestView, Tags};
