@@ -61,6 +61,19 @@ pub struct SnitchConfig {
     pub severity: bool,
 }
 
+impl SnitchConfig {
+    /// Reject values the strategy cannot run with, naming the field.
+    pub fn validate(&self) -> Result<(), super::c3::InvalidConfig> {
+        use super::c3::check;
+        check("badness_threshold", self.badness_threshold, ">= 0", |v| v >= 0.0)?;
+        check("update_interval_ms", self.update_interval_ms, "> 0", |v| v > 0.0)?;
+        check("reset_interval_ms", self.reset_interval_ms, "> 0", |v| v > 0.0)?;
+        check("reservoir_size", self.reservoir_size as f64, "in 1..=100000", |v| (1.0..=1e5).contains(&v))?;
+        check("reservoir_alpha", self.reservoir_alpha, "in (0, 1]", |v| v > 0.0 && v <= 1.0)?;
+        check("ewma_weight", self.ewma_weight, "in (0, 1]", |v| v > 0.0 && v <= 1.0)
+    }
+}
+
 impl Default for SnitchConfig {
     fn default() -> Self {
         SnitchConfig {

@@ -25,6 +25,14 @@ pub struct EftShardedConfig {
     pub omega_ms: f64,
 }
 
+impl EftShardedConfig {
+    /// Reject values the strategy cannot run with, naming the field.
+    pub fn validate(&self) -> Result<(), super::c3::InvalidConfig> {
+        use super::c3::check;
+        check("omega_ms", self.omega_ms, ">= 0", |v| v >= 0.0)
+    }
+}
+
 impl Default for EftShardedConfig {
     fn default() -> Self {
         EftShardedConfig { omega_ms: 26.0 }

@@ -58,6 +58,15 @@ pub enum HeronScoring {
     C3,
 }
 
+impl HeronConfig {
+    /// Reject values the strategy cannot run with, naming the field.
+    pub fn validate(&self) -> Result<(), super::c3::InvalidConfig> {
+        use super::c3::check;
+        check("ewma_weight", self.ewma_weight, "in (0, 1]", |v| v > 0.0 && v <= 1.0)?;
+        check("busy_expiry_ms", self.busy_expiry_ms, ">= 0", |v| v >= 0.0)
+    }
+}
+
 impl Default for HeronConfig {
     fn default() -> Self {
         HeronConfig { ewma_weight: 0.9, busy_expiry_ms: 100.0, scoring: HeronScoring::Product }

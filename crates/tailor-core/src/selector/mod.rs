@@ -141,7 +141,12 @@ impl SelectorConfig {
             reason: format!("{} is not {}", e.value, e.expected),
         };
         self.c3.validate().map_err(|e| named("c3", e))?;
-        self.tap.validate().map_err(|e| named("tap", e))
+        self.tap.validate().map_err(|e| named("tap", e))?;
+        self.heron.validate().map_err(|e| named("heron", e))?;
+        self.dynamic_snitch.validate().map_err(|e| named("dynamic_snitch", e))?;
+        self.popularity_aware.validate().map_err(|e| named("popularity_aware", e))?;
+        self.eft_sharded.validate().map_err(|e| named("eft_sharded", e))?;
+        self.p2c_peak_ewma.validate().map_err(|e| named("p2c_peak_ewma", e))
     }
 }
 
@@ -285,6 +290,28 @@ mod tests {
         }
         let err = build("nope", &SelectorConfig::default(), &env).err().unwrap();
         assert!(err.to_string().contains("unknown selector `nope`"));
+    }
+
+    #[test]
+    fn every_selector_config_is_validated_and_names_the_field() {
+        assert_eq!(SelectorConfig::default().validate(), Ok(()));
+        let mut cfg = SelectorConfig::default();
+        cfg.heron.ewma_weight = 1.5;
+        assert_eq!(cfg.validate().unwrap_err().field, "selector.heron.ewma_weight");
+        let mut cfg = SelectorConfig::default();
+        cfg.dynamic_snitch.reservoir_size = 0;
+        assert_eq!(cfg.validate().unwrap_err().field, "selector.dynamic_snitch.reservoir_size");
+        let mut cfg = SelectorConfig::default();
+        cfg.popularity_aware.table.buckets = 1 << 40;
+        let err = cfg.validate().unwrap_err();
+        assert_eq!(err.field, "selector.popularity_aware.table.buckets");
+        assert!(err.to_string().contains("1..=2^26"), "{err}");
+        let mut cfg = SelectorConfig::default();
+        cfg.p2c_peak_ewma.tau_ms = f64::NAN;
+        assert_eq!(cfg.validate().unwrap_err().field, "selector.p2c_peak_ewma.tau_ms");
+        let mut cfg = SelectorConfig::default();
+        cfg.eft_sharded.omega_ms = -1.0;
+        assert_eq!(cfg.validate().unwrap_err().field, "selector.eft_sharded.omega_ms");
     }
 
     #[test]

@@ -24,6 +24,14 @@ pub struct P2cConfig {
     pub tau_ms: f64,
 }
 
+impl P2cConfig {
+    /// Reject values the strategy cannot run with, naming the field.
+    pub fn validate(&self) -> Result<(), super::c3::InvalidConfig> {
+        use super::c3::check;
+        check("tau_ms", self.tau_ms, "> 0", |v| v > 0.0)
+    }
+}
+
 impl Default for P2cConfig {
     fn default() -> Self {
         P2cConfig { tau_ms: 10_000.0 }

@@ -41,6 +41,17 @@ pub struct PopularityConfig {
     pub table: PopularityTable,
 }
 
+impl PopularityConfig {
+    /// Reject values the strategy cannot run with, naming the field.
+    pub fn validate(&self) -> Result<(), super::c3::InvalidConfig> {
+        use super::c3::check;
+        check("threshold", self.threshold, "in [0, 1]", |v| (0.0..=1.0).contains(&v))?;
+        // the table is allocated up front: bound it so a typo cannot exhaust memory
+        check("table.buckets", self.table.buckets as f64, "in 1..=2^26", |v| (1.0..=(1u64 << 26) as f64).contains(&v))?;
+        check("table.rows", self.table.rows as f64, "in 1..=8", |v| (1.0..=8.0).contains(&v))
+    }
+}
+
 impl Default for PopularityConfig {
     fn default() -> Self {
         PopularityConfig { threshold: 1e-5, spread: Spread::Random, table: PopularityTable::default() }
