@@ -22,7 +22,8 @@ pub struct Metrics {
     pub selections: Vec<AtomicU64>,
     /// Reads this coordinator parked because its selector said wait.
     pub parked: AtomicU64,
-    /// Reads refused because the replica group's park queue was full.
+    /// Reads refused because the replica group's park queue was full, or that waited there past
+    /// the request timeout.
     pub park_rejected: AtomicU64,
     /// Reads retried on another replica after a timeout or failure.
     pub retries: AtomicU64,
@@ -75,7 +76,7 @@ impl Metrics {
             ("tailor_writes_served_total", "Writes executed by this replica.", &self.writes_served),
             ("tailor_client_commands_total", "RESP commands handled.", &self.client_commands),
             ("tailor_parked_total", "Reads parked by the selector (wait decisions).", &self.parked),
-            ("tailor_park_rejected_total", "Reads refused because a park queue was full.", &self.park_rejected),
+            ("tailor_park_rejected_total", "Reads refused by a full park queue or its timeout.", &self.park_rejected),
             ("tailor_retries_total", "Reads retried on another replica.", &self.retries),
             ("tailor_timeouts_total", "Replica requests that timed out.", &self.timeouts),
             ("tailor_stale_feedback_total", "Responses with stale feedback.", &self.stale_feedback),
