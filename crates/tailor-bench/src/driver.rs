@@ -70,9 +70,9 @@ pub async fn run(cfg: &BenchConfig) -> Result<DriverOutput, BenchError> {
     }
     let load = load_phase(cfg, &load_set(&schedule, cfg.load_keys)).await;
     let recorder = Arc::new(Mutex::new(Recorder::new(warmup, schedule.duration, spec.cluster.service.clone())));
-    let cpu_before = crate::host::sample();
+    let monitor = crate::host::Monitor::start();
     open_loop(cfg, &schedule, &recorder).await;
-    let host = cpu_before.zip(crate::host::sample()).and_then(|(a, b)| crate::host::between(a, b));
+    let host = monitor.stop();
     let rec = recorder.lock().unwrap_or_else(|e| e.into_inner());
     let mut result = RunResult {
         selector,
@@ -88,12 +88,13 @@ pub async fn run(cfg: &BenchConfig) -> Result<DriverOutput, BenchError> {
     result.extra.insert("warmup_s".into(), warmup as f64 / 1e9);
     result.extra.insert("load_keys".into(), load.keys as f64);
     result.extra.insert("load_errors".into(), load.errors as f64);
-    if let Some(h) = host {
+    if let Some(h) = host.overall {
         // a tenth of a percent is all the counters' tick resolution supports, and short
         // decimals survive a JSON round trip exactly
         let tenth = |x: f64| (x * 10.0).round() / 10.0;
         result.extra.insert("host_steal_pct".into(), tenth(h.steal_pct));
         result.extra.insert("host_busy_pct".into(), tenth(h.busy_pct));
+        result.extra.insert("host_steal_worst_second_pct".into(), tenth(host.worst_second_steal_pct));
     }
     crate::validity::apply(&mut result);
     Ok(DriverOutput { result, timeseries: rec.timeseries(), load, error_samples: rec.error_samples().to_vec() })

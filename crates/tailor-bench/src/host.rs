@@ -40,6 +40,59 @@ pub fn between(before: CpuTimes, after: CpuTimes) -> Option<HostCpu> {
     Some(HostCpu { steal_pct: pct(after.steal, before.steal), busy_pct: pct(after.busy, before.busy) })
 }
 
+/// What a [`Monitor`] saw.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Summary {
+    /// Use over the whole monitored time.
+    pub overall: Option<HostCpu>,
+    /// Steal share of the worst whole second: steal comes in bursts, and one stolen second
+    /// is a visible tail in a run whose p99 is tens of milliseconds.
+    pub worst_second_steal_pct: f64,
+}
+
+/// Samples the host's CPU counters each second on its own thread until [`Monitor::stop`].
+pub struct Monitor {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Summary>>,
+}
+
+impl Monitor {
+    /// Start sampling now.
+    pub fn start() -> Monitor {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("tailor-host-cpu".into())
+            .spawn(move || {
+                let first = sample();
+                let (mut last, mut worst) = (first, 0.0f64);
+                while !flag.load(Ordering::Relaxed) {
+                    // a second in short naps, so stopping takes at most one nap
+                    let second = std::time::Instant::now() + std::time::Duration::from_secs(1);
+                    while std::time::Instant::now() < second && !flag.load(Ordering::Relaxed) {
+                        std::thread::sleep(std::time::Duration::from_millis(50));
+                    }
+                    let now = sample();
+                    let whole = std::time::Instant::now() >= second;
+                    if let (true, Some(use_)) = (whole, last.zip(now).and_then(|(a, b)| between(a, b))) {
+                        worst = worst.max(use_.steal_pct);
+                    }
+                    last = now;
+                }
+                Summary { overall: first.zip(last).and_then(|(a, b)| between(a, b)), worst_second_steal_pct: worst }
+            })
+            .ok();
+        Monitor { stop, thread }
+    }
+
+    /// Stop sampling; what was seen (nothing if the thread could not start).
+    pub fn stop(mut self) -> Summary {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.take().and_then(|t| t.join().ok()).unwrap_or_default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -55,5 +108,17 @@ mod tests {
         assert_eq!(between(a, a), None);
         assert_eq!(parse("intr 5\n"), None);
         assert_eq!(parse("cpu 1 2 x\n"), None);
+    }
+
+    #[test]
+    fn a_monitor_stops_promptly_and_reports_the_run() {
+        let m = Monitor::start();
+        std::thread::sleep(std::time::Duration::from_millis(1100));
+        let s = m.stop();
+        if sample().is_some() {
+            let overall = s.overall.expect("measured on a system with /proc/stat");
+            assert!((0.0..=100.0).contains(&overall.steal_pct) && (0.0..=100.0).contains(&overall.busy_pct));
+            assert!((0.0..=100.0).contains(&s.worst_second_steal_pct));
+        }
     }
 }
