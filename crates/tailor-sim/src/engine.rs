@@ -27,18 +27,9 @@ fn world<'s>(servers: &'s [Server], now: Nanos, spec: &Spec, base_service_ns: f6
     SimWorld { servers, now, workers: spec.cluster.workers, base_service_ns }
 }
 
-/// The spec's processing-time model as the size oracle's `p = alpha * size + beta` (a cache
-/// model's nominal time is its miss time; an exponential model's is its mean).
+/// The spec's nominal processing model as the size oracle's `p = alpha * size + beta`.
 fn service_model(spec: &Spec) -> size::ServiceModel {
-    let c = &spec.cluster;
-    let (alpha, beta_ms) = if c.cache.capacity > 0 {
-        (0.0, c.cache.miss_ms)
-    } else {
-        match c.service.model {
-            ServiceModel::Exponential => (0.0, c.service.mean_ms),
-            ServiceModel::Size => (c.service.alpha_ns_per_byte(), c.service.overhead_ms),
-        }
-    };
+    let (alpha, beta_ms) = spec.cluster.nominal_linear();
     size::ServiceModel { alpha_ns_per_byte: alpha, beta_ns: from_ms(beta_ms) }
 }
 
@@ -272,10 +263,8 @@ impl<'a> Engine<'a> {
     }
 
     fn nominal(&self, size: u64) -> Nanos {
-        let s = &self.spec.cluster.service;
-        (if self.spec.cluster.cache.capacity > 0 { self.spec.cluster.cache.miss_ms * 1e6 } else { s.nominal_ns(size) })
-            .round()
-            .max(1.0) as Nanos
+        let (alpha, beta_ms) = self.spec.cluster.nominal_linear();
+        (alpha * size as f64 + beta_ms * 1e6).round().max(1.0) as Nanos
     }
 
     /// Carry out what `client`'s core asked for, then arm its next wake-up.

@@ -110,12 +110,17 @@ impl ClusterSpec {
     /// Mean nominal processing time of a request, in ns, given the data set's mean value size:
     /// what "load 1.0" is measured against, the same in the simulator and the load generator.
     pub fn mean_service_ns(&self, mean_size: f64) -> f64 {
+        let (alpha, beta_ms) = self.nominal_linear();
+        alpha * mean_size + beta_ms * 1e6
+    }
+
+    /// A request's nominal processing model as `p = alpha * size + beta` (`alpha` in ns per
+    /// byte, `beta` in ms): a modelled cache's miss time, else the service model.
+    pub fn nominal_linear(&self) -> (f64, f64) {
         if self.cache.capacity > 0 {
-            return self.cache.miss_ms * 1e6;
-        }
-        match self.service.model {
-            ServiceModel::Exponential => self.service.mean_ms * 1e6,
-            ServiceModel::Size => self.service.alpha_ns_per_byte() * mean_size + self.service.overhead_ms * 1e6,
+            (0.0, self.cache.miss_ms)
+        } else {
+            self.service.linear()
         }
     }
 
@@ -157,12 +162,19 @@ impl ServiceSpec {
         8.0 * 1e9 / (self.bandwidth_mbps * 1e6)
     }
 
+    /// The model as `p = alpha * size + beta`: (`alpha` in ns per byte, `beta` in ms); the
+    /// exponential model is its mean, independent of the size.
+    pub fn linear(&self) -> (f64, f64) {
+        match self.model {
+            ServiceModel::Exponential => (0.0, self.mean_ms),
+            ServiceModel::Size => (self.alpha_ns_per_byte(), self.overhead_ms),
+        }
+    }
+
     /// Nominal processing time of a value of `size` bytes, in ns (the mean for exponential).
     pub fn nominal_ns(&self, size: u64) -> f64 {
-        match self.model {
-            ServiceModel::Exponential => self.mean_ms * 1e6,
-            ServiceModel::Size => self.alpha_ns_per_byte() * size as f64 + self.overhead_ms * 1e6,
-        }
+        let (alpha, beta_ms) = self.linear();
+        alpha * size as f64 + beta_ms * 1e6
     }
 }
 

@@ -8,7 +8,7 @@ use std::process::Child;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-use tailor_spec::{FluctuationMode, ServiceModel, Spec};
+use tailor_spec::{FluctuationMode, Spec};
 use tailor_store::cluster::{plan_and_start, stop_children, ClusterOptions};
 use tailor_store::config::{Consistency, Durability};
 
@@ -175,11 +175,7 @@ impl Drop for LiveCluster {
 /// half of the time) becomes a fast base that is `D` times slower half of the time: the same two
 /// states with the same probabilities.
 fn emulate(spec: &Spec, e: &mut tailor_store::config::EmulationConfig) {
-    let s = &spec.cluster.service;
-    let (alpha, beta_ms) = match s.model {
-        ServiceModel::Size => (s.alpha_ns_per_byte(), s.overhead_ms),
-        ServiceModel::Exponential => (0.0, s.mean_ms),
-    };
+    let (alpha, beta_ms) = spec.cluster.service.linear();
     let f = &spec.cluster.fluctuation;
     let on = f.interval_ms > 0.0 && f.factor > 1.0;
     let shrink = if on && f.mode == FluctuationMode::Faster { f.factor } else { 1.0 };
