@@ -256,11 +256,11 @@ impl CoordinatorCore {
             self.stats.unknown += 1;
             return;
         };
+        let (key, mode) = (p.key, p.mode);
         if let Some(bytes) = value_size {
-            let key = p.key;
             self.oracle.observe(key, bytes);
         }
-        match self.pending.at(t).mode {
+        match mode {
             Mode::Selected { .. } => self.selected_answer(now, t, replica, feedback, fresh, out),
             Mode::FanOut { .. } => {
                 if fresh {
