@@ -15,7 +15,7 @@ pub struct Feedback {
     pub from: NodeId,
     /// The sender's clock when the facts were measured.
     pub timestamp: Nanos,
-    /// Requests waiting or running at the replica when the response left.
+    /// Requests waiting (not running) at the replica when the response left.
     pub queue_len: u32,
     /// Service time of the request this response answers (0 for a broadcast).
     pub service_time: Nanos,

@@ -274,7 +274,7 @@ impl<'a> Engine<'a> {
             match action {
                 Action::Send(s) => {
                     let job = Job { req: s.ticket.id as u32, ticket: s.ticket, kind: s.kind, tags: s.tags, age: s.age };
-                    self.events.push(self.now + self.net, Event::ServerArrive { server: s.replica, job });
+                    self.events.push_in_order(self.now + self.net, Event::ServerArrive { server: s.replica, job });
                 }
                 Action::Reply { request, .. } => self.completed(request as u32),
                 Action::Fail { request, failure } => {
@@ -356,7 +356,7 @@ impl<'a> Engine<'a> {
                 self.rec.bound_job(job.req, r.release + self.net, start, service, self.now, &r.replicas);
             }
         }
-        self.events.push(self.now + self.net, Event::Answer { server, job, feedback });
+        self.events.push_in_order(self.now + self.net, Event::Answer { server, job, feedback });
         self.start_jobs(server);
     }
 
