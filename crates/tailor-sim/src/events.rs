@@ -84,6 +84,18 @@ impl<E> EventQueue<E> {
         Some((time, event))
     }
 
+    /// The time of the earliest event, if any.
+    pub fn next_time(&self) -> Option<Nanos> {
+        let heap = self.heap.peek().map(|k| (k.0 >> 64) as Nanos);
+        let fifo = self.fifo.front().map(|f| f.0);
+        heap.into_iter().chain(fifo).min()
+    }
+
+    /// Whether no event is pending.
+    pub fn is_empty(&self) -> bool {
+        self.heap.is_empty() && self.fifo.is_empty()
+    }
+
     /// Events scheduled so far (a progress and cost measure).
     pub fn scheduled(&self) -> u64 {
         self.seq

@@ -6,11 +6,13 @@
 //! acting as coordinators. A run is a pure function of its [`RunPlan`]: same plan, same bits.
 
 pub mod bound;
+pub mod coordinator;
 pub mod dst;
 mod engine;
 mod events;
 mod lru;
 mod record;
+pub mod script;
 mod server;
 mod workload;
 

@@ -1,14 +1,18 @@
 //! The coordinator path: a driver of tailor-core's [`CoordinatorCore`], which decides everything
 //! about a request (replica choice, parking, retries, shadows, quorums, tags, freshness, size
-//! hints). This file owns only what an engine owns: the clock, the sockets (or the local
-//! replica's channel), the tasks, the values on their way, and one wake-up timer.
+//! hints). This file owns only what an engine owns: the clock, the tasks, the values on their
+//! way, and one wake-up timer; copies reach replicas through a [`Transport`] (the network in a
+//! node, scripted replicas under a virtual clock in tests).
 //!
 //! Choices:
 //! - One lock holds the core and the values of the requests in flight; it is never held across
 //!   an await. Every core call is followed by carrying out its actions under that lock: sends
 //!   become spawned exchanges, replies and failures go to the waiting client.
-//! - The failure detector's verdicts reach the core before each event (`set_up` per peer: a
+//! - The failure detector's verdicts reach the core before each event (`set_up` per member: a
 //!   cluster has a handful of nodes, and the verdict is then never stale by more than a call).
+//! - The clock is tokio's (the real monotonic clock in a node; a paused, virtual one in tests),
+//!   and so is the wake-up timer: it fires on tokio's 1 ms timer ticks, so a parked read is
+//!   offered again up to 1 ms after the time the core asked for.
 //! - A read at ONE answers with the chosen replica's value; at QUORUM or ALL with the newest
 //!   version among the answers received when the core says enough answered.
 //! - The wake-up task sleeps until the core's next wake-up time (a selector's `retry_at` or
@@ -17,15 +21,14 @@
 //!   always resolves a request (every exchange times out, parked reads expire), so hitting
 //!   this outer bound means a bug, reported as `Busy`.
 
-use crate::internode::Message;
 use crate::metrics::Metrics;
-use crate::peer::{Peer, PeerError};
-use crate::replica::{Outcome, Replica, Work};
+use crate::replica::{Outcome, Work};
 use crate::storage::Versioned;
+use crate::transport::{Exchanged, Transport};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tailor_core::coordinator::{Action, Answer, ClientRequest, CoordinatorCore, Failure, Send, SendKind, Ticket};
 use tailor_core::facts::Feedback;
 use tailor_core::model::{Consistency, NodeId, RequestId, SizeHint};
@@ -33,6 +36,7 @@ use tailor_core::ring::Ring;
 use tailor_core::selector::Blind;
 use tailor_core::time::Nanos;
 use tokio::sync::{oneshot, Notify};
+use tokio::time::Instant;
 
 /// Why a client request failed at the coordinator.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
@@ -122,8 +126,7 @@ pub struct Coordinator {
     ring: Ring,
     inner: Mutex<Inner>,
     wake: Arc<Notify>,
-    replica: Arc<Replica>,
-    peers: Vec<Option<Arc<Peer>>>,
+    transport: Arc<dyn Transport>,
     ids: Arc<AtomicU64>,
     timeout: Duration,
     last_version: AtomicU64,
@@ -134,19 +137,18 @@ pub struct Coordinator {
 pub struct CoordinatorParts {
     /// This node.
     pub id: NodeId,
-    /// The node's monotonic clock origin.
+    /// The node's monotonic clock origin (shared with its replica; a test's virtual start).
     pub clock: Instant,
     /// The token ring.
     pub ring: Ring,
     /// The coordinator core (selector, size oracle, consistency levels, park limits).
     pub core: CoordinatorCore,
-    /// This node's replica side.
-    pub replica: Arc<Replica>,
-    /// Peers by node id (`None` for this node).
-    pub peers: Vec<Option<Arc<Peer>>>,
+    /// Where copies go.
+    pub transport: Arc<dyn Transport>,
     /// Request id source shared with heartbeats.
     pub ids: Arc<AtomicU64>,
-    /// Timeout of one replica request.
+    /// Timeout of one replica request (the transport enforces it; the coordinator bounds a
+    /// client's wait with it).
     pub timeout: Duration,
     /// Counters.
     pub metrics: Arc<Metrics>,
@@ -161,8 +163,7 @@ impl Coordinator {
             ring: p.ring,
             inner: Mutex::new(Inner { core: p.core, in_flight: HashMap::new(), wake_at: None }),
             wake: Arc::new(Notify::new()),
-            replica: p.replica,
-            peers: p.peers,
+            transport: p.transport,
             ids: p.ids,
             timeout: p.timeout,
             last_version: AtomicU64::new(0),
@@ -195,11 +196,7 @@ impl Coordinator {
 
     /// Whether `node` is up as far as this coordinator knows (itself always is).
     pub fn is_up(&self, node: NodeId) -> bool {
-        match self.peers.get(node as usize) {
-            Some(Some(p)) => p.is_up(),
-            Some(None) => true,
-            None => false,
-        }
+        (node as usize) < self.transport.members() && self.transport.is_up(node)
     }
 
     /// The size hint this coordinator's oracle gives for `key` (admin command `size_class`).
@@ -214,26 +211,17 @@ impl Coordinator {
 
     /// Facts from `from` that answer no request (a heartbeat reply, the local replica's tick).
     pub fn facts(self: &Arc<Self>, from: NodeId, feedback: Feedback) {
-        self.observe_generation(from, &feedback);
+        self.transport.observed(from, &feedback);
         let mut inner = self.lock();
         let mut out = self.prepare(&mut inner);
         inner.core.facts(self.now(), from, feedback, &Blind, &mut out);
         self.carry_out(&mut inner, out);
     }
 
-    /// Let the local replica catch up with a peer's Bloom generation.
-    fn observe_generation(&self, from: NodeId, fb: &Feedback) {
-        if from != self.id {
-            self.replica.observe_generation(fb.bloom_generation);
-        }
-    }
-
     /// Bring the core's view of liveness up to date; an empty action buffer for the next call.
     fn prepare(&self, inner: &mut Inner) -> Vec<Action> {
-        for (node, peer) in self.peers.iter().enumerate() {
-            if let Some(p) = peer {
-                inner.core.set_up(node as NodeId, p.is_up());
-            }
+        for node in 0..self.transport.members() as NodeId {
+            inner.core.set_up(node, self.transport.is_up(node));
         }
         Vec::new()
     }
@@ -283,19 +271,19 @@ impl Coordinator {
         }
         let (work, me) = (f.work(), self.clone());
         tokio::spawn(async move {
-            let result = me.exchange(s.replica, work, s).await;
+            let result = me.transport.exchange(s.replica, work, s).await;
             me.settle(s.ticket, s.replica, result);
         });
     }
 
     /// One copy's exchange ended.
-    fn settle(self: &Arc<Self>, ticket: Ticket, replica: NodeId, result: Result<(Outcome, Feedback), String>) {
+    fn settle(self: &Arc<Self>, ticket: Ticket, replica: NodeId, result: Exchanged) {
         let mut inner = self.lock();
         let mut out = self.prepare(&mut inner);
         let now = self.now();
         match result {
             Ok((outcome, feedback)) => {
-                self.observe_generation(replica, &feedback);
+                self.transport.observed(replica, &feedback);
                 let mut value_size = None;
                 if let Outcome::Read(v) = outcome {
                     value_size = v.value.as_ref().map(|v| v.len() as u64);
@@ -341,55 +329,6 @@ impl Coordinator {
             let v = ((prev >> 8) + 1) << 8 | (self.id as u64 & 0xff);
             self.last_version.fetch_max(v, Ordering::Relaxed);
             v
-        }
-    }
-
-    /// Execute `work` at `node` (the local replica or a peer) as the core's send `s` says.
-    async fn exchange(&self, node: NodeId, work: Work, s: Send) -> Result<(Outcome, Feedback), String> {
-        let reading = matches!(work, Work::Read { .. });
-        let (outcome, feedback) = match self.peers.get(node as usize) {
-            Some(None) => self.exchange_local(work, s).await?,
-            Some(Some(peer)) => self.exchange_remote(peer, work, s).await?,
-            None => return Err(format!("node {node} is not a member")),
-        };
-        match (&outcome, reading) {
-            (Outcome::Read(_), true) | (Outcome::Written(_), false) => Ok((outcome, feedback)),
-            _ => Err(format!("node {node} answered with the wrong kind of reply")),
-        }
-    }
-
-    async fn exchange_local(&self, work: Work, s: Send) -> Result<(Outcome, Feedback), String> {
-        let rx = self.replica.submit(work, s.tags, s.age, Some(self.id));
-        match tokio::time::timeout(self.timeout, rx).await {
-            Ok(Ok(done)) => done.outcome.map(|o| (o, done.feedback)),
-            Ok(Err(_)) => Err("local replica stopped".into()),
-            Err(_) => {
-                self.metrics.timeouts.fetch_add(1, Ordering::Relaxed);
-                Err(format!("node {} timed out", self.id))
-            }
-        }
-    }
-
-    async fn exchange_remote(&self, peer: &Peer, work: Work, s: Send) -> Result<(Outcome, Feedback), String> {
-        let id = self.ids.fetch_add(1, Ordering::Relaxed);
-        let msg = match work {
-            Work::Read { key } => Message::Read { id, key, tags: s.tags, age: s.age },
-            Work::Write { key, version, value } => Message::Write { id, key, version, value },
-        };
-        match peer.call(msg, self.timeout).await {
-            Ok(Message::ReadReply { version, value, feedback, .. }) => {
-                Ok((Outcome::Read(Versioned { version, value }), feedback))
-            }
-            Ok(Message::WriteAck { applied, feedback, .. }) => Ok((Outcome::Written(applied), feedback)),
-            Ok(Message::Failed { reason, .. }) => Err(reason),
-            Ok(other) => Err(format!("unexpected reply {other:?}")),
-            Err(e) => {
-                if matches!(e, PeerError::Timeout(_)) {
-                    self.metrics.timeouts.fetch_add(1, Ordering::Relaxed);
-                }
-                peer.miss();
-                Err(e.to_string())
-            }
         }
     }
 
@@ -462,7 +401,9 @@ mod tests {
     use super::*;
     use crate::config::{Durability, EmulationConfig};
     use crate::emulation::Emulation;
+    use crate::replica::Replica;
     use crate::storage::Storage;
+    use crate::transport::Network;
     use tailor_core::coordinator::CoordinatorConfig;
     use tailor_core::facts::Response;
     use tailor_core::model::RequestView;
@@ -504,7 +445,7 @@ mod tests {
         let metrics = Arc::new(Metrics::new(1));
         let em = Arc::new(Emulation::new(&EmulationConfig::default(), 1));
         let q = tailor_core::local::build("fcfs", &Default::default(), 1).unwrap();
-        let clock = Instant::now();
+        let clock = std::time::Instant::now();
         let replica = Replica::start(0, clock, q, 2, 1000, storage, em, metrics.clone(), None);
         let (sent, responses) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
         let selector = Box::new(Scripted { waits, sent: sent.clone(), responses: responses.clone() });
@@ -520,11 +461,17 @@ mod tests {
         let core = CoordinatorCore::new(cfg, selector, Box::new(SeenSizes::new(16, 1000, None)));
         let c = Coordinator::start(CoordinatorParts {
             id: 0,
-            clock,
+            clock: Instant::from_std(clock),
             ring: Ring::new(1, 1, 1).unwrap(),
             core,
-            replica,
-            peers: vec![None],
+            transport: Arc::new(Network {
+                id: 0,
+                replica,
+                peers: vec![None],
+                ids: Arc::new(AtomicU64::new(1)),
+                timeout: Duration::from_secs(5),
+                metrics: metrics.clone(),
+            }),
             ids: Arc::new(AtomicU64::new(1)),
             timeout: Duration::from_secs(5),
             metrics,

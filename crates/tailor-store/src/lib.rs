@@ -26,6 +26,7 @@ pub mod peer;
 pub mod replica;
 pub mod resp;
 pub mod storage;
+pub mod transport;
 
 /// A stable 64-bit hash of a client key (FNV-1a); the ring mixes it again.
 pub fn key_hash(key: &[u8]) -> u64 {

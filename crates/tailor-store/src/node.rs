@@ -11,6 +11,7 @@ use crate::peer::Peer;
 use crate::replica::{Outcome, Replica, Work};
 use crate::resp::{parse_bulk_header, parse_command, Limits, Parsed, Reply};
 use crate::storage::Storage;
+use crate::transport::Network;
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -128,11 +129,17 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
     let timeout = Duration::from_millis(cfg.request_timeout_ms);
     let coordinator = Coordinator::start(CoordinatorParts {
         id: cfg.id,
-        clock,
+        clock: tokio::time::Instant::from_std(clock),
         ring,
         core,
-        replica: replica.clone(),
-        peers: peers.clone(),
+        transport: Arc::new(Network {
+            id: cfg.id,
+            replica: replica.clone(),
+            peers: peers.clone(),
+            ids: ids.clone(),
+            timeout,
+            metrics: metrics.clone(),
+        }),
         ids: ids.clone(),
         timeout,
         metrics: metrics.clone(),
