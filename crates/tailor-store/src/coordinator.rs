@@ -199,6 +199,13 @@ impl Coordinator {
         (node as usize) < self.transport.members() && self.transport.is_up(node)
     }
 
+    /// Requests this coordinator holds: (client requests awaiting a result, requests the core
+    /// has in flight or parked, reads parked). All three are 0 once a quiet node settled.
+    pub fn pending(&self) -> (usize, usize, usize) {
+        let inner = self.lock();
+        (inner.in_flight.len(), inner.core.in_flight(), inner.core.parked())
+    }
+
     /// The size hint this coordinator's oracle gives for `key` (admin command `size_class`).
     pub fn size_hint(&self, key: &[u8]) -> SizeHint {
         self.lock().core.hint(crate::key_hash(key))
