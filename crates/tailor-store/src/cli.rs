@@ -104,11 +104,21 @@ pub enum ClusterCommand {
         #[arg(long)]
         no_fsync: bool,
     },
-    /// Stop the nodes of a cluster started with `--dir DIR`.
+    /// Stop the nodes of a cluster started with `--dir DIR` (only processes that are its nodes).
     Down {
         /// The cluster's directory.
         #[arg(long)]
         dir: PathBuf,
+    },
+    /// Stop node N of a cluster started with `--dir DIR` if it runs, and start it again from
+    /// its configuration and data (a crash test's recovery step).
+    Restart {
+        /// The cluster's directory.
+        #[arg(long)]
+        dir: PathBuf,
+        /// The node's id.
+        #[arg(long)]
+        node: u32,
     },
 }
 
@@ -135,7 +145,7 @@ async fn shutdown_signal() {
     }
 }
 
-/// Run `cluster up` or `cluster down`.
+/// Run `cluster up`, `down` or `restart`.
 pub fn run_cluster(args: &ClusterArgs) -> Result<(), CliError> {
     match &args.command {
         ClusterCommand::Up {
@@ -171,6 +181,11 @@ pub fn run_cluster(args: &ClusterArgs) -> Result<(), CliError> {
         ClusterCommand::Down { dir } => {
             let n = cluster::down(dir)?;
             eprintln!("stopped {n} nodes");
+        }
+        ClusterCommand::Restart { dir, node } => {
+            let addr = cluster::restart(dir, *node, std::time::Duration::from_secs(30))?;
+            eprintln!("node {node} runs again");
+            println!("{addr}");
         }
     }
     Ok(())

@@ -1,4 +1,4 @@
-//! Several node processes: replication, every selector and local policy, `cluster up/down`.
+//! Several node processes: replication, every selector and local policy, `cluster up/down/restart`.
 
 mod common;
 use common::*;
@@ -66,26 +66,8 @@ fn every_selector_and_local_policy_serves_a_mixed_workload() {
 #[test]
 fn cluster_up_prints_addresses_and_down_stops_it() {
     let dir = tempfile::tempdir().unwrap();
-    let child = std::process::Command::new(exe())
-        .args(["cluster", "up", "--nodes", "3", "--selector", "round-robin", "--dir"])
-        .arg(dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::fs::File::create(dir.path().join("up.log")).unwrap())
-        .spawn()
-        .unwrap();
-    let mut guard = ClusterUp { child, dir: dir.path().to_path_buf() };
+    let (mut guard, addrs) = cluster_up(dir.path());
     let up = &mut guard.child;
-    let out = up.stdout.take().unwrap();
-    let mut lines = std::io::BufReader::new(out).lines();
-    let addrs: Vec<String> = (0..3)
-        .map(|_| match lines.next() {
-            Some(line) => line.unwrap(),
-            None => panic!(
-                "cluster up ended early: {}",
-                std::fs::read_to_string(dir.path().join("up.log")).unwrap_or_default()
-            ),
-        })
-        .collect();
     for a in &addrs {
         assert!(a.starts_with("127.0.0.1:"), "{a}");
     }
@@ -115,6 +97,67 @@ fn cluster_up_prints_addresses_and_down_stops_it() {
     }
     assert!(exited, "cluster up did not exit after cluster down");
     assert!(std::net::TcpStream::connect(&addrs[0]).is_err(), "node still listening");
+}
+
+/// Start `tailor cluster up --nodes 3` in `dir`; its guard and the client addresses it printed.
+fn cluster_up(dir: &std::path::Path) -> (ClusterUp, Vec<String>) {
+    let child = std::process::Command::new(exe())
+        .args(["cluster", "up", "--nodes", "3", "--selector", "round-robin", "--dir"])
+        .arg(dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(dir.join("up.log")).unwrap())
+        .spawn()
+        .unwrap();
+    let mut guard = ClusterUp { child, dir: dir.to_path_buf() };
+    let mut lines = std::io::BufReader::new(guard.child.stdout.take().unwrap()).lines();
+    let addrs = (0..3).map(|_| lines.next().expect("an address").unwrap()).collect();
+    (guard, addrs)
+}
+
+fn pid_of(dir: &std::path::Path, node: u32) -> i32 {
+    std::fs::read_to_string(dir.join(format!("node{node}.pid"))).unwrap().trim().parse().unwrap()
+}
+
+fn cluster(args: &[&str], dir: &std::path::Path) -> std::process::Output {
+    std::process::Command::new(exe()).arg("cluster").args(args).arg("--dir").arg(dir).output().unwrap()
+}
+
+#[test]
+fn a_killed_node_leaves_the_others_running_and_restarts() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut up, addrs) = cluster_up(dir.path());
+    let conn = |i: usize| redis::Client::open(format!("redis://{}/", addrs[i])).unwrap().get_connection().unwrap();
+    set(&mut conn(0), "x", b"y").unwrap();
+    // SAFETY: signalling a node process this test started
+    unsafe { libc::kill(pid_of(dir.path(), 1), libc::SIGKILL) };
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(up.child.try_wait().unwrap().is_none(), "cluster up keeps running");
+    let log = std::fs::read_to_string(dir.path().join("up.log")).unwrap();
+    assert!(log.contains("node 1 exited") && log.contains("cluster restart"), "{log}");
+    assert_eq!(get(&mut conn(2), "x").unwrap(), Some(b"y".to_vec()), "the others serve");
+
+    let out = cluster(&["restart", "--node", "1"], dir.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), addrs[1]);
+    let mut one = conn(1);
+    let pong: String = redis::cmd("PING").query(&mut one).unwrap();
+    assert_eq!(pong, "PONG");
+
+    // a stale pid file naming some other process: `down` leaves that process alone
+    let mut bystander = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+    std::fs::write(dir.path().join("node7.pid"), bystander.id().to_string()).unwrap();
+    let out = cluster(&["down"], dir.path());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(bystander.try_wait().unwrap().is_none(), "cluster down signalled a process that is not its node");
+    assert!(!dir.path().join("node7.pid").exists(), "the stale pid file is removed");
+    let _ = bystander.kill();
+    let _ = bystander.wait();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while up.child.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < deadline, "cluster up did not end once every node (the restarted one too) stopped");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(std::net::TcpStream::connect(&addrs[1]).is_err(), "the restarted node stopped too");
 }
 
 /// A `tailor cluster up` child that is always stopped (nodes and all), even when an assertion fails.

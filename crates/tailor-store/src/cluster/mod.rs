@@ -1,8 +1,17 @@
-//! `tailor cluster up/down`: N node processes on loopback with data dirs and pid files.
+//! `tailor cluster up/down/restart`: N node processes on loopback with data dirs and pid files.
+//!
+//! This file plans a cluster and starts node processes; `supervise.rs` runs `cluster up`;
+//! `pids.rs` finds, checks and stops the nodes a cluster directory's pid files name.
+
+mod pids;
+mod supervise;
+
+pub use pids::{down, restart};
+pub use supervise::{stop_children, up};
 
 use crate::config::{Consistency, Durability, Member, NodeConfig};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -96,7 +105,7 @@ pub fn plan_and_start(
     }
 }
 
-fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ClusterError {
+pub(crate) fn io(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> ClusterError {
     let what = what.into();
     move |source| ClusterError::Io { what, source }
 }
@@ -227,8 +236,7 @@ pub fn spawn_node(exe: &Path, cfg: &NodeConfig, dir: &Path, niceness: u8) -> Res
         .stderr(log2)
         .spawn()
         .map_err(io(format!("start {}", exe.display())))?;
-    let pid = dir.join(format!("node{}.pid", cfg.id));
-    std::fs::write(&pid, child.id().to_string()).map_err(io(format!("write {}", pid.display())))?;
+    pids::write(dir, cfg.id, child.id())?;
     Ok(child)
 }
 
@@ -241,128 +249,4 @@ pub fn wait_listening(addr: SocketAddr, deadline: Instant) -> bool {
         std::thread::sleep(Duration::from_millis(20));
     }
     false
-}
-
-fn signal(pid: i32, sig: i32) -> bool {
-    // SAFETY: kill(2) has no memory effects; a stale pid only yields ESRCH.
-    unsafe { libc::kill(pid, sig) == 0 }
-}
-
-/// Start the cluster, print each node's client address, and wait until Ctrl-C / SIGTERM or a
-/// node exits; then stop every node.
-pub fn up(opts: &ClusterOptions, dir: Option<PathBuf>) -> Result<(), ClusterError> {
-    let dir = match dir {
-        Some(d) => d,
-        None => {
-            let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-            std::env::temp_dir().join(format!("tailor-cluster-{}-{nanos}", std::process::id()))
-        }
-    };
-    std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
-    let exe = std::env::current_exe().map_err(io("find the tailor executable"))?;
-    let (cfgs, mut children) = plan_and_start(&exe, opts, &dir, Duration::from_secs(30), |_| {})?;
-    eprintln!(
-        "cluster of {} nodes in {} (stop with Ctrl-C or `tailor cluster down --dir {}`)",
-        cfgs.len(),
-        dir.display(),
-        dir.display()
-    );
-    for cfg in &cfgs {
-        println!("{}", cfg.client_addr);
-    }
-    for cfg in &cfgs {
-        if let Some(m) = cfg.metrics_addr {
-            eprintln!("node {} metrics: http://{m}/metrics", cfg.id);
-        }
-    }
-    let stop = install_stop_flag();
-    loop {
-        if stop.load(std::sync::atomic::Ordering::Relaxed) {
-            break;
-        }
-        if children.iter_mut().any(|c| matches!(c.try_wait(), Ok(Some(_)))) {
-            eprintln!("a node exited; stopping the cluster");
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    stop_children(&mut children);
-    for cfg in &cfgs {
-        let _ = std::fs::remove_file(dir.join(format!("node{}.pid", cfg.id)));
-    }
-    Ok(())
-}
-
-fn install_stop_flag() -> std::sync::Arc<std::sync::atomic::AtomicBool> {
-    use std::sync::atomic::{AtomicBool, Ordering};
-    static STOP: AtomicBool = AtomicBool::new(false);
-    extern "C" fn on_signal(_: i32) {
-        STOP.store(true, Ordering::Relaxed);
-    }
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-    }
-    let flag = std::sync::Arc::new(AtomicBool::new(false));
-    let f = flag.clone();
-    std::thread::spawn(move || loop {
-        if STOP.load(Ordering::Relaxed) {
-            f.store(true, Ordering::Relaxed);
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    });
-    flag
-}
-
-/// Stop node processes: SIGTERM to all, then SIGKILL those still running after 10 s, reaping each.
-pub fn stop_children(children: &mut [Child]) {
-    for c in children.iter() {
-        signal(c.id() as i32, libc::SIGTERM);
-    }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    for c in children.iter_mut() {
-        loop {
-            match c.try_wait() {
-                Ok(Some(_)) | Err(_) => break,
-                Ok(None) if Instant::now() > deadline => {
-                    let _ = c.kill();
-                    let _ = c.wait();
-                    break;
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            }
-        }
-    }
-}
-
-/// Stop every node whose pid file is under `dir` (SIGTERM, then SIGKILL after 10 s).
-pub fn down(dir: &Path) -> Result<usize, ClusterError> {
-    let entries = std::fs::read_dir(dir).map_err(io(format!("read {}", dir.display())))?;
-    let mut pids = Vec::new();
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().to_string();
-        if name.starts_with("node") && name.ends_with(".pid") {
-            let text = std::fs::read_to_string(e.path()).map_err(io(format!("read {name}")))?;
-            match text.trim().parse::<i32>() {
-                Ok(pid) if pid > 0 => pids.push((pid, e.path())),
-                _ => return Err(ClusterError::Invalid(format!("{name} does not hold a pid"))),
-            }
-        }
-    }
-    for (pid, _) in &pids {
-        signal(*pid, libc::SIGTERM);
-    }
-    let deadline = Instant::now() + Duration::from_secs(10);
-    for (pid, path) in &pids {
-        while signal(*pid, 0) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        if signal(*pid, 0) {
-            signal(*pid, libc::SIGKILL);
-        }
-        let _ = std::fs::remove_file(path);
-    }
-    Ok(pids.len())
 }
