@@ -141,6 +141,9 @@ pub struct NodeConfig {
     pub bloom_rebuild_ms: u64,
     /// Timeout of one request to a replica, in ms; a read that times out moves to the next replica.
     pub request_timeout_ms: u64,
+    /// Largest clock offset tolerated between nodes: a write whose version is further ahead of
+    /// this node's clock is refused (see `hlc.rs`).
+    pub max_clock_offset_ms: u64,
     /// Heartbeat interval of the failure detector, in ms.
     pub heartbeat_ms: u64,
     /// Consecutive missed heartbeats (or timed-out requests) that mark a peer down.
@@ -183,6 +186,7 @@ impl Default for NodeConfig {
             bloom: BloomConfig::default(),
             bloom_rebuild_ms: 10 * 60 * 1000,
             request_timeout_ms: 1000,
+            max_clock_offset_ms: 500,
             heartbeat_ms: 100,
             down_after_misses: 3,
             park_capacity: 1024,
@@ -239,6 +243,9 @@ impl NodeConfig {
         }
         if !tailor_core::local::LOCALS.contains(&self.local.as_str()) {
             return bad("local", format!("unknown `{}`", self.local));
+        }
+        if !(1..=3_600_000).contains(&self.max_clock_offset_ms) {
+            return bad("max_clock_offset_ms", "must be between 1 and 3600000 (one hour)".into());
         }
         if self.request_timeout_ms == 0 || self.heartbeat_ms == 0 {
             return bad("request_timeout_ms", "timeouts and heartbeat must be > 0".into());

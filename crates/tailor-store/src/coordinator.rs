@@ -21,6 +21,7 @@
 //!   always resolves a request (every exchange times out, parked reads expire), so hitting
 //!   this outer bound means a bug, reported as `Busy`.
 
+use crate::hlc::Hlc;
 use crate::metrics::Metrics;
 use crate::replica::{Outcome, Work};
 use crate::storage::Versioned;
@@ -121,7 +122,6 @@ struct Inner {
 
 /// One node's coordinator.
 pub struct Coordinator {
-    id: NodeId,
     clock: Instant,
     ring: Ring,
     inner: Mutex<Inner>,
@@ -129,14 +129,12 @@ pub struct Coordinator {
     transport: Arc<dyn Transport>,
     ids: Arc<AtomicU64>,
     timeout: Duration,
-    last_version: AtomicU64,
+    hlc: Arc<Hlc>,
     metrics: Arc<Metrics>,
 }
 
 /// Everything a coordinator is built from.
 pub struct CoordinatorParts {
-    /// This node.
-    pub id: NodeId,
     /// The node's monotonic clock origin (shared with its replica; a test's virtual start).
     pub clock: Instant,
     /// The token ring.
@@ -152,13 +150,14 @@ pub struct CoordinatorParts {
     pub timeout: Duration,
     /// Counters.
     pub metrics: Arc<Metrics>,
+    /// The node's clock for write versions (shared with its replica side, which admits them).
+    pub hlc: Arc<Hlc>,
 }
 
 impl Coordinator {
     /// Build from its parts and start the wake-up task.
     pub fn start(p: CoordinatorParts) -> Arc<Coordinator> {
         let c = Arc::new(Coordinator {
-            id: p.id,
             clock: p.clock,
             ring: p.ring,
             inner: Mutex::new(Inner { core: p.core, in_flight: HashMap::new(), wake_at: None }),
@@ -166,7 +165,7 @@ impl Coordinator {
             transport: p.transport,
             ids: p.ids,
             timeout: p.timeout,
-            last_version: AtomicU64::new(0),
+            hlc: p.hlc,
             metrics: p.metrics,
         });
         tokio::spawn(wake_up_task(Arc::downgrade(&c), c.wake.clone()));
@@ -293,6 +292,7 @@ impl Coordinator {
                 self.transport.observed(replica, &feedback);
                 let mut value_size = None;
                 if let Outcome::Read(v) = outcome {
+                    self.hlc.observe(v.version);
                     value_size = v.value.as_ref().map(|v| v.len() as u64);
                     if let Some(f) = inner.in_flight.get_mut(&ticket.id) {
                         f.answers.push((replica, v));
@@ -321,21 +321,6 @@ impl Coordinator {
             let mut out = self.prepare(&mut inner);
             inner.core.wake(now, &Blind, &mut out);
             self.carry_out(&mut inner, out);
-        }
-    }
-
-    fn next_version(&self) -> u64 {
-        let wall =
-            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64);
-        let candidate = (wall << 8) | (self.id as u64 & 0xff);
-        let prev = self.last_version.fetch_max(candidate, Ordering::Relaxed);
-        if candidate > prev {
-            candidate
-        } else {
-            // same microsecond or clock went back: step past the last one, keeping our id bits
-            let v = ((prev >> 8) + 1) << 8 | (self.id as u64 & 0xff);
-            self.last_version.fetch_max(v, Ordering::Relaxed);
-            v
         }
     }
 
@@ -382,7 +367,7 @@ impl Coordinator {
 
     /// Write (or delete, with `None`) `key` at the configured write consistency.
     pub async fn write(self: &Arc<Self>, key: &[u8], value: Option<Vec<u8>>) -> Result<(), CoordError> {
-        let version = self.next_version();
+        let version = self.hlc.now();
         self.submit(key, Some((version, Arc::new(value)))).await.map(|_| ())
     }
 }
@@ -467,7 +452,6 @@ mod tests {
         };
         let core = CoordinatorCore::new(cfg, selector, Box::new(SeenSizes::new(16, 1000, None)));
         let c = Coordinator::start(CoordinatorParts {
-            id: 0,
             clock: Instant::from_std(clock),
             ring: Ring::new(1, 1, 1).unwrap(),
             core,
@@ -482,6 +466,7 @@ mod tests {
             ids: Arc::new(AtomicU64::new(1)),
             timeout: Duration::from_secs(5),
             metrics,
+            hlc: Arc::new(Hlc::new(0, Duration::from_millis(500))),
         });
         (dir, c, sent, responses)
     }
@@ -519,11 +504,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn versions_increase_and_deletes_read_as_absent() {
+    async fn deletes_read_as_absent_at_every_consistency() {
         let (_d, c, _, _) = single(0, 8);
-        let a = c.next_version();
-        let b = c.next_version();
-        assert!(b > a && b & 0xff == 0);
         c.write(b"k", Some(b"1".to_vec())).await.unwrap();
         c.write(b"k", None).await.unwrap();
         assert_eq!(c.read(b"k").await.unwrap().value, None);

@@ -19,6 +19,7 @@ pub mod commands;
 pub mod config;
 pub mod coordinator;
 pub mod emulation;
+pub mod hlc;
 pub mod internode;
 pub mod metrics;
 pub mod node;

@@ -5,6 +5,7 @@ use crate::commands;
 use crate::config::NodeConfig;
 use crate::coordinator::{Coordinator, CoordinatorParts};
 use crate::emulation::Emulation;
+use crate::hlc::Hlc;
 use crate::internode::{decode, encode, read_frame, Message};
 use crate::metrics::Metrics;
 use crate::peer::Peer;
@@ -63,6 +64,8 @@ pub struct Node {
     pub metrics: Arc<Metrics>,
     /// Peers by node id (`None` for this node).
     pub peers: Vec<Option<Arc<Peer>>>,
+    /// Write versions: issued by the coordinator, admitted by the replica side.
+    pub hlc: Arc<Hlc>,
 }
 
 /// Extra bytes an internode frame may carry beyond the largest value.
@@ -127,8 +130,8 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
     let core = coordinator_core(&cfg, &env, &emulation)?;
     let ids = Arc::new(AtomicU64::new(1));
     let timeout = Duration::from_millis(cfg.request_timeout_ms);
+    let hlc = Arc::new(Hlc::new(cfg.id, Duration::from_millis(cfg.max_clock_offset_ms)));
     let coordinator = Coordinator::start(CoordinatorParts {
-        id: cfg.id,
         clock: tokio::time::Instant::from_std(clock),
         ring,
         core,
@@ -143,8 +146,9 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
         ids: ids.clone(),
         timeout,
         metrics: metrics.clone(),
+        hlc: hlc.clone(),
     });
-    let node = Arc::new(Node { cfg, storage, replica, coordinator, emulation, metrics, peers });
+    let node = Arc::new(Node { cfg, storage, replica, coordinator, emulation, metrics, peers, hlc });
     let mut tasks = Vec::new();
     for p in node.peers.iter().flatten() {
         let hb = Duration::from_millis(node.cfg.heartbeat_ms);
@@ -385,6 +389,12 @@ async fn internode_conn(node: Arc<Node>, sock: TcpStream, max_frame: u64) {
                 if value.as_ref().is_some_and(|v| v.len() as u64 > node.cfg.max_value_bytes) {
                     let reason = "value exceeds the maximum size".to_string();
                     let _ = tx.send(encode(&Message::Failed { id, reason })).await;
+                    continue;
+                }
+                if let Err(e) = node.hlc.admit(version) {
+                    node.metrics.protocol_errors.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!("refusing a write from a peer: {e}");
+                    let _ = tx.send(encode(&Message::Failed { id, reason: e.to_string() })).await;
                     continue;
                 }
                 (id, Work::Write { key, version, value }, Default::default(), 0)

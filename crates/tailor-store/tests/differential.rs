@@ -21,6 +21,7 @@ use tailor_core::time::{Nanos, MS};
 use tailor_core::{NodeId, Op, RequestId};
 use tailor_sim::script::{self, Copy, Decision, Driver, Log, Request, Script, SimDriver};
 use tailor_store::coordinator::{Coordinator, CoordinatorParts};
+use tailor_store::hlc::Hlc;
 use tailor_store::metrics::Metrics;
 use tailor_store::replica::{Outcome, Work};
 use tailor_store::storage::Versioned;
@@ -93,7 +94,6 @@ impl StoreDriver {
         let ids = Arc::new(AtomicU64::new(1));
         let coordinator = rt.block_on(async {
             Coordinator::start(CoordinatorParts {
-                id: 0,
                 clock: origin,
                 ring: script.ring(),
                 core: script.core(Knowledge::Live { servers: script.servers }),
@@ -101,6 +101,7 @@ impl StoreDriver {
                 ids: ids.clone(),
                 timeout: Duration::from_secs(1),
                 metrics: Arc::new(Metrics::new(script.servers)),
+                hlc: Arc::new(Hlc::new(0, Duration::from_millis(500))),
             })
         });
         let completions = Arc::new(Mutex::new(Vec::new()));

@@ -26,6 +26,7 @@ use tailor_core::selector::{self, SelectorConfig, SelectorEnv, SELECTORS};
 use tailor_core::time::{Nanos, MS, US};
 use tailor_core::{Consistency, NodeId};
 use tailor_store::coordinator::{CoordError, Coordinator, CoordinatorParts};
+use tailor_store::hlc::Hlc;
 use tailor_store::metrics::Metrics;
 use tailor_store::replica::{Outcome, Work};
 use tailor_store::storage::Versioned;
@@ -222,7 +223,6 @@ fn coordinator(selector: &str, me: NodeId, seed: u64, origin: Instant, world: &S
         seed: seed ^ me as u64,
     };
     Coordinator::start(CoordinatorParts {
-        id: me,
         clock: origin,
         ring: Ring::new(NODES, 3, 8).unwrap(),
         core: CoordinatorCore::new(cfg, sel, oracle),
@@ -230,6 +230,7 @@ fn coordinator(selector: &str, me: NodeId, seed: u64, origin: Instant, world: &S
         ids: Arc::new(AtomicU64::new(1)),
         timeout: TIMEOUT,
         metrics: Arc::new(Metrics::new(NODES)),
+        hlc: Arc::new(Hlc::new(me, Duration::from_millis(500))),
     })
 }
 
