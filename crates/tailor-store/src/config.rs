@@ -144,6 +144,11 @@ pub struct NodeConfig {
     /// Largest clock offset tolerated between nodes: a write whose version is further ahead of
     /// this node's clock is refused (see `hlc.rs`).
     pub max_clock_offset_ms: u64,
+    /// Bytes of hints (writes a down or failing replica missed) kept per peer; 0 turns hinted
+    /// handoff off. Past it, writes for that peer are dropped from the hints and counted.
+    pub hint_max_bytes: u64,
+    /// How often hints are replayed to peers that are up, in ms.
+    pub hint_replay_ms: u64,
     /// Heartbeat interval of the failure detector, in ms.
     pub heartbeat_ms: u64,
     /// Consecutive missed heartbeats (or timed-out requests) that mark a peer down.
@@ -187,6 +192,8 @@ impl Default for NodeConfig {
             bloom_rebuild_ms: 10 * 60 * 1000,
             request_timeout_ms: 1000,
             max_clock_offset_ms: 500,
+            hint_max_bytes: 64 << 20,
+            hint_replay_ms: 1000,
             heartbeat_ms: 100,
             down_after_misses: 3,
             park_capacity: 1024,
@@ -243,6 +250,9 @@ impl NodeConfig {
         }
         if !tailor_core::local::LOCALS.contains(&self.local.as_str()) {
             return bad("local", format!("unknown `{}`", self.local));
+        }
+        if self.hint_replay_ms == 0 {
+            return bad("hint_replay_ms", "must be > 0".into());
         }
         if !(1..=3_600_000).contains(&self.max_clock_offset_ms) {
             return bad("max_clock_offset_ms", "must be between 1 and 3600000 (one hour)".into());

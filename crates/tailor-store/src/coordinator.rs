@@ -21,8 +21,10 @@
 //!   always resolves a request (every exchange times out, parked reads expire), so hitting
 //!   this outer bound means a bug, reported as `Busy`.
 
+use crate::hints::{Hint, Hints};
 use crate::hlc::Hlc;
 use crate::metrics::Metrics;
+use crate::repair;
 use crate::replica::{Outcome, Work};
 use crate::storage::Versioned;
 use crate::transport::{Exchanged, Transport};
@@ -81,6 +83,8 @@ struct InFlight {
     /// Whether the read was asked at QUORUM or ALL (answer with the newest version).
     newest: bool,
     answers: Vec<(NodeId, Versioned)>,
+    /// Replicas a copy was sent to.
+    sent: Vec<NodeId>,
     last_error: String,
     done: Done,
 }
@@ -96,19 +100,27 @@ impl InFlight {
         }
     }
 
-    /// The client's result once the core says `replica`'s answer completed the request.
-    fn result(&mut self, replica: NodeId) -> Versioned {
+    /// The client's result once the core says `replica`'s answer completed the request, and
+    /// the replicas that answered a read at QUORUM or ALL with an older version.
+    fn result(&mut self, replica: NodeId) -> (Versioned, Vec<NodeId>) {
         if self.write.is_some() {
-            return Versioned::default();
+            return (Versioned::default(), Vec::new());
         }
         let answers = std::mem::take(&mut self.answers);
         if self.newest {
-            let newest =
+            let order =
                 |a: &Versioned, b: &Versioned| (a.version, a.value.is_some()).cmp(&(b.version, b.value.is_some()));
-            return answers.into_iter().map(|(_, v)| v).max_by(newest).unwrap_or_default();
+            let newest = answers.iter().map(|(_, v)| v).max_by(|a, b| order(a, b)).cloned().unwrap_or_default();
+            return (newest.clone(), repair::stale(&answers, &newest));
         }
         let chosen = answers.into_iter().find(|(r, _)| *r == replica);
-        chosen.expect("the completing answer was kept").1
+        (chosen.expect("the completing answer was kept").1, Vec::new())
+    }
+
+    /// The write this request carries, as a hint for a replica that missed it.
+    fn hint(&self) -> Option<Hint> {
+        let (version, value) = self.write.as_ref()?;
+        Some(Hint { key: self.key.clone(), version: *version, value: (**value).clone() })
     }
 }
 
@@ -131,6 +143,8 @@ pub struct Coordinator {
     timeout: Duration,
     hlc: Arc<Hlc>,
     metrics: Arc<Metrics>,
+    hints: Option<Arc<Hints>>,
+    read_repairs: AtomicU64,
 }
 
 /// Everything a coordinator is built from.
@@ -152,6 +166,8 @@ pub struct CoordinatorParts {
     pub metrics: Arc<Metrics>,
     /// The node's clock for write versions (shared with its replica side, which admits them).
     pub hlc: Arc<Hlc>,
+    /// Where writes that missed a replica are kept (`None`: no hinted handoff).
+    pub hints: Option<Arc<Hints>>,
 }
 
 impl Coordinator {
@@ -166,6 +182,8 @@ impl Coordinator {
             ids: p.ids,
             timeout: p.timeout,
             hlc: p.hlc,
+            hints: p.hints,
+            read_repairs: AtomicU64::new(0),
             metrics: p.metrics,
         });
         tokio::spawn(wake_up_task(Arc::downgrade(&c), c.wake.clone()));
@@ -243,8 +261,10 @@ impl Coordinator {
                         if f.write.is_some() {
                             self.metrics.writes_acked.fetch_add(1, Ordering::Relaxed);
                         }
-                        let result = f.result(replica);
-                        let _ = f.done.send(Ok(result));
+                        match f.result(replica) {
+                            (result, stale) if stale.is_empty() => drop(f.done.send(Ok(result))),
+                            (result, stale) => self.repair_then_reply(f.key, result, stale, f.done),
+                        }
                     }
                 }
                 Action::Fail { request, failure } => {
@@ -268,10 +288,11 @@ impl Coordinator {
     }
 
     /// Start one copy's exchange; its answer or failure goes back to the core.
-    fn send(self: &Arc<Self>, inner: &Inner, s: Send) {
-        let Some(f) = inner.in_flight.get(&s.ticket.id) else {
+    fn send(self: &Arc<Self>, inner: &mut Inner, s: Send) {
+        let Some(f) = inner.in_flight.get_mut(&s.ticket.id) else {
             unreachable!("the core sends only requests this coordinator holds")
         };
+        f.sent.push(s.replica);
         if s.kind == SendKind::Read {
             self.metrics.selected(s.replica);
         }
@@ -280,6 +301,30 @@ impl Coordinator {
             let result = me.transport.exchange(s.replica, work, s).await;
             me.settle(s.ticket, s.replica, result);
         });
+    }
+
+    /// Write the newest value back to the replicas that answered a QUORUM/ALL read with an older
+    /// one, then give the client its value (blocking read repair).
+    fn repair_then_reply(self: &Arc<Self>, key: Vec<u8>, newest: Versioned, stale: Vec<NodeId>, done: Done) {
+        let me = self.clone();
+        tokio::spawn(async move {
+            let repaired = repair::write_back(me.transport.as_ref(), &key, &newest, &stale).await;
+            me.read_repairs.fetch_add(repaired as u64, Ordering::Relaxed);
+            let _ = done.send(Ok(newest));
+        });
+    }
+
+    /// Replicas written back by read repair so far.
+    pub fn read_repairs(&self) -> u64 {
+        self.read_repairs.load(Ordering::Relaxed)
+    }
+
+    /// Keep the write of request `id` as a hint for each of `replicas` it did not reach.
+    fn hint_missed(&self, inner: &Inner, id: RequestId, replicas: &[NodeId]) {
+        let (Some(hints), Some(f)) = (&self.hints, inner.in_flight.get(&id)) else { return };
+        let Some(hint) = f.hint() else { return };
+        let missed = replicas.iter().filter(|r| !f.sent.contains(r)).map(|&r| (r, hint.clone())).collect();
+        repair::keep(hints, missed);
     }
 
     /// One copy's exchange ended.
@@ -305,6 +350,9 @@ impl Coordinator {
                 tracing::debug!(replica, "request {} failed: {e}", ticket.id);
                 if let Some(f) = inner.in_flight.get_mut(&ticket.id) {
                     f.last_error = e;
+                    if let (Some(hints), Some(hint)) = (&self.hints, f.hint()) {
+                        repair::keep(hints, vec![(replica, hint)]);
+                    }
                 }
                 inner.core.failed(now, ticket, replica, &Blind, &mut out);
             }
@@ -339,7 +387,15 @@ impl Coordinator {
             let mut out = self.prepare(&mut inner);
             let newest = inner.core.consistency().0 != Consistency::One;
             let size = write.as_ref().map(|(_, v)| v.as_ref().as_ref().map_or(0, |v| v.len() as u64));
-            let f = InFlight { key: key.to_vec(), write, newest, answers: Vec::new(), last_error: String::new(), done };
+            let f = InFlight {
+                key: key.to_vec(),
+                write,
+                newest,
+                answers: Vec::new(),
+                sent: Vec::new(),
+                last_error: String::new(),
+                done,
+            };
             let is_write = f.write.is_some();
             inner.in_flight.insert(id, f);
             let req = ClientRequest { id, key: h, replicas, size };
@@ -349,6 +405,9 @@ impl Coordinator {
                 inner.core.read(self.now(), req, &Blind, &mut out);
             }
             self.carry_out(&mut inner, out);
+            if is_write {
+                self.hint_missed(&inner, id, &replicas);
+            }
         }
         let bound = self.timeout * (replicas.len() as u32 + 2);
         match tokio::time::timeout(bound, rx).await {
@@ -467,6 +526,7 @@ mod tests {
             timeout: Duration::from_secs(5),
             metrics,
             hlc: Arc::new(Hlc::new(0, Duration::from_millis(500))),
+            hints: None,
         });
         (dir, c, sent, responses)
     }

@@ -5,6 +5,7 @@ use crate::commands;
 use crate::config::NodeConfig;
 use crate::coordinator::{Coordinator, CoordinatorParts};
 use crate::emulation::Emulation;
+use crate::hints::Hints;
 use crate::hlc::Hlc;
 use crate::internode::{decode, encode, read_frame, Message};
 use crate::metrics::Metrics;
@@ -66,6 +67,8 @@ pub struct Node {
     pub peers: Vec<Option<Arc<Peer>>>,
     /// Write versions: issued by the coordinator, admitted by the replica side.
     pub hlc: Arc<Hlc>,
+    /// Writes peers missed, replayed when they are up (`None`: hinted handoff off).
+    pub hints: Option<Arc<Hints>>,
 }
 
 /// Extra bytes an internode frame may carry beyond the largest value.
@@ -131,24 +134,30 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
     let ids = Arc::new(AtomicU64::new(1));
     let timeout = Duration::from_millis(cfg.request_timeout_ms);
     let hlc = Arc::new(Hlc::new(cfg.id, Duration::from_millis(cfg.max_clock_offset_ms)));
+    let hints = match cfg.hint_max_bytes {
+        0 => None,
+        max => Some(Arc::new(Hints::open(storage.clone(), m, max)?)),
+    };
+    let network = Arc::new(Network {
+        id: cfg.id,
+        replica: replica.clone(),
+        peers: peers.clone(),
+        ids: ids.clone(),
+        timeout,
+        metrics: metrics.clone(),
+    });
     let coordinator = Coordinator::start(CoordinatorParts {
         clock: tokio::time::Instant::from_std(clock),
         ring,
         core,
-        transport: Arc::new(Network {
-            id: cfg.id,
-            replica: replica.clone(),
-            peers: peers.clone(),
-            ids: ids.clone(),
-            timeout,
-            metrics: metrics.clone(),
-        }),
+        transport: network.clone(),
         ids: ids.clone(),
         timeout,
         metrics: metrics.clone(),
         hlc: hlc.clone(),
+        hints: hints.clone(),
     });
-    let node = Arc::new(Node { cfg, storage, replica, coordinator, emulation, metrics, peers, hlc });
+    let node = Arc::new(Node { cfg, storage, replica, coordinator, emulation, metrics, peers, hlc, hints });
     let mut tasks = Vec::new();
     for p in node.peers.iter().flatten() {
         let hb = Duration::from_millis(node.cfg.heartbeat_ms);
@@ -167,6 +176,9 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
                 n.coordinator.facts(n.cfg.id, n.replica.feedback_for(Some(n.cfg.id)));
             }
         }));
+    }
+    if let Some(h) = node.hints.clone() {
+        tasks.push(tokio::spawn(replay_hints(h, network, Duration::from_millis(node.cfg.hint_replay_ms))));
     }
     tasks.push(tokio::spawn(serve_clients(node.clone(), client)));
     tasks.push(tokio::spawn(serve_internode(node.clone(), internode, max_frame)));
@@ -207,12 +219,31 @@ fn coordinator_core(cfg: &NodeConfig, env: &SelectorEnv, emulation: &Emulation) 
     Ok(CoordinatorCore::new(core_cfg, selector, oracle))
 }
 
+/// Replay hints to peers that are up, every `every`.
+async fn replay_hints(hints: Arc<Hints>, network: Arc<Network>, every: Duration) {
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tick.tick().await;
+        if let Err(e) = hints.replay(network.as_ref()).await {
+            tracing::error!("hint replay failed: {e}");
+        }
+    }
+}
+
 fn render_metrics(node: &Node) -> String {
     let id = node.cfg.id;
     let mut gauges = vec![
         (format!("tailor_queue_length{{node=\"{id}\"}}"), node.replica.queue_len() as f64),
         (format!("tailor_workers{{node=\"{id}\"}}"), node.replica.workers() as f64),
     ];
+    gauges.push((format!("tailor_read_repairs_total{{node=\"{id}\"}}"), node.coordinator.read_repairs() as f64));
+    if let Some(h) = &node.hints {
+        let st = h.stats();
+        gauges.push((format!("tailor_hints_pending{{node=\"{id}\"}}"), st.pending as f64));
+        gauges.push((format!("tailor_hints_stored_total{{node=\"{id}\"}}"), st.stored as f64));
+        gauges.push((format!("tailor_hints_replayed_total{{node=\"{id}\"}}"), st.replayed as f64));
+        gauges.push((format!("tailor_hints_dropped_total{{node=\"{id}\"}}"), st.dropped as f64));
+    }
     for p in node.peers.iter().flatten() {
         gauges.push((format!("tailor_peer_up{{node=\"{id}\",peer=\"{}\"}}", p.id), p.is_up() as u8 as f64));
     }

@@ -191,6 +191,24 @@ impl Storage {
         Ok(out)
     }
 
+    /// A keyspace of its own for another part of the node (hints), in the same journal.
+    pub(crate) fn keyspace(&self, name: &str) -> Result<Keyspace, StorageError> {
+        Ok(self.db.keyspace(name, KeyspaceCreateOptions::default)?)
+    }
+
+    /// Insert (`Some`) or remove (`None`) `key` in `keyspace`, durable per the configured policy
+    /// before returning (the same group commit as data writes).
+    pub(crate) fn put_in(&self, keyspace: &Keyspace, key: &[u8], value: Option<&[u8]>) -> Result<(), StorageError> {
+        let mut batch = self.db.batch();
+        match value {
+            Some(v) => batch.insert(keyspace, key, v),
+            None => batch.remove(keyspace, key),
+        }
+        batch.commit()?;
+        let mine = self.committed.fetch_add(1, Ordering::SeqCst) + 1;
+        self.make_durable(mine)
+    }
+
     /// Sync everything (on clean shutdown).
     pub fn flush(&self) -> Result<(), StorageError> {
         self.db.persist(PersistMode::SyncAll)?;

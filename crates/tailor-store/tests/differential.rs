@@ -102,6 +102,7 @@ impl StoreDriver {
                 timeout: Duration::from_secs(1),
                 metrics: Arc::new(Metrics::new(script.servers)),
                 hlc: Arc::new(Hlc::new(0, Duration::from_millis(500))),
+                hints: None,
             })
         });
         let completions = Arc::new(Mutex::new(Vec::new()));

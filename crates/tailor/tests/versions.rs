@@ -4,25 +4,9 @@
 
 mod common;
 use common::*;
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::time::Duration;
 use tailor_store::cluster::ClusterOptions;
 use tailor_store::config::Consistency;
-use tailor_store::internode::codec::{decode, encode};
 use tailor_store::internode::Message;
-
-/// Send one internode message to `peer` and read the one reply frame.
-fn ask(peer: std::net::SocketAddr, msg: &Message) -> Message {
-    let mut s = TcpStream::connect(peer).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(&encode(msg)).unwrap();
-    let mut len = [0u8; 4];
-    s.read_exact(&mut len).unwrap();
-    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
-    s.read_exact(&mut body).unwrap();
-    decode(&body).unwrap()
-}
 
 #[test]
 fn a_version_from_the_future_is_refused_and_the_key_stays_writable() {
@@ -30,7 +14,7 @@ fn a_version_from_the_future_is_refused_and_the_key_stays_writable() {
     let cl = TestCluster::start(opts, |_| {});
     let poison = Message::Write { id: 1, key: b"k".to_vec(), version: u64::MAX, value: Some(b"poison".to_vec()) };
     for cfg in &cl.cfgs {
-        match ask(cfg.peer_listen(), &poison) {
+        match internode(cfg.peer_listen(), &poison) {
             Message::Failed { reason, .. } => assert!(reason.contains("ahead of this node's clock"), "{reason}"),
             other => panic!("node {} accepted a version from the future: {other:?}", cfg.id),
         }
@@ -39,7 +23,7 @@ fn a_version_from_the_future_is_refused_and_the_key_stays_writable() {
     let now_us = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros() as u64;
     let near =
         Message::Write { id: 2, key: b"j".to_vec(), version: (now_us + 100_000) << 8, value: Some(b"a".to_vec()) };
-    assert!(matches!(ask(cl.cfgs[0].peer_listen(), &near), Message::WriteAck { applied: true, .. }));
+    assert!(matches!(internode(cl.cfgs[0].peer_listen(), &near), Message::WriteAck { applied: true, .. }));
     let mut con = cl.conn(1);
     set(&mut con, "k", b"fresh").unwrap();
     for i in 0..3 {

@@ -125,3 +125,32 @@ pub fn set(con: &mut redis::Connection, k: &str, v: &[u8]) -> redis::RedisResult
 pub fn get(con: &mut redis::Connection, k: &str) -> redis::RedisResult<Option<Vec<u8>>> {
     redis::cmd("GET").arg(k).query(con)
 }
+
+/// Send one internode message to `peer` (a node's peer port) and read its one reply frame.
+pub fn internode(
+    peer: std::net::SocketAddr,
+    msg: &tailor_store::internode::Message,
+) -> tailor_store::internode::Message {
+    let mut s = TcpStream::connect(peer).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(&tailor_store::internode::encode(msg)).unwrap();
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).unwrap();
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut body).unwrap();
+    tailor_store::internode::decode(&body).unwrap()
+}
+
+/// What node `i`'s own replica holds for `key` (an internode read: no selector, no other node).
+pub fn replica_value(cl: &TestCluster, i: usize, key: &str) -> Option<Vec<u8>> {
+    let read = tailor_store::internode::Message::Read {
+        id: 1,
+        key: key.as_bytes().to_vec(),
+        tags: Default::default(),
+        age: 0,
+    };
+    match internode(cl.cfgs[i].peer_listen(), &read) {
+        tailor_store::internode::Message::ReadReply { value, .. } => value,
+        other => panic!("node {i} answered a read with {other:?}"),
+    }
+}

@@ -1,0 +1,241 @@
+//! Hinted handoff (Dynamo §4.6, Cassandra's hints): a write copy that could not reach its
+//! replica (the replica was down, or the copy failed) is kept here, durably, and replayed in
+//! order when the replica is up again, so a node back from a crash catches up with the writes
+//! it missed.
+//!
+//! Hints live in their own keyspace of the node's database, keyed `target (u32 BE) ++ sequence
+//! (u64 BE)` so each replica's hints replay in the order they were written; a hint is removed
+//! once its replica acknowledged it. The bytes kept per replica are bounded: past the bound a
+//! hint is dropped and counted (that replica then needs a repair of its ranges).
+
+use crate::replica::{Outcome, Work};
+use crate::storage::{Storage, StorageError};
+use crate::transport::Transport;
+use fjall::Keyspace;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tailor_core::model::NodeId;
+
+/// Copies replayed to one replica before the next replica gets its turn.
+const REPLAY_BATCH: usize = 64;
+
+/// A write a replica missed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hint {
+    /// The key.
+    pub key: Vec<u8>,
+    /// The write's version.
+    pub version: u64,
+    /// The value (`None`: a delete).
+    pub value: Option<Vec<u8>>,
+}
+
+impl Hint {
+    fn encode(&self) -> Vec<u8> {
+        let value = self.value.as_deref().unwrap_or(&[]);
+        let mut out = Vec::with_capacity(13 + self.key.len() + value.len());
+        out.extend_from_slice(&self.version.to_le_bytes());
+        out.push(self.value.is_none() as u8);
+        out.extend_from_slice(&(self.key.len() as u32).to_le_bytes());
+        out.extend_from_slice(&self.key);
+        out.extend_from_slice(value);
+        out
+    }
+
+    fn decode(rec: &[u8]) -> Option<Hint> {
+        let version = u64::from_le_bytes(rec.get(0..8)?.try_into().ok()?);
+        let delete = *rec.get(8)? == 1;
+        let key_len = u32::from_le_bytes(rec.get(9..13)?.try_into().ok()?) as usize;
+        let key = rec.get(13..13 + key_len)?.to_vec();
+        let value = (!delete).then(|| rec[13 + key_len..].to_vec());
+        Some(Hint { key, version, value })
+    }
+
+    fn bytes(&self) -> u64 {
+        (13 + self.key.len() + self.value.as_ref().map_or(0, |v| v.len())) as u64
+    }
+}
+
+/// What the hints of one node did, for metrics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HintStats {
+    /// Hints waiting for their replica.
+    pub pending: u64,
+    /// Hints stored so far.
+    pub stored: u64,
+    /// Hints replayed and acknowledged.
+    pub replayed: u64,
+    /// Hints dropped because their replica's bound was reached.
+    pub dropped: u64,
+}
+
+/// One node's hints for its peers.
+pub struct Hints {
+    storage: Arc<Storage>,
+    keyspace: Keyspace,
+    max_bytes: u64,
+    next: AtomicU64,
+    /// Per target: (hints, bytes) waiting.
+    waiting: Mutex<Vec<(u64, u64)>>,
+    stored: AtomicU64,
+    replayed: AtomicU64,
+    dropped: AtomicU64,
+}
+
+fn hint_id(target: NodeId, seq: u64) -> [u8; 12] {
+    let mut id = [0u8; 12];
+    id[..4].copy_from_slice(&target.to_be_bytes());
+    id[4..].copy_from_slice(&seq.to_be_bytes());
+    id
+}
+
+impl Hints {
+    /// The hints kept in `storage` for a cluster of `members` nodes, at most `max_bytes` per
+    /// replica (hints left from before a restart are counted and will replay).
+    pub fn open(storage: Arc<Storage>, members: usize, max_bytes: u64) -> Result<Hints, StorageError> {
+        let keyspace = storage.keyspace("hints")?;
+        let mut waiting = vec![(0u64, 0u64); members];
+        let mut next = 0;
+        for item in keyspace.iter() {
+            let (id, rec) = item.into_inner()?;
+            let corrupt = || StorageError::Corrupt(id.len());
+            let target = u32::from_be_bytes(id.get(..4).ok_or_else(corrupt)?.try_into().map_err(|_| corrupt())?);
+            let seq = u64::from_be_bytes(id.get(4..12).ok_or_else(corrupt)?.try_into().map_err(|_| corrupt())?);
+            next = next.max(seq + 1);
+            if let Some(w) = waiting.get_mut(target as usize) {
+                w.0 += 1;
+                w.1 += rec.len() as u64;
+            }
+        }
+        Ok(Hints {
+            storage,
+            keyspace,
+            max_bytes,
+            next: AtomicU64::new(next),
+            waiting: Mutex::new(waiting),
+            stored: AtomicU64::new(0),
+            replayed: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+        })
+    }
+
+    /// Keep `hint` for `target`; false (and counted) if its bound is reached.
+    pub fn add(&self, target: NodeId, hint: &Hint) -> Result<bool, StorageError> {
+        {
+            let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            let Some(w) = waiting.get_mut(target as usize) else { return Ok(false) };
+            if w.1 + hint.bytes() > self.max_bytes {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!("hints for node {target} are full ({} bytes): a write is dropped", w.1);
+                return Ok(false);
+            }
+            w.0 += 1;
+            w.1 += hint.bytes();
+        }
+        let id = hint_id(target, self.next.fetch_add(1, Ordering::Relaxed));
+        self.storage.put_in(&self.keyspace, &id, Some(&hint.encode()))?;
+        self.stored.fetch_add(1, Ordering::Relaxed);
+        Ok(true)
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> HintStats {
+        let pending = self.waiting.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|w| w.0).sum();
+        HintStats {
+            pending,
+            stored: self.stored.load(Ordering::Relaxed),
+            replayed: self.replayed.load(Ordering::Relaxed),
+            dropped: self.dropped.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The oldest hints (at most `n`) waiting for `target`, with their ids.
+    fn oldest(&self, target: NodeId, n: usize) -> Result<Vec<([u8; 12], Hint)>, StorageError> {
+        let mut out = Vec::new();
+        for item in self.keyspace.prefix(target.to_be_bytes()).take(n) {
+            let (id, rec) = item.into_inner()?;
+            let id: [u8; 12] = id.as_ref().try_into().map_err(|_| StorageError::Corrupt(id.len()))?;
+            out.push((id, Hint::decode(&rec).ok_or(StorageError::Corrupt(rec.len()))?));
+        }
+        Ok(out)
+    }
+
+    fn remove(&self, target: NodeId, id: &[u8; 12], hint: &Hint) -> Result<(), StorageError> {
+        self.storage.put_in(&self.keyspace, id, None)?;
+        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        let w = &mut waiting[target as usize];
+        assert!(w.0 > 0, "a replayed hint was counted");
+        w.0 -= 1;
+        w.1 = w.1.saturating_sub(hint.bytes());
+        self.replayed.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// One replay pass: to every replica that is up and has hints, send them oldest first until
+    /// none is left or one fails (the replica is probably down again; the next pass retries).
+    pub async fn replay(&self, transport: &dyn Transport) -> Result<(), StorageError> {
+        for target in 0..transport.members() as NodeId {
+            while self.waiting_for(target) > 0 && transport.is_up(target) {
+                let batch = self.oldest(target, REPLAY_BATCH)?;
+                if batch.is_empty() || !self.send_all(transport, target, batch).await? {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn waiting_for(&self, target: NodeId) -> u64 {
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner()).get(target as usize).map_or(0, |w| w.0)
+    }
+
+    /// Send `batch` to `target` in order; false at the first failure.
+    async fn send_all(
+        &self,
+        transport: &dyn Transport,
+        target: NodeId,
+        batch: Vec<([u8; 12], Hint)>,
+    ) -> Result<bool, StorageError> {
+        for (id, hint) in batch {
+            let work = Work::Write { key: hint.key.clone(), version: hint.version, value: hint.value.clone() };
+            match transport.exchange(target, work, crate::repair::side_send(target)).await {
+                Ok((Outcome::Written(_), _)) => self.remove(target, &id, &hint)?,
+                _ => return Ok(false),
+            }
+        }
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Durability;
+
+    #[test]
+    fn hints_survive_a_restart_in_order_and_are_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let hint = |i: u8| Hint { key: vec![i], version: i as u64, value: i.is_multiple_of(2).then(|| vec![i; 10]) };
+        {
+            let storage = Arc::new(Storage::open(dir.path(), Durability::Sync).unwrap());
+            // hints of 24 and 14 bytes: four take 76, a fifth of 24 would pass 90
+            let h = Hints::open(storage, 3, 90).unwrap();
+            for i in 0..4 {
+                assert!(h.add(1, &hint(i)).unwrap());
+            }
+            assert!(!h.add(1, &hint(4)).unwrap(), "the fifth is over the 90-byte bound");
+            assert!(h.add(2, &hint(9)).unwrap());
+            assert!(!h.add(7, &hint(1)).unwrap(), "not a member");
+            assert_eq!(h.stats(), HintStats { pending: 5, stored: 5, replayed: 0, dropped: 1 });
+        }
+        let storage = Arc::new(Storage::open(dir.path(), Durability::Sync).unwrap());
+        let h = Hints::open(storage, 3, 90).unwrap();
+        assert_eq!(h.stats().pending, 5);
+        let oldest = h.oldest(1, 10).unwrap();
+        assert_eq!(oldest.iter().map(|(_, x)| x.clone()).collect::<Vec<_>>(), (0..4).map(hint).collect::<Vec<_>>());
+        h.remove(1, &oldest[0].0, &oldest[0].1).unwrap();
+        assert_eq!(h.oldest(1, 10).unwrap().len(), 3);
+        assert!(h.add(1, &hint(4)).unwrap(), "a replayed hint frees its bytes");
+        assert_eq!(h.oldest(2, 10).unwrap()[0].1, hint(9));
+    }
+}

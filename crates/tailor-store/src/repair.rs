@@ -1,0 +1,54 @@
+//! Repair at the coordinator: what a read at QUORUM or ALL writes back, and what a write keeps
+//! as hints for the replicas it could not reach (`hints.rs` stores and replays them).
+//!
+//! Blocking read repair (Cassandra's, at QUORUM and ALL): when the answers a read waited for
+//! disagree, the replicas that answered with an older version are sent the newest one, and the
+//! client gets its value once they acknowledged (or failed), so a value a client has read is
+//! on every replica that answered. These write-backs are not scheduling decisions: they bypass
+//! the coordinator core, like hint replays.
+
+use crate::hints::{Hint, Hints};
+use crate::replica::Work;
+use crate::storage::Versioned;
+use crate::transport::Transport;
+use std::sync::Arc;
+use tailor_core::coordinator::{Send, SendKind, Ticket};
+use tailor_core::model::NodeId;
+
+/// The replicas among `answers` whose version is older than `newest`'s.
+pub fn stale(answers: &[(NodeId, Versioned)], newest: &Versioned) -> Vec<NodeId> {
+    answers.iter().filter(|(_, v)| v.version < newest.version).map(|(r, _)| *r).collect()
+}
+
+/// A write copy that goes around the coordinator core (a read repair, a hint replay).
+pub fn side_send(replica: NodeId) -> Send {
+    Send { ticket: Ticket { slot: u32::MAX, id: 0 }, replica, tags: Default::default(), age: 0, kind: SendKind::Write }
+}
+
+/// Write `newest` of `key` back to each of `stale`, concurrently; returns how many acknowledged.
+pub async fn write_back(transport: &dyn Transport, key: &[u8], newest: &Versioned, stale: &[NodeId]) -> usize {
+    let copies = stale.iter().map(|&r| {
+        let work = Work::Write { key: key.to_vec(), version: newest.version, value: newest.value.clone() };
+        transport.exchange(r, work, side_send(r))
+    });
+    let mut acked = 0;
+    for copy in copies.collect::<Vec<_>>() {
+        acked += copy.await.is_ok() as usize;
+    }
+    acked
+}
+
+/// Keep `hints` (replica, write) durably, off the async threads (a hint may wait for an fsync).
+pub fn keep(hints: &Arc<Hints>, missed: Vec<(NodeId, Hint)>) {
+    if missed.is_empty() {
+        return;
+    }
+    let hints = hints.clone();
+    tokio::task::spawn_blocking(move || {
+        for (target, hint) in missed {
+            if let Err(e) = hints.add(target, &hint) {
+                tracing::error!("cannot keep a hint for node {target}: {e}");
+            }
+        }
+    });
+}
