@@ -10,6 +10,7 @@ use crate::{RunOutput, SimError};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp1};
+use std::collections::VecDeque;
 use tailor_core::coordinator::{Action, Answer, ClientRequest, CoordinatorConfig, CoordinatorCore, SendKind};
 use tailor_core::facts::Feedback;
 use tailor_core::oracle::bloom::BloomConfig;
@@ -46,6 +47,8 @@ struct Req {
     nominal: Nanos,
 }
 
+/// Kept small (48 bytes): every event is moved into and out of the queue, and half of them
+/// through its FIFO.
 enum Event {
     /// Next open-loop (or trace) arrival.
     Arrival,
@@ -53,15 +56,18 @@ enum Event {
     ClientNext { client: u32 },
     /// A job reaches a server.
     ServerArrive { server: NodeId, job: Job },
-    /// A server finishes a job.
-    ServiceDone { server: NodeId, job: Job, service: Nanos, start: Nanos },
-    /// A server's answer (read, shadow or write ack) reaches the coordinator.
-    Answer { server: NodeId, job: Job, feedback: Feedback },
+    /// A server finishes a job that ran for `service` (so it started `service` ago).
+    ServiceDone { server: NodeId, job: Job, service: Nanos },
+    /// A server's answer (read, shadow or write ack) reaches the coordinator; its facts are the
+    /// front of [`Engine::answers`].
+    Answer { server: NodeId, job: Job },
     /// A coordinator's wake-up time.
     Wake { client: u32 },
     /// Every server redraws its fluctuation state.
     Fluctuate,
 }
+
+const _: () = assert!(std::mem::size_of::<Event>() <= 48, "events stay small");
 
 /// One coordinator: its core and the wake-up armed for it.
 struct Client {
@@ -79,6 +85,10 @@ pub struct Engine<'a> {
     servers: Vec<Server>,
     clients: Vec<Client>,
     reqs: Vec<Req>,
+    /// The facts of answers travelling to their coordinators, in the order they were sent: all
+    /// answers take the same network delay through the queue's FIFO, so they arrive in this
+    /// order too. Kept out of [`Event::Answer`] so that events stay small.
+    answers: VecDeque<(u32, Feedback)>,
     /// Actions a core returned, reused between calls.
     actions: Vec<Action>,
     service_rng: SmallRng,
@@ -145,6 +155,7 @@ impl<'a> Engine<'a> {
             servers,
             clients,
             reqs: Vec::with_capacity(spec.workload.requests as usize),
+            answers: VecDeque::new(),
             actions: Vec::new(),
             service_rng: SmallRng::seed_from_u64(plan.seed ^ 0x0053_4552_5649_4345),
             total: match spec.workload.arrival {
@@ -205,8 +216,8 @@ impl<'a> Engine<'a> {
                 }
             }
             Event::ServerArrive { server, job } => self.on_server_arrive(server, job),
-            Event::ServiceDone { server, job, service, start } => self.on_service_done(server, job, service, start),
-            Event::Answer { server, job, feedback } => self.on_answer(server, job, feedback),
+            Event::ServiceDone { server, job, service } => self.on_service_done(server, job, service),
+            Event::Answer { server, job } => self.on_answer(server, job),
             // a wake-up superseded by an earlier one is stale: only the armed one acts
             Event::Wake { client } if self.clients[client as usize].wake_at == self.now => {
                 self.clients[client as usize].wake_at = Nanos::MAX;
@@ -322,7 +333,7 @@ impl<'a> Engine<'a> {
         while let Some((meta, job)) = self.servers[server as usize].core.start(self.now) {
             let key = self.reqs[job.req as usize].key;
             let service = self.service_time(server, key, meta.service);
-            self.events.push(self.now + service, Event::ServiceDone { server, job, service, start: self.now });
+            self.events.push(self.now + service, Event::ServiceDone { server, job, service });
         }
     }
 
@@ -347,7 +358,8 @@ impl<'a> Engine<'a> {
         }
     }
 
-    fn on_service_done(&mut self, server: NodeId, job: Job, service: Nanos, start: Nanos) {
+    fn on_service_done(&mut self, server: NodeId, job: Job, service: Nanos) {
+        let start = self.now - service;
         let feedback = self.servers[server as usize].core.finish(self.now, job.req as RequestId, service);
         if job.kind == SendKind::Read {
             self.rec.served(server, self.now);
@@ -356,11 +368,14 @@ impl<'a> Engine<'a> {
                 self.rec.bound_job(job.req, r.release + self.net, start, service, self.now, &r.replicas);
             }
         }
-        self.events.push_in_order(self.now + self.net, Event::Answer { server, job, feedback });
+        self.answers.push_back((job.req, feedback));
+        self.events.push_in_order(self.now + self.net, Event::Answer { server, job });
         self.start_jobs(server);
     }
 
-    fn on_answer(&mut self, server: NodeId, job: Job, feedback: Feedback) {
+    fn on_answer(&mut self, server: NodeId, job: Job) {
+        let (req, feedback) = self.answers.pop_front().expect("an answer event has its facts");
+        assert_eq!(req, job.req, "answers arrive in the order they were sent");
         let client = self.reqs[job.req as usize].client;
         let world = world(&self.servers, self.now, self.spec, self.base_service_ns);
         let answer = Answer { replica: server, feedback, value_size: None };
