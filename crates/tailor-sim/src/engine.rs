@@ -18,7 +18,7 @@ use tailor_core::oracle::size::{self, Knowledge};
 use tailor_core::replica::{Arrival, ReplicaCore};
 use tailor_core::ring::{ReplicaSet, Ring};
 use tailor_core::selector::{self, SelectorEnv};
-use tailor_core::time::{from_ms, Nanos};
+use tailor_core::time::{from_ms, round_nonneg, Nanos};
 use tailor_core::{local, Consistency, NodeId, Op, RequestId};
 use tailor_spec::{ArrivalKind, FluctuationMode, RunPlan, ServiceModel, Spec};
 
@@ -100,6 +100,8 @@ pub struct Engine<'a> {
     finished: u64,
     trace_pos: usize,
     base_service_ns: f64,
+    /// The spec's `nominal_linear()`, constant for the run and needed for every request.
+    nominal_linear: (f64, f64),
 }
 
 impl<'a> Engine<'a> {
@@ -168,6 +170,7 @@ impl<'a> Engine<'a> {
             finished: 0,
             trace_pos: 0,
             base_service_ns,
+            nominal_linear: c.nominal_linear(),
             gen,
         })
     }
@@ -274,8 +277,8 @@ impl<'a> Engine<'a> {
     }
 
     fn nominal(&self, size: u64) -> Nanos {
-        let (alpha, beta_ms) = self.spec.cluster.nominal_linear();
-        (alpha * size as f64 + beta_ms * 1e6).round().max(1.0) as Nanos
+        let (alpha, beta_ms) = self.nominal_linear;
+        round_nonneg(alpha * size as f64 + beta_ms * 1e6).max(1.0) as Nanos
     }
 
     /// Carry out what `client`'s core asked for, then arm its next wake-up.
@@ -344,7 +347,7 @@ impl<'a> Engine<'a> {
         let slowdown = s.slowdown;
         let exp = |rng: &mut SmallRng, mean_ns: f64| -> Nanos {
             let x: f64 = Exp1.sample(rng);
-            (x * mean_ns).round().max(1.0) as Nanos
+            round_nonneg(x * mean_ns).max(1.0) as Nanos
         };
         if let Some(cache) = s.cache.as_mut() {
             let hit = cache.access(key);
@@ -354,7 +357,7 @@ impl<'a> Engine<'a> {
         }
         match c.service.model {
             ServiceModel::Exponential => exp(&mut self.service_rng, c.service.mean_ms * 1e6 * slowdown),
-            ServiceModel::Size => ((nominal as f64) * slowdown).round().max(1.0) as Nanos,
+            ServiceModel::Size => round_nonneg((nominal as f64) * slowdown).max(1.0) as Nanos,
         }
     }
 
