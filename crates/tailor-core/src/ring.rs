@@ -126,6 +126,7 @@ impl Ring {
     }
 
     /// The replicas of `key`, primary first.
+    #[inline]
     pub fn replicas(&self, key: u64) -> ReplicaSet {
         let h = hash_key(key);
         let idx = self.tokens.partition_point(|&t| t < h);

@@ -45,8 +45,9 @@ impl Hist {
     }
 
     /// Record a latency in nanoseconds (or a ratio, for stretch histograms).
+    #[inline]
     pub fn record(&mut self, value: f64) {
-        let v = (value * self.scale).round().max(0.0) as u64;
+        let v = crate::time::round_nonneg(value * self.scale).max(0.0) as u64;
         self.hist.record(v.max(1)).expect("auto-resizing histogram accepts any u64");
     }
 

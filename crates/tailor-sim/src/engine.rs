@@ -10,6 +10,7 @@ use crate::{RunOutput, SimError};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp1};
+use std::collections::VecDeque;
 use tailor_core::coordinator::{Action, Answer, ClientRequest, CoordinatorConfig, CoordinatorCore, SendKind};
 use tailor_core::facts::Feedback;
 use tailor_core::oracle::bloom::BloomConfig;
@@ -17,7 +18,7 @@ use tailor_core::oracle::size::{self, Knowledge};
 use tailor_core::replica::{Arrival, ReplicaCore};
 use tailor_core::ring::{ReplicaSet, Ring};
 use tailor_core::selector::{self, SelectorEnv};
-use tailor_core::time::{from_ms, Nanos};
+use tailor_core::time::{from_ms, round_nonneg, Nanos};
 use tailor_core::{local, Consistency, NodeId, Op, RequestId};
 use tailor_spec::{ArrivalKind, FluctuationMode, RunPlan, ServiceModel, Spec};
 
@@ -46,6 +47,8 @@ struct Req {
     nominal: Nanos,
 }
 
+/// Kept small (48 bytes): every event is moved into and out of the queue, and half of them
+/// through its FIFO.
 enum Event {
     /// Next open-loop (or trace) arrival.
     Arrival,
@@ -53,15 +56,18 @@ enum Event {
     ClientNext { client: u32 },
     /// A job reaches a server.
     ServerArrive { server: NodeId, job: Job },
-    /// A server finishes a job.
-    ServiceDone { server: NodeId, job: Job, service: Nanos, start: Nanos },
-    /// A server's answer (read, shadow or write ack) reaches the coordinator.
-    Answer { server: NodeId, job: Job, feedback: Feedback },
+    /// A server finishes a job that ran for `service` (so it started `service` ago).
+    ServiceDone { server: NodeId, job: Job, service: Nanos },
+    /// A server's answer (read, shadow or write ack) reaches the coordinator; its facts are the
+    /// front of [`Engine::answers`].
+    Answer { server: NodeId, job: Job },
     /// A coordinator's wake-up time.
     Wake { client: u32 },
     /// Every server redraws its fluctuation state.
     Fluctuate,
 }
+
+const _: () = assert!(std::mem::size_of::<Event>() <= 48, "events stay small");
 
 /// One coordinator: its core and the wake-up armed for it.
 struct Client {
@@ -79,6 +85,10 @@ pub struct Engine<'a> {
     servers: Vec<Server>,
     clients: Vec<Client>,
     reqs: Vec<Req>,
+    /// The facts of answers travelling to their coordinators, in the order they were sent: all
+    /// answers take the same network delay through the queue's FIFO, so they arrive in this
+    /// order too. Kept out of [`Event::Answer`] so that events stay small.
+    answers: VecDeque<(u32, Feedback)>,
     /// Actions a core returned, reused between calls.
     actions: Vec<Action>,
     service_rng: SmallRng,
@@ -90,6 +100,8 @@ pub struct Engine<'a> {
     finished: u64,
     trace_pos: usize,
     base_service_ns: f64,
+    /// The spec's `nominal_linear()`, constant for the run and needed for every request.
+    nominal_linear: (f64, f64),
 }
 
 impl<'a> Engine<'a> {
@@ -145,6 +157,7 @@ impl<'a> Engine<'a> {
             servers,
             clients,
             reqs: Vec::with_capacity(spec.workload.requests as usize),
+            answers: VecDeque::new(),
             actions: Vec::new(),
             service_rng: SmallRng::seed_from_u64(plan.seed ^ 0x0053_4552_5649_4345),
             total: match spec.workload.arrival {
@@ -157,6 +170,7 @@ impl<'a> Engine<'a> {
             finished: 0,
             trace_pos: 0,
             base_service_ns,
+            nominal_linear: c.nominal_linear(),
             gen,
         })
     }
@@ -205,8 +219,8 @@ impl<'a> Engine<'a> {
                 }
             }
             Event::ServerArrive { server, job } => self.on_server_arrive(server, job),
-            Event::ServiceDone { server, job, service, start } => self.on_service_done(server, job, service, start),
-            Event::Answer { server, job, feedback } => self.on_answer(server, job, feedback),
+            Event::ServiceDone { server, job, service } => self.on_service_done(server, job, service),
+            Event::Answer { server, job } => self.on_answer(server, job),
             // a wake-up superseded by an earlier one is stale: only the armed one acts
             Event::Wake { client } if self.clients[client as usize].wake_at == self.now => {
                 self.clients[client as usize].wake_at = Nanos::MAX;
@@ -263,8 +277,8 @@ impl<'a> Engine<'a> {
     }
 
     fn nominal(&self, size: u64) -> Nanos {
-        let (alpha, beta_ms) = self.spec.cluster.nominal_linear();
-        (alpha * size as f64 + beta_ms * 1e6).round().max(1.0) as Nanos
+        let (alpha, beta_ms) = self.nominal_linear;
+        round_nonneg(alpha * size as f64 + beta_ms * 1e6).max(1.0) as Nanos
     }
 
     /// Carry out what `client`'s core asked for, then arm its next wake-up.
@@ -322,7 +336,7 @@ impl<'a> Engine<'a> {
         while let Some((meta, job)) = self.servers[server as usize].core.start(self.now) {
             let key = self.reqs[job.req as usize].key;
             let service = self.service_time(server, key, meta.service);
-            self.events.push(self.now + service, Event::ServiceDone { server, job, service, start: self.now });
+            self.events.push(self.now + service, Event::ServiceDone { server, job, service });
         }
     }
 
@@ -333,7 +347,7 @@ impl<'a> Engine<'a> {
         let slowdown = s.slowdown;
         let exp = |rng: &mut SmallRng, mean_ns: f64| -> Nanos {
             let x: f64 = Exp1.sample(rng);
-            (x * mean_ns).round().max(1.0) as Nanos
+            round_nonneg(x * mean_ns).max(1.0) as Nanos
         };
         if let Some(cache) = s.cache.as_mut() {
             let hit = cache.access(key);
@@ -343,11 +357,12 @@ impl<'a> Engine<'a> {
         }
         match c.service.model {
             ServiceModel::Exponential => exp(&mut self.service_rng, c.service.mean_ms * 1e6 * slowdown),
-            ServiceModel::Size => ((nominal as f64) * slowdown).round().max(1.0) as Nanos,
+            ServiceModel::Size => round_nonneg((nominal as f64) * slowdown).max(1.0) as Nanos,
         }
     }
 
-    fn on_service_done(&mut self, server: NodeId, job: Job, service: Nanos, start: Nanos) {
+    fn on_service_done(&mut self, server: NodeId, job: Job, service: Nanos) {
+        let start = self.now - service;
         let feedback = self.servers[server as usize].core.finish(self.now, job.req as RequestId, service);
         if job.kind == SendKind::Read {
             self.rec.served(server, self.now);
@@ -356,11 +371,14 @@ impl<'a> Engine<'a> {
                 self.rec.bound_job(job.req, r.release + self.net, start, service, self.now, &r.replicas);
             }
         }
-        self.events.push_in_order(self.now + self.net, Event::Answer { server, job, feedback });
+        self.answers.push_back((job.req, feedback));
+        self.events.push_in_order(self.now + self.net, Event::Answer { server, job });
         self.start_jobs(server);
     }
 
-    fn on_answer(&mut self, server: NodeId, job: Job, feedback: Feedback) {
+    fn on_answer(&mut self, server: NodeId, job: Job) {
+        let (req, feedback) = self.answers.pop_front().expect("an answer event has its facts");
+        assert_eq!(req, job.req, "answers arrive in the order they were sent");
         let client = self.reqs[job.req as usize].client;
         let world = world(&self.servers, self.now, self.spec, self.base_service_ns);
         let answer = Answer { replica: server, feedback, value_size: None };

@@ -194,6 +194,7 @@ impl CoordinatorCore {
     }
 
     /// When the engine must call [`CoordinatorCore::wake`] next, if ever.
+    #[inline]
     pub fn next_wake(&self) -> Option<Nanos> {
         let timer = self.selector.next_timer();
         if self.backlog.is_empty() {
@@ -306,7 +307,8 @@ impl CoordinatorCore {
 
     /// Ask the selector where read `t` goes among its untried up replicas; send it if it says so.
     fn route(&mut self, now: Nanos, t: Ticket, world: &dyn World, out: &mut Vec<Action>) -> Routed {
-        let p = *self.pending.at(t);
+        // borrowed, not copied: a `Pending` is over 100 bytes and this runs for every read
+        let p = self.pending.held(t);
         let Mode::Selected { tried, .. } = p.mode else { unreachable!("only selected reads are routed") };
         let up = if tried == 0 && !self.down.contains(&true) {
             p.replicas
@@ -318,7 +320,7 @@ impl CoordinatorCore {
             self.give_up(t, failure, out);
             return Routed::Failed;
         }
-        let view = p.view(self.cfg.id);
+        let (view, large, release) = (p.view(self.cfg.id), p.hint.large, p.release);
         let (replica, tags) = match self.selector.select(now, &view, &up, world) {
             Decision::Send { replica, tags } => (replica, tags),
             Decision::Wait { retry_at } => {
@@ -330,8 +332,8 @@ impl CoordinatorCore {
         };
         assert!(up.contains(&replica), "selector chose replica {replica} outside {:?}", &*up);
         self.selector.on_sent(now, &view, replica);
-        let tags = Tags { priority: tags.priority, size_class: tags.size_class.max(p.hint.large as u8) };
-        let age = now - p.release;
+        let tags = Tags { priority: tags.priority, size_class: tags.size_class.max(large as u8) };
+        let age = now - release;
         out.push(Action::Send(Send { ticket: t, replica, tags, age, kind: SendKind::Read }));
         let shadow = tried == 0 && self.cfg.read_repair > 0.0 && self.rng.unit() < self.cfg.read_repair;
         let mut shadows = 0;

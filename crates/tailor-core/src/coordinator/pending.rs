@@ -122,6 +122,16 @@ impl Slab {
         self.entries.get_mut(t.slot as usize)?.as_mut().filter(|p| p.id == t.id)
     }
 
+    /// The request a ticket names, read-only; it must be held.
+    #[inline]
+    pub fn held(&self, t: Ticket) -> &Pending {
+        self.entries
+            .get(t.slot as usize)
+            .and_then(Option::as_ref)
+            .filter(|p| p.id == t.id)
+            .expect("the ticket's request is held")
+    }
+
     /// The request a ticket names; it must be held.
     #[inline]
     pub fn at(&mut self, t: Ticket) -> &mut Pending {

@@ -116,7 +116,7 @@ impl Poisson {
     pub fn next_gap<R: Rng + ?Sized>(&self, rng: &mut R) -> Nanos {
         let e: f64 = rng.sample(Exp1);
         // `as` saturates, so an absurdly long gap cannot wrap.
-        ((e * self.mean_gap_ns).round() as Nanos).max(1)
+        (crate::time::round_nonneg(e * self.mean_gap_ns) as Nanos).max(1)
     }
 }
 

@@ -174,6 +174,7 @@ impl SizeModel {
 
     /// The size of `key`'s value in the data set seeded by `seed`: a fixed function of both, so
     /// every read of a key sees the same size, and distributed over keys like [`SizeModel::sample`].
+    #[inline]
     pub fn size_of_key(&self, seed: u64, key: u64) -> u64 {
         self.quantile(unit_hash(seed, key))
     }
@@ -211,7 +212,7 @@ impl SizeModel {
 
 /// Rounds a continuous size to whole bytes, at least 1 (saturating for absurdly large draws).
 fn bytes_of(x: f64) -> u64 {
-    (x.round() as u64).max(1)
+    (crate::time::round_nonneg(x) as u64).max(1)
 }
 
 fn mixture(values: &[u64], weights: &[f64]) -> Result<Law, WorkloadError> {
