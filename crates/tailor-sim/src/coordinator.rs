@@ -33,6 +33,7 @@ impl SimCoordinator {
     }
 
     /// A client request arrives; the simulator tells the core the true value size.
+    #[inline]
     pub fn request(&mut self, now: Nanos, op: Op, req: ClientRequest, world: &dyn World, out: &mut Vec<Action>) {
         match op {
             Op::Read => self.core.read(now, req, world, out),
@@ -41,6 +42,7 @@ impl SimCoordinator {
     }
 
     /// A replica's answer (read, shadow or write ack) arrives with its facts.
+    #[inline]
     pub fn answered(
         &mut self,
         now: Nanos,
@@ -62,6 +64,7 @@ impl SimCoordinator {
 
     /// A scheduled wake-up fired at `now`. Only the armed one acts: one superseded by an
     /// earlier wake-up is stale. Returns whether the core was woken.
+    #[inline]
     pub fn wake(&mut self, now: Nanos, world: &dyn World, out: &mut Vec<Action>) -> bool {
         if self.wake_at != now {
             return false;
@@ -74,6 +77,7 @@ impl SimCoordinator {
     /// After an event's actions are carried out: the wake-up the engine must schedule, if the
     /// core now needs one earlier than the one armed (never in the past: at least `now + 1`,
     /// on the timer's next tick).
+    #[inline]
     pub fn arm(&mut self, now: Nanos) -> Option<Nanos> {
         let t = self.core.next_wake()?.max(now + 1).div_ceil(self.tick) * self.tick;
         (t < self.wake_at).then(|| {

@@ -2,6 +2,7 @@
 //! queue and execute, responses carry facts back. Virtual time only; one run is a pure
 //! function of its plan.
 
+use crate::coordinator::SimCoordinator;
 use crate::events::EventQueue;
 use crate::record::Recorder;
 use crate::server::{Job, Server, SimWorld};
@@ -11,7 +12,7 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp1};
 use std::collections::VecDeque;
-use tailor_core::coordinator::{Action, Answer, ClientRequest, CoordinatorConfig, CoordinatorCore, SendKind};
+use tailor_core::coordinator::{Action, ClientRequest, CoordinatorConfig, CoordinatorCore, SendKind};
 use tailor_core::facts::Feedback;
 use tailor_core::oracle::bloom::BloomConfig;
 use tailor_core::oracle::size::{self, Knowledge};
@@ -69,12 +70,6 @@ enum Event {
 
 const _: () = assert!(std::mem::size_of::<Event>() <= 48, "events stay small");
 
-/// One coordinator: its core and the wake-up armed for it.
-struct Client {
-    core: CoordinatorCore,
-    wake_at: Nanos,
-}
-
 /// The simulator state for one run.
 pub struct Engine<'a> {
     spec: &'a Spec,
@@ -83,7 +78,7 @@ pub struct Engine<'a> {
     gen: Generator,
     ring: Ring,
     servers: Vec<Server>,
-    clients: Vec<Client>,
+    clients: Vec<SimCoordinator>,
     reqs: Vec<Req>,
     /// The facts of answers travelling to their coordinators, in the order they were sent: all
     /// answers take the same network delay through the queue's FIFO, so they arrive in this
@@ -145,7 +140,7 @@ impl<'a> Engine<'a> {
                 park_timeout: None,
                 seed,
             };
-            clients.push(Client { core: CoordinatorCore::new(cfg, selector, oracle), wake_at: Nanos::MAX });
+            clients.push(SimCoordinator::new(CoordinatorCore::new(cfg, selector, oracle)));
         }
         let base_service_ns = mean_service_ns(spec, &gen.sizes);
         let rec = Recorder::new(spec, plan, c.servers);
@@ -221,14 +216,12 @@ impl<'a> Engine<'a> {
             Event::ServerArrive { server, job } => self.on_server_arrive(server, job),
             Event::ServiceDone { server, job, service } => self.on_service_done(server, job, service),
             Event::Answer { server, job } => self.on_answer(server, job),
-            // a wake-up superseded by an earlier one is stale: only the armed one acts
-            Event::Wake { client } if self.clients[client as usize].wake_at == self.now => {
-                self.clients[client as usize].wake_at = Nanos::MAX;
+            Event::Wake { client } => {
                 let world = world(&self.servers, self.now, self.spec, self.base_service_ns);
-                self.clients[client as usize].core.wake(self.now, &world, &mut self.actions);
-                self.carry_out(client);
+                if self.clients[client as usize].wake(self.now, &world, &mut self.actions) {
+                    self.carry_out(client);
+                }
             }
-            Event::Wake { .. } => {}
             Event::Fluctuate => self.on_fluctuate(),
         }
     }
@@ -265,14 +258,8 @@ impl<'a> Engine<'a> {
         let (now, op, client) = (self.now, d.op, d.client);
         self.reqs.push(Req { key: d.key, size: d.size, op, client, release: now, replicas, nominal });
         let req = ClientRequest { id: id as RequestId, key: d.key, replicas, size: Some(d.size) };
-        let core = &mut self.clients[client as usize].core;
-        match op {
-            Op::Read => {
-                let world = world(&self.servers, now, self.spec, self.base_service_ns);
-                core.read(now, req, &world, &mut self.actions);
-            }
-            Op::Write => core.write(now, req, &mut self.actions),
-        }
+        let world = world(&self.servers, now, self.spec, self.base_service_ns);
+        self.clients[client as usize].request(now, op, req, &world, &mut self.actions);
         self.carry_out(client);
     }
 
@@ -297,13 +284,8 @@ impl<'a> Engine<'a> {
             }
         }
         self.actions = actions;
-        let c = &mut self.clients[client as usize];
-        if let Some(t) = c.core.next_wake() {
-            let t = t.max(self.now + 1);
-            if t < c.wake_at {
-                c.wake_at = t;
-                self.events.push(t, Event::Wake { client });
-            }
+        if let Some(t) = self.clients[client as usize].arm(self.now) {
+            self.events.push(t, Event::Wake { client });
         }
     }
 
@@ -381,8 +363,7 @@ impl<'a> Engine<'a> {
         assert_eq!(req, job.req, "answers arrive in the order they were sent");
         let client = self.reqs[job.req as usize].client;
         let world = world(&self.servers, self.now, self.spec, self.base_service_ns);
-        let answer = Answer { replica: server, feedback, value_size: None };
-        self.clients[client as usize].core.answered(self.now, job.ticket, answer, &world, &mut self.actions);
+        self.clients[client as usize].answered(self.now, job.ticket, server, feedback, &world, &mut self.actions);
         self.carry_out(client);
     }
 
