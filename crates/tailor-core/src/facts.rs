@@ -1,37 +1,13 @@
-//! Facts: values a replica measures about itself and piggybacks on responses, and the
-//! aggregators a coordinator applies to them (ALGORITHMS.md §4).
+//! Facts: the aggregators a coordinator applies to what replicas piggyback on responses
+//! (ALGORITHMS.md §4); the facts themselves ([`Feedback`]) are defined and measured in
+//! `replica/accountant.rs`.
 
 use crate::model::NodeId;
 use crate::time::Nanos;
 use std::collections::HashMap;
 
-/// The facts a replica piggybacks on a response or acknowledgement, stamped with its clock.
-///
-/// A fixed struct rather than a dynamic map: every strategy reads the fields it needs, and the
-/// simulator's hot path never allocates (an empty `bloom_bits` does not allocate).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Feedback {
-    /// The replica that measured these facts.
-    pub from: NodeId,
-    /// The sender's clock when the facts were measured.
-    pub timestamp: Nanos,
-    /// Requests waiting (not running) at the replica when the response left.
-    pub queue_len: u32,
-    /// Service time of the request this response answers (0 for a broadcast).
-    pub service_time: Nanos,
-    /// Requests the replica has completed so far (a counter; receivers derive a rate).
-    pub completed: u64,
-    /// True while the replica executes a request for a large value (Héron).
-    pub busy: bool,
-    /// Change of the queue length over the last 20 ms window (TAP).
-    pub dq: i64,
-    /// Estimated work queued or running at the replica, in nanoseconds (EFT in the store).
-    pub pending_work: Nanos,
-    /// Bloom filter bits newly set at the replica since its last message to this receiver (Héron).
-    pub bloom_bits: Vec<u32>,
-    /// Generation of the replica's Bloom filter (filters are rebuilt periodically).
-    pub bloom_generation: u32,
-}
+/// The facts themselves are defined where they are measured, in the one accountant.
+pub use crate::replica::accountant::Feedback;
 
 /// A response as the coordinator's selector sees it.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,4 +1,6 @@
-//! The one facts accountant: how a replica measures the facts it piggybacks (ALGORITHMS.md §4).
+//! The one facts accountant: what each fact a replica piggybacks means ([`Feedback`]) and how it
+//! is measured (ALGORITHMS.md §4). A new fact is a field here, its measurement in
+//! [`Accountant::facts`], and its entry in the store's internode codec.
 //!
 //! Both engines feed it the same three events (a job waits, a job starts, a job finishes), so a
 //! fact means the same thing in the simulator and in the store:
@@ -12,10 +14,37 @@
 //!   count too: they occupy the device the same way).
 //! - `completed` counts every request a worker finished, failed ones included.
 
-use crate::facts::Feedback;
 use crate::model::NodeId;
 use crate::time::{Nanos, MS};
 use std::collections::VecDeque;
+
+/// The facts a replica piggybacks on a response or acknowledgement, stamped with its clock.
+///
+/// A fixed struct rather than a dynamic map: every strategy reads the fields it needs, and the
+/// simulator's hot path never allocates (an empty `bloom_bits` does not allocate).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Feedback {
+    /// The replica that measured these facts.
+    pub from: NodeId,
+    /// The sender's clock when the facts were measured.
+    pub timestamp: Nanos,
+    /// Requests waiting (not running) at the replica when the response left.
+    pub queue_len: u32,
+    /// Service time of the request this response answers (0 for a broadcast).
+    pub service_time: Nanos,
+    /// Requests the replica has completed so far (a counter; receivers derive a rate).
+    pub completed: u64,
+    /// True while the replica executes a request for a large value (Héron).
+    pub busy: bool,
+    /// Change of the queue length over the last 20 ms window (TAP).
+    pub dq: i64,
+    /// Estimated work queued or running at the replica, in nanoseconds (EFT in the store).
+    pub pending_work: Nanos,
+    /// Bloom filter bits newly set at the replica since its last message to this receiver (Héron).
+    pub bloom_bits: Vec<u32>,
+    /// Generation of the replica's Bloom filter (filters are rebuilt periodically).
+    pub bloom_generation: u32,
+}
 
 /// Window of TAP's `dq`.
 pub const DQ_WINDOW: Nanos = 20 * MS;
