@@ -8,21 +8,25 @@
 //! worker threads over the fjall storage engine ([`storage`]), and piggyback their facts
 //! ([`tailor_core::facts::Feedback`]) on every response.
 //!
-//! One job per module: [`config`], [`storage`], [`resp`], [`commands`], [`internode`], [`peer`],
-//! [`coordinator`], [`replica`], [`emulation`], [`metrics`], [`node`], [`cli`], [`cluster`].
+//! One job per module: [`config`], [`storage`], [`resp`], [`client_conn`], [`commands`],
+//! [`internode`], [`peer`], [`peer_conn`], [`limits`], [`coordinator`], [`replica`],
+//! [`emulation`], [`metrics`], [`node`], [`cli`], [`cluster`].
 
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod client_conn;
 pub mod cluster;
 pub mod commands;
 pub mod config;
 pub mod coordinator;
 pub mod emulation;
 pub mod internode;
+pub mod limits;
 pub mod metrics;
 pub mod node;
 pub mod peer;
+pub mod peer_conn;
 pub mod replica;
 pub mod resp;
 pub mod storage;
