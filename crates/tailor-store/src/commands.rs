@@ -10,6 +10,10 @@
 //! `TAILOR.GET bloom_generation` / `oracle_generation` give the replica's filter generation and
 //! the coordinator's Bloom oracle generation (an error in `exact` mode); `TAILOR.SET
 //! bloom_rebuild now` asks the replica for an immediate rebuild (peers follow).
+//!
+//! Limits: every key is checked against `max_key_bytes` before any work (the engine cannot
+//! store longer keys), every value against `max_value_bytes`, and every `TAILOR.SET` value
+//! against its knob's range; each refusal names the limit or knob.
 
 use crate::config::Consistency;
 use crate::node::Node;
@@ -41,6 +45,28 @@ fn unknown(args: &[Vec<u8>]) -> Reply {
     Reply::err(format!("unknown command '{name}', with args beginning with: {rest}"))
 }
 
+/// The arguments of command `name` that are keys.
+fn keys<'a>(name: &str, args: &'a [Vec<u8>]) -> &'a [Vec<u8>] {
+    let first = match name {
+        "get" | "set" | "mget" | "exists" | "del" | "tailor.localget" => 1,
+        "tailor.get" if args.len() == 3 => 2,
+        _ => return &[],
+    };
+    let last = if name == "set" { 2 } else { args.len() };
+    &args[first.min(args.len())..last.min(args.len())]
+}
+
+/// Refuse a command any of whose keys is above `max_key_bytes`.
+fn check_keys(node: &Node, name: &str, args: &[Vec<u8>]) -> Result<(), Reply> {
+    for k in keys(name, args) {
+        crate::limits::check_key(k, node.cfg.max_key_bytes).map_err(|e| {
+            node.metrics.limit_refusals.fetch_add(1, Ordering::Relaxed);
+            Reply::err(e)
+        })?;
+    }
+    Ok(())
+}
+
 /// Execute one command (`args[0]` is its name, any case).
 pub async fn execute(node: &Arc<Node>, args: Vec<Vec<u8>>) -> Executed {
     node.metrics.client_commands.fetch_add(1, Ordering::Relaxed);
@@ -49,6 +75,9 @@ pub async fn execute(node: &Arc<Node>, args: Vec<Vec<u8>>) -> Executed {
         return reply(Reply::err("empty command"));
     }
     let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
+    if let Err(refused) = check_keys(node, &name, &args) {
+        return reply(refused);
+    }
     let n = args.len();
     let coord = &node.coordinator;
     let err = |e: crate::coordinator::CoordError| Reply::err(e);
@@ -71,7 +100,7 @@ pub async fn execute(node: &Arc<Node>, args: Vec<Vec<u8>>) -> Executed {
             let (Some(k), Some(v)) = (it.next(), it.next()) else { return reply(wrong_args("set")) };
             if v.len() as u64 > node.cfg.max_value_bytes {
                 Reply::err(format!(
-                    "value of {} bytes exceeds the maximum of {} bytes",
+                    "value of {} bytes exceeds the maximum of {} bytes (max_value_bytes)",
                     v.len(),
                     node.cfg.max_value_bytes
                 ))
@@ -194,6 +223,16 @@ fn tailor_set(node: &Arc<Node>, knob: &[u8], value: &[u8]) -> Reply {
                 Reply::err(format!("invalid value '{value}' for knob 'workers' (1..={})", crate::replica::MAX_WORKERS))
             }
         },
+        "debug_panic_next" if !node.cfg.debug_hooks => {
+            Reply::err("knob 'debug_panic_next' is a test hook: set debug_hooks = true in the node's config")
+        }
+        "debug_panic_next" => match value.parse::<u64>() {
+            Ok(n) if n <= 1_000_000 => {
+                node.replica.inject_panics(n);
+                Reply::ok()
+            }
+            _ => Reply::err(format!("invalid value '{value}' for knob 'debug_panic_next' (0..=1000000)")),
+        },
         "bloom_rebuild" if value.eq_ignore_ascii_case("now") => {
             if node.replica.bloom_generation().is_none() {
                 return Reply::err("no Bloom index: size_oracle is not `bloom`");
@@ -224,6 +263,7 @@ fn tailor_get(node: &Arc<Node>, knob: &[u8]) -> Reply {
         "read_consistency" => format!("{r:?}").to_lowercase(),
         "write_consistency" => format!("{w:?}").to_lowercase(),
         "queue_len" => node.replica.queue_len().to_string(),
+        "healthy" => node.replica.healthy().to_string(),
         "size_oracle" => format!("{:?}", node.cfg.size_oracle).to_lowercase(),
         "bloom_generation" | "oracle_generation" => {
             let g = if knob == "bloom_generation" {

@@ -38,6 +38,9 @@ pub enum ConfigError {
 
 pub use tailor_core::model::Consistency;
 
+/// Largest connection cap or queue length a config may ask for.
+pub const MAX_COUNT: usize = 10_000_000;
+
 /// When a write is durable relative to its acknowledgement.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -128,6 +131,34 @@ pub struct NodeConfig {
     pub durability: Durability,
     /// Largest value accepted from clients, in bytes.
     pub max_value_bytes: u64,
+    /// Longest key accepted from clients and peers, in bytes (default 65,535: the storage
+    /// engine's limit, like Cassandra's 64 KiB key limit; at most that).
+    pub max_key_bytes: u64,
+    /// Most bytes one client command may take on the wire (default 32 MiB; at least
+    /// `max_value_bytes + max_key_bytes + 1024`, so the largest SET fits). A longer command is
+    /// refused from its declared lengths, before it is buffered.
+    pub max_command_bytes: u64,
+    /// Bytes every connection's partly received input (client commands, internode frames) may
+    /// hold together (default 256 MiB; at least `max_command_bytes`). A connection that would go
+    /// over gets an error and is closed.
+    pub max_buffered_bytes: u64,
+    /// Most client connections at once (default 10,000, as Redis's `maxclients`); one more gets
+    /// `-ERR max number of clients reached` and is closed.
+    pub max_clients: usize,
+    /// Most internode connections at once (default 1,024); one more is closed at once.
+    pub max_peer_connections: usize,
+    /// Close a client or internode connection that sent nothing for this many ms (default
+    /// 300,000; 0 = never, as Redis's `timeout`).
+    pub idle_timeout_ms: u64,
+    /// A command or internode frame that started arriving must be complete within this many ms
+    /// (default 10,000), or the connection is closed (slowloris).
+    pub slow_sender_timeout_ms: u64,
+    /// Most requests waiting in the replica's queue (default 10,000); above it a request is
+    /// answered "busy" at once instead of growing the queue.
+    pub max_queue: usize,
+    /// Enables test-only hooks (`TAILOR.SET debug_panic_next n`: the next `n` jobs panic on
+    /// their worker). Off by default; never on in production.
+    pub debug_hooks: bool,
     /// Values above this size are "large" (Héron's THR_L, RML's size class).
     pub large_value_bytes: u64,
     /// Size oracle of the coordinators: `exact` (the sizes this coordinator saw: writes it
@@ -186,6 +217,15 @@ impl Default for NodeConfig {
             read_consistency: Consistency::One,
             durability: Durability::Sync,
             max_value_bytes: 16 * 1024 * 1024,
+            max_key_bytes: crate::limits::ENGINE_MAX_KEY,
+            max_command_bytes: 32 * 1024 * 1024,
+            max_buffered_bytes: 256 * 1024 * 1024,
+            max_clients: 10_000,
+            max_peer_connections: 1_024,
+            idle_timeout_ms: 300_000,
+            slow_sender_timeout_ms: 10_000,
+            max_queue: 10_000,
+            debug_hooks: false,
             large_value_bytes: 256 * 1024,
             size_oracle: OracleKind::Exact,
             bloom: BloomConfig::default(),
@@ -263,6 +303,10 @@ impl NodeConfig {
         if self.max_value_bytes > u32::MAX as u64 {
             return bad("max_value_bytes", "must fit in 32 bits (the engine's value limit)".into());
         }
+        self.validate_limits()?;
+        if let Err(reason) = crate::emulation::validate(&self.emulation) {
+            return bad("emulation", reason);
+        }
         if let Err(e) = BloomFilter::from_config(&self.bloom) {
             return bad("bloom", e.to_string());
         }
@@ -278,6 +322,45 @@ impl NodeConfig {
         };
         self.selectors.validate().map_err(strategy)?;
         self.locals.validate().map_err(strategy)?;
+        Ok(())
+    }
+
+    /// Check the limits on what clients and peers control.
+    fn validate_limits(&self) -> Result<(), ConfigError> {
+        let bad = |field, reason: String| Err(ConfigError::Invalid { field, reason });
+        let engine = crate::limits::ENGINE_MAX_KEY;
+        if !(1..=engine).contains(&self.max_key_bytes) {
+            return bad(
+                "max_key_bytes",
+                format!("{} must be in 1..={engine} (the engine's key limit)", self.max_key_bytes),
+            );
+        }
+        let least = self.max_value_bytes + self.max_key_bytes + 1024;
+        if self.max_command_bytes < least || self.max_command_bytes > u32::MAX as u64 {
+            let reason = format!(
+                "{} must be in {least}..={} (the largest SET must fit: max_value_bytes + max_key_bytes + 1024)",
+                self.max_command_bytes,
+                u32::MAX
+            );
+            return bad("max_command_bytes", reason);
+        }
+        if self.max_buffered_bytes < self.max_command_bytes {
+            let reason =
+                format!("{} must be at least max_command_bytes ({})", self.max_buffered_bytes, self.max_command_bytes);
+            return bad("max_buffered_bytes", reason);
+        }
+        for (field, n) in [
+            ("max_clients", self.max_clients),
+            ("max_peer_connections", self.max_peer_connections),
+            ("max_queue", self.max_queue),
+        ] {
+            if !(1..=MAX_COUNT).contains(&n) {
+                return bad(field, format!("{n} must be in 1..={MAX_COUNT}"));
+            }
+        }
+        if self.slow_sender_timeout_ms == 0 {
+            return bad("slow_sender_timeout_ms", "must be > 0".into());
+        }
         Ok(())
     }
 
@@ -319,6 +402,32 @@ mod tests {
         cfg.selector = "heron".into();
         cfg.bloom.false_positive_rate = 0.0;
         assert!(cfg.validate().unwrap_err().to_string().contains("bloom"));
+    }
+
+    #[test]
+    fn limits_are_validated_by_name() {
+        let ok = NodeConfig {
+            members: vec![Member { id: 0, peer: "127.0.0.1:1".parse().unwrap() }],
+            replication: 1,
+            ..NodeConfig::default()
+        };
+        ok.validate().unwrap();
+        assert_eq!((ok.max_key_bytes, ok.max_clients, ok.idle_timeout_ms), (65_535, 10_000, 300_000));
+        let field = |f: &dyn Fn(&mut NodeConfig)| {
+            let mut c = ok.clone();
+            f(&mut c);
+            c.validate().unwrap_err().to_string()
+        };
+        assert!(field(&|c| c.max_key_bytes = 65_536).contains("`max_key_bytes`"));
+        assert!(field(&|c| c.max_key_bytes = 0).contains("`max_key_bytes`"));
+        assert!(field(&|c| c.max_command_bytes = c.max_value_bytes).contains("`max_command_bytes`"));
+        assert!(field(&|c| c.max_buffered_bytes = 1).contains("`max_buffered_bytes`"));
+        assert!(field(&|c| c.max_clients = 0).contains("`max_clients`"));
+        assert!(field(&|c| c.max_peer_connections = 0).contains("`max_peer_connections`"));
+        assert!(field(&|c| c.max_queue = 0).contains("`max_queue`"));
+        assert!(field(&|c| c.slow_sender_timeout_ms = 0).contains("`slow_sender_timeout_ms`"));
+        let e = field(&|c| c.emulation.fluct_period_ms = 288_230_376_151_711_744);
+        assert!(e.contains("`emulation`") && e.contains("fluct_period_ms"), "{e}");
     }
 
     #[test]

@@ -1,5 +1,9 @@
 //! Emulation knobs: an emulated service-time model, bimodal fluctuation and stall injection,
 //! changeable at runtime (`TAILOR.SET knob value`).
+//!
+//! Every knob has an allowed range ([`RANGES`]), checked on `TAILOR.SET` and in the config, so
+//! no value a client sends can make the workers' arithmetic overflow; the arithmetic saturates
+//! besides, so even an unchecked value could not panic a worker.
 
 use crate::config::EmulationConfig;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,6 +13,50 @@ use tailor_core::time::{Nanos, MS};
 /// The knobs' names as `TAILOR.SET` accepts them.
 pub const KNOBS: &[&str] =
     &["alpha_ns_per_byte", "beta_us", "fluct_factor", "fluct_period_ms", "stall_every_ms", "stall_ms", "workers"];
+
+/// A knob's allowed values: `(name, least, most, whole numbers only)`. The bounds keep every
+/// product in nanoseconds far inside `u64` (a day is 8.64e13 ns).
+pub const RANGES: &[(&str, f64, f64, bool)] = &[
+    ("alpha_ns_per_byte", 0.0, 1e6, false),
+    ("beta_us", 0.0, 60e6, false),
+    ("fluct_factor", 1.0, 1000.0, false),
+    ("fluct_period_ms", 0.0, DAY_MS, true),
+    ("stall_every_ms", 0.0, DAY_MS, true),
+    ("stall_ms", 0.0, DAY_MS, true),
+];
+
+/// Longest period or stall a knob may ask for: one day, in ms.
+const DAY_MS: f64 = 86_400_000.0;
+
+/// Parse `value` for `knob` and check it against the knob's range; errors name both.
+pub fn check(knob: &str, value: &str) -> Result<f64, String> {
+    let Some(&(_, least, most, whole)) = RANGES.iter().find(|r| r.0 == knob) else {
+        return Err(format!("unknown knob '{knob}' (known: {})", KNOBS.join(", ")));
+    };
+    let kind = if whole { "an integer" } else { "a number" };
+    let allowed = || format!("invalid value '{value}' for knob '{knob}': must be {kind} in {least}..={most}");
+    let num: f64 = value.trim().parse().map_err(|_| allowed())?;
+    if !num.is_finite() || num < least || num > most || (whole && num.fract() != 0.0) {
+        return Err(allowed());
+    }
+    Ok(num)
+}
+
+/// Check a config's emulation knobs against [`RANGES`].
+pub fn validate(cfg: &EmulationConfig) -> Result<(), String> {
+    let values = [
+        ("alpha_ns_per_byte", cfg.alpha_ns_per_byte),
+        ("beta_us", cfg.beta_us),
+        ("fluct_factor", cfg.fluct_factor),
+        ("fluct_period_ms", cfg.fluct_period_ms as f64),
+        ("stall_every_ms", cfg.stall_every_ms as f64),
+        ("stall_ms", cfg.stall_ms as f64),
+    ];
+    for (knob, v) in values {
+        check(knob, &v.to_string())?;
+    }
+    Ok(())
+}
 
 /// Live emulation settings of one node (lock-free: workers read them on every request).
 #[derive(Debug)]
@@ -40,22 +88,21 @@ impl Emulation {
         }
     }
 
-    /// Set a knob (not `workers`, which the replica owns); errors name the knob or the value.
+    /// Set a knob (not `workers`, which the replica owns) after checking it against its range;
+    /// errors name the knob and the allowed values.
     pub fn set(&self, knob: &str, value: &str) -> Result<(), String> {
-        let num: f64 = value.parse().map_err(|_| format!("invalid value '{value}' for knob '{knob}'"))?;
-        if !num.is_finite() || num < 0.0 {
-            return Err(format!("knob '{knob}' must be a finite number >= 0"));
-        }
-        match knob {
-            "alpha_ns_per_byte" => self.alpha.store(num.to_bits(), Ordering::Relaxed),
-            "beta_us" => self.beta_us.store(num.to_bits(), Ordering::Relaxed),
-            "fluct_factor" if num >= 1.0 => self.fluct_factor.store(num.to_bits(), Ordering::Relaxed),
-            "fluct_factor" => return Err("knob 'fluct_factor' must be >= 1".into()),
-            "fluct_period_ms" => self.fluct_period_ms.store(num as u64, Ordering::Relaxed),
-            "stall_every_ms" => self.stall_every_ms.store(num as u64, Ordering::Relaxed),
-            "stall_ms" => self.stall_ms.store(num as u64, Ordering::Relaxed),
-            _ => return Err(format!("unknown knob '{knob}' (known: {})", KNOBS.join(", "))),
-        }
+        let num = check(knob, value)?;
+        let cell = match knob {
+            "alpha_ns_per_byte" => &self.alpha,
+            "beta_us" => &self.beta_us,
+            "fluct_factor" => &self.fluct_factor,
+            "fluct_period_ms" => &self.fluct_period_ms,
+            "stall_every_ms" => &self.stall_every_ms,
+            "stall_ms" => &self.stall_ms,
+            _ => unreachable!("check() knows only these knobs"),
+        };
+        let floating = matches!(knob, "alpha_ns_per_byte" | "beta_us" | "fluct_factor");
+        cell.store(if floating { num.to_bits() } else { num as u64 }, Ordering::Relaxed);
         Ok(())
     }
 
@@ -98,21 +145,21 @@ impl Emulation {
         if period == 0 {
             return true;
         }
-        tailor_core::ring::hash_key(self.seed ^ (now / (period * MS))) & 1 == 1
+        tailor_core::ring::hash_key(self.seed ^ (now / period.saturating_mul(MS))) & 1 == 1
     }
 
     /// How long a request whose real execution took `real` and whose value has `size` bytes must
     /// additionally wait so that it takes `(real + model) * D` while slow, `real + model` otherwise.
     pub fn extra_delay(&self, now: Nanos, real: Nanos, size: u64) -> Duration {
-        let base = real + self.model_time(size);
+        let base = real.saturating_add(self.model_time(size));
         let total = if self.slow_at(now) { (base as f64 * f(&self.fluct_factor)) as Nanos } else { base };
         Duration::from_nanos(total.saturating_sub(real))
     }
 
     /// If a stall covers `now`, how long remains of it.
     pub fn stall_remaining(&self, now: Nanos) -> Option<Duration> {
-        let every = self.stall_every_ms.load(Ordering::Relaxed) * MS;
-        let len = self.stall_ms.load(Ordering::Relaxed) * MS;
+        let every = self.stall_every_ms.load(Ordering::Relaxed).saturating_mul(MS);
+        let len = self.stall_ms.load(Ordering::Relaxed).saturating_mul(MS);
         if every == 0 || len == 0 {
             return None;
         }
@@ -147,5 +194,35 @@ mod tests {
         assert!(e.set("nope", "1").unwrap_err().contains("unknown knob"));
         assert!(e.set("beta_us", "x").is_err());
         assert_eq!(e.get("stall_ms").as_deref(), Some("10"));
+    }
+
+    #[test]
+    fn out_of_range_knobs_are_refused_by_name_and_nothing_overflows() {
+        let e = Emulation::new(&EmulationConfig::default(), 1);
+        e.set("fluct_factor", "2").unwrap();
+        let err = e.set("fluct_period_ms", "288230376151711744").unwrap_err();
+        assert_eq!(
+            err,
+            "invalid value '288230376151711744' for knob 'fluct_period_ms': must be an integer in 0..=86400000"
+        );
+        for (k, v) in [
+            ("fluct_period_ms", "1.5"),
+            ("stall_ms", "-1"),
+            ("beta_us", "inf"),
+            ("alpha_ns_per_byte", "NaN"),
+            ("fluct_factor", "1e300"),
+        ] {
+            assert!(e.set(k, v).unwrap_err().contains(k), "{k} {v}");
+        }
+        // the largest allowed values: every computation stays finite and nothing panics
+        for (k, _, most, _) in RANGES {
+            e.set(k, &most.to_string()).unwrap();
+        }
+        for now in [0, 1, u64::MAX / 2, u64::MAX] {
+            let _ = e.slow_at(now);
+            let _ = e.extra_delay(now, u64::MAX, u32::MAX as u64);
+            let _ = e.stall_remaining(now);
+        }
+        assert!(e.model_time(u32::MAX as u64) > 0);
     }
 }

@@ -8,12 +8,14 @@
 //! worker threads over the fjall storage engine ([`storage`]), and piggyback their facts
 //! ([`tailor_core::facts::Feedback`]) on every response.
 //!
-//! One job per module: [`config`], [`storage`], [`resp`], [`commands`], [`internode`], [`peer`],
-//! [`coordinator`], [`replica`], [`emulation`], [`metrics`], [`node`], [`cli`], [`cluster`].
+//! One job per module: [`config`], [`storage`], [`resp`], [`client_conn`], [`commands`],
+//! [`internode`], [`peer`], [`peer_conn`], [`limits`], [`coordinator`], [`replica`],
+//! [`emulation`], [`metrics`], [`node`], [`cli`], [`cluster`].
 
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod client_conn;
 pub mod cluster;
 pub mod commands;
 pub mod config;
@@ -22,9 +24,11 @@ pub mod emulation;
 pub mod hints;
 pub mod hlc;
 pub mod internode;
+pub mod limits;
 pub mod metrics;
 pub mod node;
 pub mod peer;
+pub mod peer_conn;
 pub mod repair;
 pub mod replica;
 pub mod resp;

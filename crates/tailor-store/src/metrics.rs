@@ -35,6 +35,16 @@ pub struct Metrics {
     pub writes_acked: AtomicU64,
     /// Malformed client or internode input rejected.
     pub protocol_errors: AtomicU64,
+    /// Worker panics caught (the worker was replaced, its request answered with an error).
+    pub worker_panics: AtomicU64,
+    /// Connections refused at a cap (`max_clients`, `max_peer_connections`).
+    pub connections_refused: AtomicU64,
+    /// Connections closed by the idle or slow-sender timeout.
+    pub connections_timed_out: AtomicU64,
+    /// Commands, requests or connections refused by a size limit or the input budget.
+    pub limit_refusals: AtomicU64,
+    /// Requests the replica answered "busy" (its queue at `max_queue`).
+    pub busy_refusals: AtomicU64,
     service_buckets: Vec<AtomicU64>,
     service_sum_ns: AtomicU64,
     service_count: AtomicU64,
@@ -71,7 +81,7 @@ impl Metrics {
     pub fn render(&self, node: u32, selector: &str, local: &str, gauges: &[(String, f64)]) -> String {
         let mut o = String::new();
         let l = format!("node=\"{node}\",selector=\"{selector}\",local=\"{local}\"");
-        let counters: [(&str, &str, &AtomicU64); 10] = [
+        let counters: [(&str, &str, &AtomicU64); 15] = [
             ("tailor_reads_served_total", "Reads executed by this replica.", &self.reads_served),
             ("tailor_writes_served_total", "Writes executed by this replica.", &self.writes_served),
             ("tailor_client_commands_total", "RESP commands handled.", &self.client_commands),
@@ -82,6 +92,15 @@ impl Metrics {
             ("tailor_stale_feedback_total", "Responses with stale feedback.", &self.stale_feedback),
             ("tailor_writes_acked_total", "Writes acknowledged to clients.", &self.writes_acked),
             ("tailor_protocol_errors_total", "Malformed inputs rejected.", &self.protocol_errors),
+            ("tailor_worker_panics_total", "Worker panics caught (worker replaced).", &self.worker_panics),
+            ("tailor_connections_refused_total", "Connections refused at a cap.", &self.connections_refused),
+            ("tailor_connections_timed_out_total", "Connections closed idle or slow.", &self.connections_timed_out),
+            (
+                "tailor_limit_refusals_total",
+                "Inputs refused by a limit (a size, the buffer budget, the clock offset).",
+                &self.limit_refusals,
+            ),
+            ("tailor_busy_refusals_total", "Requests refused by a full replica queue.", &self.busy_refusals),
         ];
         for (name, help, c) in counters {
             let _ =

@@ -1,21 +1,19 @@
 //! A node: wires storage, replica, coordinator, peers and the three listeners (RESP clients,
 //! internode, metrics), and runs until asked to stop.
 
-use crate::commands;
 use crate::config::NodeConfig;
 use crate::coordinator::{Coordinator, CoordinatorParts};
 use crate::emulation::Emulation;
 use crate::hints::Hints;
 use crate::hlc::Hlc;
-use crate::internode::{decode, encode, read_frame, Message};
+use crate::limits::Budget;
 use crate::metrics::Metrics;
 use crate::peer::Peer;
-use crate::replica::{Outcome, Replica, Work};
-use crate::resp::{parse_bulk_header, parse_command, Limits, Parsed, Reply};
+use crate::replica::Replica;
 use crate::storage::Storage;
 use crate::transport::Network;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tailor_core::coordinator::{CoordinatorConfig, CoordinatorCore};
@@ -23,9 +21,7 @@ use tailor_core::oracle::bloom::LargeKeyIndex;
 use tailor_core::oracle::size::{self, Knowledge, OracleKind};
 use tailor_core::ring::Ring;
 use tailor_core::selector::SelectorEnv;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::net::TcpListener;
 
 /// Errors starting a node.
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +65,8 @@ pub struct Node {
     pub hlc: Arc<Hlc>,
     /// Writes peers missed, replayed when they are up (`None`: hinted handoff off).
     pub hints: Option<Arc<Hints>>,
+    /// Bytes all connections' partly received input may hold (`max_buffered_bytes`).
+    pub budget: Arc<Budget>,
 }
 
 /// Extra bytes an internode frame may carry beyond the largest value.
@@ -111,6 +109,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
         metrics.clone(),
         index,
     );
+    replica.set_max_queue(cfg.max_queue);
     let every = (cfg.bloom_rebuild_ms > 0).then(|| Duration::from_millis(cfg.bloom_rebuild_ms));
     replica.start_bloom_rebuilds(every);
     let max_frame = cfg.max_value_bytes + FRAME_SLACK;
@@ -157,7 +156,8 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
         hlc: hlc.clone(),
         hints: hints.clone(),
     });
-    let node = Arc::new(Node { cfg, storage, replica, coordinator, emulation, metrics, peers, hlc, hints });
+    let budget = Budget::new(cfg.max_buffered_bytes);
+    let node = Arc::new(Node { cfg, storage, replica, coordinator, emulation, metrics, peers, hlc, hints, budget });
     let mut tasks = Vec::new();
     for p in node.peers.iter().flatten() {
         let hb = Duration::from_millis(node.cfg.heartbeat_ms);
@@ -180,8 +180,8 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
     if let Some(h) = node.hints.clone() {
         tasks.push(tokio::spawn(replay_hints(h, network, Duration::from_millis(node.cfg.hint_replay_ms))));
     }
-    tasks.push(tokio::spawn(serve_clients(node.clone(), client)));
-    tasks.push(tokio::spawn(serve_internode(node.clone(), internode, max_frame)));
+    tasks.push(tokio::spawn(crate::client_conn::serve(node.clone(), client)));
+    tasks.push(tokio::spawn(crate::peer_conn::serve(node.clone(), internode, max_frame)));
     if let Some(l) = metrics_l {
         let n = node.clone();
         let render = Arc::new(move || render_metrics(&n));
@@ -235,6 +235,8 @@ fn render_metrics(node: &Node) -> String {
     let mut gauges = vec![
         (format!("tailor_queue_length{{node=\"{id}\"}}"), node.replica.queue_len() as f64),
         (format!("tailor_workers{{node=\"{id}\"}}"), node.replica.workers() as f64),
+        (format!("tailor_healthy{{node=\"{id}\"}}"), node.replica.healthy() as u8 as f64),
+        (format!("tailor_buffered_bytes{{node=\"{id}\"}}"), node.budget.used() as f64),
     ];
     gauges.push((format!("tailor_read_repairs_total{{node=\"{id}\"}}"), node.coordinator.read_repairs() as f64));
     if let Some(h) = &node.hints {
@@ -248,211 +250,4 @@ fn render_metrics(node: &Node) -> String {
         gauges.push((format!("tailor_peer_up{{node=\"{id}\",peer=\"{}\"}}", p.id), p.is_up() as u8 as f64));
     }
     node.metrics.render(id, &node.cfg.selector, &node.cfg.local, &gauges)
-}
-
-async fn serve_clients(node: Arc<Node>, listener: TcpListener) {
-    loop {
-        match listener.accept().await {
-            Ok((sock, _)) => {
-                let _ = sock.set_nodelay(true);
-                tokio::spawn(client_conn(node.clone(), sock));
-            }
-            Err(e) => {
-                tracing::warn!("accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        }
-    }
-}
-
-/// Bytes of an oversized argument (and the elements after it) still to throw away.
-struct Discard {
-    skip: u64,
-    rest: usize,
-    len: u64,
-}
-
-async fn client_conn(node: Arc<Node>, mut sock: TcpStream) {
-    let limits = Limits::for_values(node.cfg.max_value_bytes);
-    let mut buf: Vec<u8> = Vec::with_capacity(16 * 1024);
-    let mut start = 0usize;
-    let mut out = Vec::new();
-    let mut discard: Option<Discard> = None;
-    let mut chunk = vec![0u8; 64 * 1024];
-    loop {
-        // execute every complete command in the buffer, then flush replies together (pipelining)
-        let mut close = false;
-        loop {
-            if let Some(d) = discard.as_mut() {
-                if d.skip > 0 {
-                    let take = d.skip.min((buf.len() - start) as u64);
-                    start += take as usize;
-                    d.skip -= take;
-                    if d.skip > 0 {
-                        break;
-                    }
-                }
-                if d.rest > 0 {
-                    match parse_bulk_header(&buf[start..], &limits) {
-                        Ok(Some((len, used))) => {
-                            start += used;
-                            d.skip = len + 2;
-                            d.rest -= 1;
-                            continue;
-                        }
-                        Ok(None) => break,
-                        Err(e) => {
-                            node.metrics.protocol_errors.fetch_add(1, Ordering::Relaxed);
-                            Reply::err(e).encode(&mut out);
-                            close = true;
-                            break;
-                        }
-                    }
-                }
-                let len = d.len;
-                discard = None;
-                Reply::err(format!("argument of {len} bytes exceeds the maximum of {} bytes", limits.max_arg))
-                    .encode(&mut out);
-                continue;
-            }
-            match parse_command(&buf[start..], &limits) {
-                Ok(Parsed::Incomplete) => break,
-                Ok(Parsed::Skip { used }) => start += used,
-                Ok(Parsed::Command { args, used }) => {
-                    start += used;
-                    let done = commands::execute(&node, args).await;
-                    done.reply.encode(&mut out);
-                    if done.close {
-                        close = true;
-                        break;
-                    }
-                }
-                Ok(Parsed::TooLarge { used, skip, rest, len }) => {
-                    start += used;
-                    discard = Some(Discard { skip, rest, len });
-                }
-                Err(e) => {
-                    node.metrics.protocol_errors.fetch_add(1, Ordering::Relaxed);
-                    Reply::err(e).encode(&mut out);
-                    close = true;
-                    break;
-                }
-            }
-        }
-        if !out.is_empty() {
-            if sock.write_all(&out).await.is_err() {
-                return;
-            }
-            out.clear();
-        }
-        if close {
-            let _ = sock.shutdown().await;
-            return;
-        }
-        // compact consumed bytes so the buffer never holds more than one pending command
-        if start > 0 {
-            buf.drain(..start);
-            start = 0;
-        }
-        match sock.read(&mut chunk).await {
-            Ok(0) | Err(_) => return,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-}
-
-async fn serve_internode(node: Arc<Node>, listener: TcpListener, max_frame: u64) {
-    loop {
-        match listener.accept().await {
-            Ok((sock, _)) => {
-                let _ = sock.set_nodelay(true);
-                tokio::spawn(internode_conn(node.clone(), sock, max_frame));
-            }
-            Err(e) => {
-                tracing::warn!("internode accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        }
-    }
-}
-
-async fn internode_conn(node: Arc<Node>, sock: TcpStream, max_frame: u64) {
-    let (mut rd, mut wr) = sock.into_split();
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(1024);
-    // the coordinator on the other end, once its hello arrived (its Bloom delta cursor)
-    let mut receiver: Option<u32> = None;
-    let writer = tokio::spawn(async move {
-        while let Some(frame) = rx.recv().await {
-            if wr.write_all(&frame).await.is_err() {
-                break;
-            }
-        }
-    });
-    loop {
-        let body = match read_frame(&mut rd, max_frame).await {
-            Ok(Some(b)) => b,
-            Ok(None) => break,
-            Err(e) => {
-                node.metrics.protocol_errors.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!("dropping internode connection: {e}");
-                break;
-            }
-        };
-        let msg = match decode(&body) {
-            Ok(m) => m,
-            Err(e) => {
-                node.metrics.protocol_errors.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!("dropping internode connection: {e}");
-                break;
-            }
-        };
-        let (id, work, tags, age) = match msg {
-            Message::Hello { from, .. } if (from as usize) < node.cfg.members.len() => {
-                receiver = Some(from);
-                continue;
-            }
-            Message::Ping { id } => {
-                let _ = tx.send(encode(&Message::Pong { id, feedback: node.replica.feedback_for(receiver) })).await;
-                continue;
-            }
-            Message::Read { id, key, tags, age } => (id, Work::Read { key }, tags, age),
-            Message::Write { id, key, version, value } => {
-                if value.as_ref().is_some_and(|v| v.len() as u64 > node.cfg.max_value_bytes) {
-                    let reason = "value exceeds the maximum size".to_string();
-                    let _ = tx.send(encode(&Message::Failed { id, reason })).await;
-                    continue;
-                }
-                if let Err(e) = node.hlc.admit(version) {
-                    node.metrics.protocol_errors.fetch_add(1, Ordering::Relaxed);
-                    tracing::warn!("refusing a write from a peer: {e}");
-                    let _ = tx.send(encode(&Message::Failed { id, reason: e.to_string() })).await;
-                    continue;
-                }
-                (id, Work::Write { key, version, value }, Default::default(), 0)
-            }
-            other => {
-                node.metrics.protocol_errors.fetch_add(1, Ordering::Relaxed);
-                tracing::warn!("dropping internode connection: unexpected {:?} request", other.id());
-                break;
-            }
-        };
-        let done = node.replica.submit(work, tags, age, receiver);
-        let tx = tx.clone();
-        tokio::spawn(async move {
-            let reply = match done.await {
-                Ok(d) => match d.outcome {
-                    Ok(Outcome::Read(v)) => {
-                        Message::ReadReply { id, version: v.version, value: v.value, feedback: d.feedback }
-                    }
-                    Ok(Outcome::Written(applied)) => Message::WriteAck { id, applied, feedback: d.feedback },
-                    Err(reason) => Message::Failed { id, reason },
-                },
-                Err(_) => Message::Failed { id, reason: "replica stopped".into() },
-            };
-            let _ = tx.send(encode(&reply)).await;
-        });
-    }
-    drop(tx);
-    // let replies already queued go out; the writer ends when the last sender (a pending job) drops
-    let _ = writer.await;
 }

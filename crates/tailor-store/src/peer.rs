@@ -4,12 +4,14 @@
 //! reader task routes replies to waiting callers by request id. A heartbeat every
 //! `heartbeat_ms` (and every timed-out request) counts as a miss when unanswered; after
 //! `down_after_misses` consecutive misses the peer is down, and one answered heartbeat brings it
-//! back up.
+//! back up. A heartbeat answered "unhealthy" (the node's workers cannot run requests) marks the
+//! peer down at once: requests then go around it until it answers healthy again.
 //!
 //! Every new connection starts with a [`Message::Hello`] naming this node, so the remote replica
 //! knows which coordinator's Bloom delta to piggyback on its replies.
 
 use crate::internode::{decode, encode, read_frame, Message};
+use crate::limits::Budget;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -83,6 +85,14 @@ impl Peer {
         }
     }
 
+    /// The peer said its workers cannot run requests: down now, without waiting for misses.
+    fn unhealthy(&self) {
+        self.misses.store(self.down_after, Ordering::Relaxed);
+        if self.up.swap(false, Ordering::Relaxed) {
+            tracing::warn!(peer = self.id, "peer marked down: it reports itself unhealthy");
+        }
+    }
+
     fn answered(&self) {
         self.misses.store(0, Ordering::Relaxed);
         if !self.up.swap(true, Ordering::Relaxed) {
@@ -120,8 +130,12 @@ impl Peer {
         let pending = self.pending.clone();
         let (max, id) = (self.max_frame, self.id);
         tokio::spawn(async move {
+            // replies to requests this node sent: bounded by the frame limit, not the budget
+            let mut lease = Budget::unlimited().lease();
             loop {
-                match read_frame(&mut rd, max).await {
+                let frame = read_frame(&mut rd, max, &mut lease).await;
+                lease.resize(0).expect("shrinking a lease cannot fail");
+                match frame {
                     Ok(Some(body)) => match decode(&body) {
                         Ok(msg) => {
                             let waiter = pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&msg.id());
@@ -184,10 +198,11 @@ impl Peer {
             tick.tick().await;
             let id = ids.fetch_add(1, Ordering::Relaxed);
             match self.call(Message::Ping { id }, timeout).await {
-                Ok(Message::Pong { feedback, .. }) => {
+                Ok(Message::Pong { feedback, healthy: true, .. }) => {
                     self.answered();
                     on_feedback(&feedback);
                 }
+                Ok(Message::Pong { healthy: false, .. }) => self.unhealthy(),
                 _ => self.miss(),
             }
         }
@@ -207,6 +222,10 @@ mod tests {
         assert!(p.is_up());
         p.miss();
         assert!(!p.is_up());
+        p.answered();
+        assert!(p.is_up());
+        p.unhealthy();
+        assert!(!p.is_up(), "one unhealthy answer is enough");
         p.answered();
         assert!(p.is_up());
     }

@@ -3,11 +3,22 @@
 //! a slot is free, execute it against the storage engine with the emulation knobs, and report
 //! it finished, which answers the facts the reply carries. This file owns the threads, the
 //! storage and the Bloom index's rebuilds; nothing here decides queue order or measures facts.
+//!
+//! Supervision: a job's execution (storage, emulation: what client data reaches) runs under
+//! `catch_unwind`; a panic is logged, counted (`tailor_worker_panics_total`), its job answered
+//! with an error naming the panic and its worker slot freed. A panic anywhere else in a worker
+//! ends that worker's loop, and a fresh loop replaces it on the same thread (logged and counted
+//! alike). The replica reports itself unhealthy ([`Replica::healthy`]) while no worker thread is
+//! alive, or while its last jobs, as many as it has workers, all panicked within
+//! [`UNHEALTHY_FOR`]; peers then route around it.
+//!
+//! Queue bound: above `max_queue` waiting requests, a new one is answered "busy" at once.
 
 use crate::emulation::Emulation;
 use crate::metrics::Metrics;
 use crate::storage::{Storage, Versioned};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 use tailor_core::facts::Feedback;
@@ -20,6 +31,10 @@ use tokio::sync::oneshot;
 
 /// Most worker threads `TAILOR.SET workers` may ask for.
 pub const MAX_WORKERS: usize = 256;
+
+/// How long panicking workers keep a replica unhealthy without a job succeeding since: after
+/// it, the replica says healthy again so peers send it work and find out.
+pub const UNHEALTHY_FOR: Duration = Duration::from_secs(10);
 
 /// What a replica executes.
 #[derive(Debug)]
@@ -120,6 +135,23 @@ pub struct Replica {
     bloom_cv: Condvar,
     /// Mirror of the index's generation, read without the Bloom lock on every feedback.
     generation: AtomicU32,
+    /// Most waiting requests (`max_queue`).
+    max_queue: AtomicUsize,
+    /// Worker supervision and health.
+    health: Health,
+    /// Jobs still to panic on purpose (`TAILOR.SET debug_panic_next`, test hook).
+    inject_panics: AtomicU64,
+}
+
+/// What the replica's health verdict is made of.
+#[derive(Default)]
+struct Health {
+    /// Worker threads running their loop.
+    alive: AtomicUsize,
+    /// Jobs that panicked since the last one that did not.
+    panics_since_success: AtomicUsize,
+    /// When the last panic happened (replica clock).
+    last_panic: AtomicU64,
 }
 
 impl Replica {
@@ -152,6 +184,9 @@ impl Replica {
             bloom: bloom.map(|index| Mutex::new(BloomState { index, during_scan: None, target: 0, last_rebuild: 0 })),
             bloom_cv: Condvar::new(),
             generation: AtomicU32::new(0),
+            max_queue: AtomicUsize::new(usize::MAX),
+            health: Health::default(),
+            inject_panics: AtomicU64::new(0),
         });
         r.set_workers(workers);
         r
@@ -177,13 +212,42 @@ impl Replica {
         while *spawned < n {
             let me = self.clone();
             let idx = *spawned;
-            let ok = std::thread::Builder::new().name(format!("tailor-worker-{idx}")).spawn(move || me.worker());
-            if ok.is_err() {
+            // counted alive from here, so a just-started replica is healthy before its threads run
+            self.health.alive.fetch_add(1, Ordering::Relaxed);
+            let ok = std::thread::Builder::new().name(format!("tailor-worker-{idx}")).spawn(move || me.supervise());
+            if let Err(e) = ok {
+                self.health.alive.fetch_sub(1, Ordering::Relaxed);
+                tracing::error!("cannot start worker thread {idx}: {e}");
                 break;
             }
             *spawned += 1;
         }
         self.ready.notify_all();
+    }
+
+    /// Answer "busy" rather than queue more than `n` waiting requests (`max_queue`).
+    pub fn set_max_queue(&self, n: usize) {
+        assert!(n > 0, "a replica must queue at least one request");
+        self.max_queue.store(n, Ordering::Relaxed);
+    }
+
+    /// Make the next `n` jobs panic on their worker (test hook behind `debug_hooks`).
+    pub fn inject_panics(&self, n: u64) {
+        self.inject_panics.store(n, Ordering::Relaxed);
+    }
+
+    /// Whether this replica's workers can run requests: some worker thread is alive, and its
+    /// last jobs (as many as it has workers) did not all panic within [`UNHEALTHY_FOR`].
+    /// Heartbeat answers carry it, so peers route around a replica that cannot serve.
+    pub fn healthy(&self) -> bool {
+        let h = &self.health;
+        let alive = h.alive.load(Ordering::Relaxed);
+        if alive == 0 {
+            return false;
+        }
+        let since = self.now().saturating_sub(h.last_panic.load(Ordering::Relaxed));
+        let recent = since < UNHEALTHY_FOR.as_nanos() as Nanos;
+        !(recent && h.panics_since_success.load(Ordering::Relaxed) >= self.workers().min(alive))
     }
 
     /// The current read parallelism.
@@ -386,6 +450,15 @@ impl Replica {
         let now = self.now();
         let service = self.estimate(size).max(1);
         let mut s = self.lock();
+        let max = self.max_queue.load(Ordering::Relaxed);
+        if s.core.waiting() >= max {
+            let feedback = s.core.facts(now);
+            drop(s);
+            self.metrics.busy_refusals.fetch_add(1, Ordering::Relaxed);
+            let outcome = Err(format!("replica busy: {max} requests already queued (max_queue)"));
+            let _ = tx.send(Done { outcome, feedback });
+            return rx;
+        }
         s.next_id += 1;
         let arrival = Arrival { id: s.next_id, age, service, size, tags };
         s.core.admit(now, arrival, Job { work, size, key_hash, receiver, reply: tx });
@@ -414,6 +487,10 @@ impl Replica {
 
     /// Execute one job against storage with the emulation knobs; its outcome and real service.
     fn execute(&self, work: Work, key_hash: u64, size: u64) -> (Result<Outcome, String>, Nanos) {
+        let inject = |n: u64| n.checked_sub(1);
+        if self.inject_panics.fetch_update(Ordering::Relaxed, Ordering::Relaxed, inject).is_ok() {
+            panic!("injected worker panic (TAILOR.SET debug_panic_next)");
+        }
         if let Some(d) = self.emulation.stall_remaining(self.now()) {
             std::thread::sleep(d);
         }
@@ -444,16 +521,58 @@ impl Replica {
         (outcome.map_err(|e| e.to_string()), service)
     }
 
-    fn worker(self: Arc<Self>) {
+    /// A worker thread: runs the worker loop, and a fresh one whenever a panic ends it, until
+    /// shutdown.
+    fn supervise(self: Arc<Self>) {
+        loop {
+            match catch_unwind(AssertUnwindSafe(|| self.worker())) {
+                Ok(()) => break,
+                Err(panic) => self.panicked(&panic_text(&*panic)),
+            }
+        }
+        self.health.alive.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    fn worker(&self) {
         while let Some((meta, job)) = self.next_job() {
-            let (outcome, service) = self.execute(job.work, job.key_hash, job.size);
+            let Job { work, size, key_hash, receiver, reply } = job;
+            let run = catch_unwind(AssertUnwindSafe(|| self.execute(work, key_hash, size)));
+            let (outcome, service) = match run {
+                Ok(done) => {
+                    self.health.panics_since_success.store(0, Ordering::Relaxed);
+                    done
+                }
+                Err(panic) => {
+                    let text = panic_text(&*panic);
+                    self.panicked(&text);
+                    (Err(format!("the replica's worker panicked: {text}")), 1)
+                }
+            };
             let now = self.now();
             let mut feedback = self.lock().core.finish(now, meta.id, service);
             if outcome.is_ok() {
-                self.fill_bloom(job.receiver, &mut feedback);
+                self.fill_bloom(receiver, &mut feedback);
             }
-            let _ = job.reply.send(Done { outcome, feedback });
+            let _ = reply.send(Done { outcome, feedback });
         }
+    }
+
+    /// Log, count and remember a worker panic.
+    fn panicked(&self, text: &str) {
+        let name = std::thread::current().name().unwrap_or("worker").to_string();
+        tracing::error!(worker = %name, "worker panicked (replaced): {text}");
+        self.metrics.worker_panics.fetch_add(1, Ordering::Relaxed);
+        self.health.panics_since_success.fetch_add(1, Ordering::Relaxed);
+        self.health.last_panic.store(self.now().max(1), Ordering::Relaxed);
+    }
+}
+
+/// The message a panic carried.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    match (panic.downcast_ref::<&str>(), panic.downcast_ref::<String>()) {
+        (Some(s), _) => s.to_string(),
+        (_, Some(s)) => s.clone(),
+        _ => "a panic without a message".into(),
     }
 }
 
@@ -588,6 +707,47 @@ mod tests {
         assert_eq!(rd.feedback.pending_work, 0);
         r.set_workers(5);
         assert_eq!(r.workers(), 5);
+        r.shutdown();
+    }
+
+    #[test]
+    fn a_panicking_job_gets_an_error_and_the_worker_goes_on() {
+        let (_d, r) = replica("fcfs", 2);
+        let read = |k: &[u8]| r.submit(Work::Read { key: k.to_vec() }, Tags::default(), 0, None).blocking_recv();
+        assert!(r.healthy());
+        r.inject_panics(1);
+        let done = read(b"a").expect("a panicking job is answered, never dropped");
+        assert!(done.outcome.unwrap_err().contains("worker panicked: injected worker panic"));
+        assert_eq!(r.metrics.worker_panics.load(Ordering::Relaxed), 1);
+        assert!(r.healthy(), "one panic of two workers");
+        // every worker's slot was freed: more jobs than workers still run
+        for _ in 0..5 {
+            assert!(read(b"a").unwrap().outcome.is_ok());
+        }
+        // as many panics in a row as workers: unhealthy until a job succeeds
+        r.inject_panics(2);
+        assert!(read(b"a").unwrap().outcome.is_err());
+        assert!(read(b"a").unwrap().outcome.is_err());
+        assert!(!r.healthy());
+        assert!(read(b"a").unwrap().outcome.is_ok());
+        assert!(r.healthy());
+        r.shutdown();
+    }
+
+    #[test]
+    fn a_full_queue_answers_busy() {
+        let (_d, r) = replica("fcfs", 1);
+        r.set_max_queue(2);
+        // a stall keeps the one worker busy while the queue fills
+        r.emulation.set("stall_every_ms", "86400000").unwrap();
+        r.emulation.set("stall_ms", "300").unwrap();
+        let rxs: Vec<_> =
+            (0..6).map(|_| r.submit(Work::Read { key: b"k".to_vec() }, Tags::default(), 0, None)).collect();
+        let outcomes: Vec<_> = rxs.into_iter().map(|rx| rx.blocking_recv().unwrap().outcome).collect();
+        let busy = outcomes.iter().filter(|o| o.as_ref().is_err_and(|e| e.contains("(max_queue)"))).count();
+        assert!(busy >= 3, "{outcomes:?}");
+        assert_eq!(busy as u64, r.metrics.busy_refusals.load(Ordering::Relaxed));
+        assert!(outcomes.iter().filter(|o| o.is_ok()).count() >= 2);
         r.shutdown();
     }
 

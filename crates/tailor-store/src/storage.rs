@@ -11,6 +11,7 @@
 //! deletes leave a versioned tombstone.
 
 use crate::config::Durability;
+use crate::limits::ENGINE_MAX_KEY;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, KvSeparationOptions, PersistMode};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,6 +26,18 @@ pub enum StorageError {
     /// A stored record is shorter than its header (corruption).
     #[error("corrupt record for key of {0} bytes")]
     Corrupt(usize),
+    /// A key longer than the engine takes (fjall would panic); callers refuse these earlier
+    /// (`max_key_bytes`), so this is the last line, not the limit.
+    #[error("key of {0} bytes is above the engine's limit of {ENGINE_MAX_KEY} bytes")]
+    KeyTooLong(usize),
+}
+
+/// Refuse a key the engine would panic on.
+fn engine_key(key: &[u8]) -> Result<&[u8], StorageError> {
+    if key.len() as u64 > ENGINE_MAX_KEY {
+        return Err(StorageError::KeyTooLong(key.len()));
+    }
+    Ok(key)
 }
 
 /// A value read from the engine with its version.
@@ -82,7 +95,7 @@ impl Storage {
 
     /// Size in bytes and version of the value under `key`, without reading it.
     pub fn size_of(&self, key: &[u8]) -> Result<Option<(u64, u64)>, StorageError> {
-        Ok(match self.meta.get(key)? {
+        Ok(match self.meta.get(engine_key(key)?)? {
             Some(m) if m.len() >= 17 => {
                 let version = u64::from_le_bytes(m[0..8].try_into().map_err(|_| StorageError::Corrupt(key.len()))?);
                 if m[8] == META_TOMBSTONE {
@@ -98,7 +111,7 @@ impl Storage {
     }
 
     fn meta_version(&self, key: &[u8]) -> Result<u64, StorageError> {
-        Ok(match self.meta.get(key)? {
+        Ok(match self.meta.get(engine_key(key)?)? {
             Some(m) if m.len() >= 8 => {
                 u64::from_le_bytes(m[0..8].try_into().map_err(|_| StorageError::Corrupt(key.len()))?)
             }
@@ -109,7 +122,7 @@ impl Storage {
 
     /// Read `key` with its version.
     pub fn get(&self, key: &[u8]) -> Result<Versioned, StorageError> {
-        match self.data.get(key)? {
+        match self.data.get(engine_key(key)?)? {
             Some(rec) => {
                 if rec.len() < 8 {
                     return Err(StorageError::Corrupt(key.len()));
@@ -125,6 +138,7 @@ impl Storage {
     /// Apply a write (`None` deletes) if `version` is newer than the stored one; durable per the
     /// configured policy before returning. Returns whether it was applied.
     pub fn put(&self, key: &[u8], version: u64, value: Option<&[u8]>) -> Result<bool, StorageError> {
+        let key = engine_key(key)?;
         let guard = self.stripes[stripe_of(key)].lock().unwrap_or_else(|p| p.into_inner());
         if self.meta_version(key)? >= version {
             return Ok(false);
@@ -245,5 +259,18 @@ mod tests {
         assert!(s.put(b"big", 2, Some(b"ok")).unwrap());
         assert_eq!(s.large_keys(4).unwrap(), vec![crate::key_hash(b"new")], "deleted/shrunk keys drop out");
         assert!(s.large_keys(1 << 20).unwrap().is_empty());
+    }
+
+    #[test]
+    fn keys_the_engine_would_panic_on_are_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path(), Durability::Buffer).unwrap();
+        let long = vec![b'k'; ENGINE_MAX_KEY as usize + 1];
+        assert!(matches!(s.put(&long, 1, Some(b"v")), Err(StorageError::KeyTooLong(65_536))));
+        assert!(matches!(s.get(&long), Err(StorageError::KeyTooLong(_))));
+        assert!(matches!(s.size_of(&long), Err(StorageError::KeyTooLong(_))));
+        let longest = vec![b'k'; ENGINE_MAX_KEY as usize];
+        assert!(s.put(&longest, 1, Some(b"v")).unwrap());
+        assert_eq!(s.get(&longest).unwrap().value, Some(b"v".to_vec()));
     }
 }

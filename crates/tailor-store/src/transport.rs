@@ -28,7 +28,7 @@ pub trait Transport: std::marker::Send + Sync + 'static {
     /// Members of the cluster (node ids are `0..members`).
     fn members(&self) -> usize;
 
-    /// The failure detector's verdict on member `node` (this node is always up).
+    /// The failure detector's verdict on member `node`.
     fn is_up(&self, node: NodeId) -> bool;
 
     /// Execute `work` at `node` as the core's send `s` says; resolves with the answer, an error,
@@ -63,7 +63,8 @@ impl Transport for Network {
     fn is_up(&self, node: NodeId) -> bool {
         match self.peers.get(node as usize) {
             Some(Some(p)) => p.is_up(),
-            Some(None) => true,
+            // this node's own replica: up while its workers can run (its heartbeats say the same)
+            Some(None) => self.replica.healthy(),
             None => false,
         }
     }

@@ -29,5 +29,5 @@ fn a_version_from_the_future_is_refused_and_the_key_stays_writable() {
     for i in 0..3 {
         assert_eq!(get(&mut cl.conn(i), "k").unwrap(), Some(b"fresh".to_vec()), "node {i}");
     }
-    assert!(cl.metric(0, "tailor_protocol_errors_total", &[]) >= 1.0);
+    assert!(cl.metric(0, "tailor_limit_refusals_total", &[]) >= 1.0);
 }

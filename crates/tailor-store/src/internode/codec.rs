@@ -3,12 +3,17 @@
 //! length + bytes. Decoding never trusts a length beyond the frame it is in.
 
 use super::message::Message;
+use crate::limits::Lease;
 use tailor_core::facts::Feedback;
 use tailor_core::model::Tags;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Protocol version carried by every frame.
-pub const VERSION: u8 = 2;
+pub const VERSION: u8 = 3;
+
+/// Bytes reserved for a frame's body before any of it arrived; the body then grows (doubling)
+/// with the bytes that came, so a frame that declares 17 MB and stalls costs at most this.
+pub const FIRST_RESERVE: usize = 64 * 1024;
 
 const READ: u8 = 1;
 const WRITE: u8 = 2;
@@ -48,6 +53,9 @@ pub enum DecodeError {
     /// The connection failed.
     #[error("internode connection: {0}")]
     Io(String),
+    /// The node's input budget cannot hold the frame.
+    #[error("internode frame refused: {0}")]
+    Budget(String),
 }
 
 struct W(Vec<u8>);
@@ -193,10 +201,11 @@ pub fn encode(msg: &Message) -> Vec<u8> {
             w.u8(*applied as u8);
             w.feedback(feedback);
         }
-        Message::Pong { id, feedback } => {
+        Message::Pong { id, feedback, healthy } => {
             w.u8(PONG);
             w.u64(*id);
             w.feedback(feedback);
+            w.u8(*healthy as u8);
         }
         Message::Failed { id, reason } => {
             w.u8(FAILED);
@@ -229,7 +238,7 @@ pub fn decode(body: &[u8]) -> Result<Message, DecodeError> {
         HELLO => Message::Hello { id: r.u64()?, from: r.u32()? },
         READ_REPLY => Message::ReadReply { id: r.u64()?, version: r.u64()?, value: r.opt()?, feedback: r.feedback()? },
         WRITE_ACK => Message::WriteAck { id: r.u64()?, applied: r.u8()? != 0, feedback: r.feedback()? },
-        PONG => Message::Pong { id: r.u64()?, feedback: r.feedback()? },
+        PONG => Message::Pong { id: r.u64()?, feedback: r.feedback()?, healthy: r.u8()? != 0 },
         FAILED => {
             let id = r.u64()?;
             let reason = String::from_utf8(r.bytes()?).map_err(|_| DecodeError::Utf8)?;
@@ -243,21 +252,60 @@ pub fn decode(body: &[u8]) -> Result<Message, DecodeError> {
     Ok(msg)
 }
 
-/// Read one frame body from `src`, refusing declared lengths above `max`; `Ok(None)` on a clean EOF.
-pub async fn read_frame<S: AsyncRead + Unpin>(src: &mut S, max: u64) -> Result<Option<Vec<u8>>, DecodeError> {
-    let mut len = [0u8; 4];
-    match src.read_exact(&mut len).await {
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
-        Err(e) => return Err(DecodeError::Io(e.to_string())),
+/// Read one frame body from `src`, refusing declared lengths above `max`; `Ok(None)` on a clean
+/// EOF. The body's memory is leased from `lease` as it grows.
+pub async fn read_frame<S: AsyncRead + Unpin>(
+    src: &mut S,
+    max: u64,
+    lease: &mut Lease,
+) -> Result<Option<Vec<u8>>, DecodeError> {
+    match wait_frame(src).await? {
+        Some(first) => finish_frame(src, first, max, lease).await.map(Some),
+        None => Ok(None),
     }
+}
+
+/// Wait for the first byte of the next frame (split out so a server can time the wait for a
+/// frame apart from the frame's arrival); `Ok(None)` on a clean EOF.
+pub async fn wait_frame<S: AsyncRead + Unpin>(src: &mut S) -> Result<Option<u8>, DecodeError> {
+    let mut first = [0u8; 1];
+    match src.read(&mut first).await {
+        Ok(0) => Ok(None),
+        Ok(_) => Ok(Some(first[0])),
+        Err(e) => Err(DecodeError::Io(e.to_string())),
+    }
+}
+
+/// Read the rest of a frame whose first length byte is `first`: the length is checked against
+/// `max` before anything is allocated, and the body grows with the bytes that arrive.
+pub async fn finish_frame<S: AsyncRead + Unpin>(
+    src: &mut S,
+    first: u8,
+    max: u64,
+    lease: &mut Lease,
+) -> Result<Vec<u8>, DecodeError> {
+    let io = |e: std::io::Error| DecodeError::Io(e.to_string());
+    let mut len = [first, 0, 0, 0];
+    src.read_exact(&mut len[1..]).await.map_err(io)?;
     let len = u32::from_be_bytes(len) as u64;
     if len > max {
         return Err(DecodeError::TooLong { len, max });
     }
-    let mut body = vec![0u8; len as usize];
-    src.read_exact(&mut body).await.map_err(|e| DecodeError::Io(e.to_string()))?;
-    Ok(Some(body))
+    let len = len as usize;
+    let mut body = Vec::new();
+    while body.len() < len {
+        if body.len() == body.capacity() {
+            let next = (body.capacity() * 2).max(FIRST_RESERVE).min(len);
+            lease.resize(next as u64).map_err(|e| DecodeError::Budget(e.to_string()))?;
+            body.reserve_exact(next - body.len());
+        }
+        // into the reserved, untouched capacity: memory is touched only by bytes that arrived
+        let rest = (len - body.len()) as u64;
+        if (&mut *src).take(rest).read_buf(&mut body).await.map_err(io)? == 0 {
+            return Err(DecodeError::Io(format!("connection closed {} bytes into a {len}-byte frame", body.len())));
+        }
+    }
+    Ok(body)
 }
 
 #[cfg(test)]
@@ -278,7 +326,8 @@ mod tests {
             Message::Hello { id: 0, from: 3 },
             Message::ReadReply { id: 5, version: 3, value: Some(b"v".to_vec()), feedback: fb() },
             Message::WriteAck { id: 6, applied: true, feedback: fb() },
-            Message::Pong { id: 7, feedback: fb() },
+            Message::Pong { id: 7, feedback: fb(), healthy: true },
+            Message::Pong { id: 9, feedback: fb(), healthy: false },
             Message::Failed { id: 8, reason: "disk".into() },
         ];
         for m in msgs {
@@ -308,10 +357,36 @@ mod tests {
 
     #[tokio::test]
     async fn read_frame_enforces_the_limit() {
+        let mut lease = crate::limits::Budget::unlimited().lease();
         let mut src: &[u8] = &[0, 0, 1, 0, 1, 2];
-        assert!(matches!(read_frame(&mut src, 16).await, Err(DecodeError::TooLong { len: 256, max: 16 })));
+        assert!(matches!(read_frame(&mut src, 16, &mut lease).await, Err(DecodeError::TooLong { len: 256, max: 16 })));
         let mut ok: &[u8] = &[0, 0, 0, 2, 7, 8];
-        assert_eq!(read_frame(&mut ok, 16).await.unwrap(), Some(vec![7, 8]));
-        assert_eq!(read_frame(&mut ok, 16).await.unwrap(), None);
+        assert_eq!(read_frame(&mut ok, 16, &mut lease).await.unwrap(), Some(vec![7, 8]));
+        assert_eq!(read_frame(&mut ok, 16, &mut lease).await.unwrap(), None);
+        let mut cut: &[u8] = &[0, 0];
+        assert!(matches!(read_frame(&mut cut, 16, &mut lease).await, Err(DecodeError::Io(_))));
+    }
+
+    #[tokio::test]
+    async fn a_frame_is_allocated_as_its_bytes_arrive() {
+        let budget = crate::limits::Budget::new(1 << 30);
+        let mut lease = budget.lease();
+        // declares 17 MB, sends 10 bytes, then the sender stalls (here: the stream ends)
+        let mut stalled: Vec<u8> = (17_000_000u32).to_be_bytes().to_vec();
+        stalled.extend_from_slice(&[1; 10]);
+        let mut src: &[u8] = &stalled;
+        assert!(matches!(read_frame(&mut src, 20_000_000, &mut lease).await, Err(DecodeError::Io(_))));
+        assert_eq!(lease.held(), FIRST_RESERVE as u64, "only the first reservation was taken");
+        lease.resize(0).unwrap();
+        // a whole large frame grows by doubling up to its length
+        let mut big: Vec<u8> = (300_000u32).to_be_bytes().to_vec();
+        big.extend(std::iter::repeat_n(5u8, 300_000));
+        let mut src: &[u8] = &big;
+        assert_eq!(read_frame(&mut src, 1 << 20, &mut lease).await.unwrap().map(|b| b.len()), Some(300_000));
+        assert_eq!(lease.held(), 300_000);
+        // a budget too small for the frame refuses it
+        let mut small = crate::limits::Budget::new(100_000).lease();
+        let mut src: &[u8] = &big;
+        assert!(matches!(read_frame(&mut src, 1 << 20, &mut small).await, Err(DecodeError::Budget(_))));
     }
 }

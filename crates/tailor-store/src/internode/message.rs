@@ -69,6 +69,9 @@ pub enum Message {
         id: u64,
         /// Current facts.
         feedback: Feedback,
+        /// Whether the node's workers can run requests; a peer treats an unhealthy node as
+        /// down (routes around it) until it answers healthy again.
+        healthy: bool,
     },
     /// The replica could not execute the request.
     Failed {

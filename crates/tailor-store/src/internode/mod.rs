@@ -3,5 +3,5 @@
 pub mod codec;
 pub mod message;
 
-pub use codec::{decode, encode, read_frame, DecodeError, VERSION};
+pub use codec::{decode, encode, finish_frame, read_frame, wait_frame, DecodeError, VERSION};
 pub use message::Message;

@@ -37,6 +37,10 @@ pub enum ProtocolError {
 pub struct Limits {
     /// Largest argument accepted; larger ones are skipped and refused ([`Parsed::TooLarge`]).
     pub max_arg: u64,
+    /// Most bytes one command may take on the wire (headers included); a command declaring
+    /// more is skipped and refused ([`Parsed::TooLarge`]), so at most this much of it is ever
+    /// buffered.
+    pub max_command: u64,
     /// Largest bulk length that is skipped rather than treated as a protocol error.
     pub hard_max_bulk: u64,
     /// Most elements in one command.
@@ -46,9 +50,51 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// Limits for values up to `max_value` bytes.
-    pub fn for_values(max_value: u64) -> Limits {
-        Limits { max_arg: max_value, hard_max_bulk: 512 << 20, max_elements: 1 << 20, max_line: 64 << 10 }
+    /// Limits for arguments up to `max_value` bytes and commands up to `max_command` bytes.
+    pub fn new(max_value: u64, max_command: u64) -> Limits {
+        Limits { max_arg: max_value, max_command, hard_max_bulk: 512 << 20, max_elements: 1 << 20, max_line: 64 << 10 }
+    }
+}
+
+/// Which size limit a refused command broke.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Limit {
+    /// One argument is above [`Limits::max_arg`] (`max_value_bytes`).
+    Argument,
+    /// The command is above [`Limits::max_command`] (`max_command_bytes`).
+    Command,
+}
+
+/// A command refused for its size, from its declared lengths (nothing of it buffered): consume
+/// `used` bytes, then discard `skip` more bytes and `rest` more bulk elements, then refuse it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TooLarge {
+    /// Bytes consumed so far (up to the offending argument's header).
+    pub used: usize,
+    /// Bytes of the offending argument (with its CRLF) still to discard.
+    pub skip: u64,
+    /// Array elements after it still to discard.
+    pub rest: usize,
+    /// The size that broke the limit: the argument's declared length, or the command's bytes
+    /// up to the end of that argument.
+    pub len: u64,
+    /// The limit broken.
+    pub limit: Limit,
+}
+
+impl TooLarge {
+    /// The error text a client gets, naming the limit and its config field.
+    pub fn refusal(&self, limits: &Limits) -> String {
+        match self.limit {
+            Limit::Argument => format!(
+                "argument of {} bytes exceeds the maximum of {} bytes (max_value_bytes)",
+                self.len, limits.max_arg
+            ),
+            Limit::Command => format!(
+                "command of at least {} bytes exceeds the maximum of {} bytes (max_command_bytes)",
+                self.len, limits.max_command
+            ),
+        }
     }
 }
 
@@ -69,18 +115,8 @@ pub enum Parsed {
         /// Bytes consumed.
         used: usize,
     },
-    /// An argument exceeds [`Limits::max_arg`]: consume `used` bytes, then discard `skip` more
-    /// bytes and `rest` more bulk elements, then refuse the command.
-    TooLarge {
-        /// Bytes consumed so far (up to the big argument's header).
-        used: usize,
-        /// Bytes of the big argument (with its CRLF) still to discard.
-        skip: u64,
-        /// Array elements after it still to discard.
-        rest: usize,
-        /// Declared length of the big argument.
-        len: u64,
-    },
+    /// An argument or the whole command is above a size limit.
+    TooLarge(TooLarge),
 }
 
 fn find_line(buf: &[u8], max_line: usize) -> Result<Option<usize>, ProtocolError> {
@@ -135,10 +171,19 @@ pub fn parse_command(buf: &[u8], limits: &Limits) -> Result<Parsed, ProtocolErro
     let mut args = Vec::with_capacity(count.min(64));
     for i in 0..count {
         let Some((len, header)) = parse_bulk_header(&buf[pos..], limits)? else { return Ok(Parsed::Incomplete) };
-        if len > limits.max_arg {
-            return Ok(Parsed::TooLarge { used: pos + header, skip: len + 2, rest: count - i - 1, len });
-        }
         let start = pos + header;
+        let wire = start as u64 + len + 2;
+        let broken = if len > limits.max_arg {
+            Some((Limit::Argument, len))
+        } else if wire > limits.max_command {
+            Some((Limit::Command, wire))
+        } else {
+            None
+        };
+        if let Some((limit, size)) = broken {
+            let rest = count - i - 1;
+            return Ok(Parsed::TooLarge(TooLarge { used: start, skip: len + 2, rest, len: size, limit }));
+        }
         let stop = start + len as usize;
         if buf.len() < stop + 2 {
             return Ok(Parsed::Incomplete);
@@ -196,7 +241,7 @@ mod tests {
     use super::*;
 
     fn lim() -> Limits {
-        Limits { max_arg: 10, hard_max_bulk: 1000, max_elements: 8, max_line: 32 }
+        Limits { max_arg: 10, max_command: 60, hard_max_bulk: 1000, max_elements: 8, max_line: 32 }
     }
 
     #[test]
@@ -223,7 +268,28 @@ mod tests {
     #[test]
     fn oversized_argument_is_skipped_not_buffered() {
         let buf = b"*3\r\n$3\r\nSET\r\n$50\r\n";
-        assert_eq!(parse_command(buf, &lim()).unwrap(), Parsed::TooLarge { used: 18, skip: 52, rest: 1, len: 50 });
+        let t = TooLarge { used: 18, skip: 52, rest: 1, len: 50, limit: Limit::Argument };
+        assert_eq!(parse_command(buf, &lim()).unwrap(), Parsed::TooLarge(t));
+        assert!(t.refusal(&lim()).contains("argument of 50 bytes exceeds the maximum of 10 bytes (max_value_bytes)"));
+    }
+
+    #[test]
+    fn a_command_above_the_total_is_refused_from_its_headers() {
+        // each argument fits, the command does not: refused at the header that crosses 60 bytes
+        let mut cmd = b"*8\r\n".to_vec();
+        for _ in 0..8 {
+            cmd.extend_from_slice(b"$9\r\n123456789\r\n");
+        }
+        match parse_command(&cmd, &lim()).unwrap() {
+            Parsed::TooLarge(t) => {
+                assert_eq!((t.limit, t.used, t.skip, t.rest, t.len), (Limit::Command, 53, 11, 4, 64));
+                assert!(t.refusal(&lim()).contains("(max_command_bytes)"), "{}", t.refusal(&lim()));
+            }
+            other => panic!("{other:?}"),
+        }
+        // nothing after the headers arrived yet: still refused before any data is buffered
+        assert!(matches!(parse_command(&cmd[..53], &lim()).unwrap(), Parsed::TooLarge(_)));
+        assert_eq!(parse_command(&cmd[..52], &lim()).unwrap(), Parsed::Incomplete);
     }
 
     #[test]

@@ -3,5 +3,5 @@
 pub mod codec;
 pub mod frame;
 
-pub use codec::{parse_bulk_header, parse_command, Limits, Parsed, ProtocolError};
+pub use codec::{parse_bulk_header, parse_command, Limit, Limits, Parsed, ProtocolError, TooLarge};
 pub use frame::Reply;

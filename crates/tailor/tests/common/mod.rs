@@ -69,6 +69,18 @@ impl TestCluster {
         self.wait_up(i);
     }
 
+    /// Node `i`'s process id.
+    pub fn pid(&self, i: usize) -> u32 {
+        self.children[i].as_ref().expect("node running").id()
+    }
+
+    /// Node `i`'s resident memory in MB (VmRSS from /proc).
+    pub fn rss_mb(&self, i: usize) -> f64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid(i))).expect("proc status");
+        let kb = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().split(' ').next());
+        kb.and_then(|v| v.parse::<f64>().ok()).expect("VmRSS") / 1024.0
+    }
+
     /// The node's Prometheus text.
     pub fn metrics(&self, i: usize) -> String {
         let addr = self.cfgs[i].metrics_addr.expect("metrics addr");

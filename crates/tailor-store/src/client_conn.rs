@@ -1,0 +1,260 @@
+//! RESP client connections: the accept loop with its connection cap, and one connection's
+//! bounded input buffer, pipelining and timeouts. Parsing is [`crate::resp`]'s job, executing
+//! a command [`crate::commands`]'s.
+//!
+//! Limits, each from the node's config:
+//! - `max_clients`: a connection over the cap gets `-ERR max number of clients reached` and is
+//!   closed (as Redis does).
+//! - The buffer holds at most one partial command: complete ones are executed before reading
+//!   more, and the parser refuses an argument above `max_value_bytes` or a command above
+//!   `max_command_bytes` from its declared length, before buffering it (its bytes are then
+//!   skipped as they arrive). The buffer grows with the bytes that arrived, never to a declared
+//!   length, and its capacity is leased from the node's `max_buffered_bytes` budget.
+//! - `slow_sender_timeout_ms`: a command that started arriving must be complete within it, or
+//!   the client gets an error and is disconnected (slowloris); `idle_timeout_ms` (0 = off)
+//!   closes a connection that sends nothing, as Redis's `timeout`.
+
+use crate::commands;
+use crate::limits::{accept_capped, Exhausted, Lease};
+use crate::node::Node;
+use crate::resp::{parse_bulk_header, parse_command, Limits, Parsed, Reply, TooLarge};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::Instant;
+
+/// Free space a connection's buffer has before each read.
+const MIN_SPARE: usize = 4 * 1024;
+/// A connection's first buffer, and what a buffer shrinks back to once a large command is done.
+const IDLE_BUFFER: usize = 16 * 1024;
+/// Reply bytes a connection keeps allocated between commands.
+const IDLE_OUT: usize = 64 * 1024;
+
+/// Accept clients until the task is dropped, at most `max_clients` at once.
+pub async fn serve(node: Arc<Node>, listener: TcpListener) {
+    let serve = |sock, slot| drop(tokio::spawn(run(node.clone(), sock, slot)));
+    let turn_away = |sock, _| drop(tokio::spawn(refuse(sock, "max number of clients reached".into())));
+    accept_capped(listener, node.cfg.max_clients, &node.metrics.connections_refused, serve, turn_away).await
+}
+
+/// Tell a client why it is not served, then close (bounded: a client that does not read
+/// cannot keep the task).
+async fn refuse(mut sock: TcpStream, why: String) {
+    let mut out = Vec::new();
+    Reply::err(why).encode(&mut out);
+    let _ = tokio::time::timeout(Duration::from_secs(1), sock.write_all(&out)).await;
+    let _ = sock.shutdown().await;
+}
+
+/// Bytes of an oversized argument (and the elements after it) still to throw away.
+struct Discard {
+    skip: u64,
+    rest: usize,
+    refusal: String,
+}
+
+/// One client connection.
+struct Conn {
+    node: Arc<Node>,
+    sock: TcpStream,
+    limits: Limits,
+    /// Received bytes; `buf[start..]` are not consumed yet (at most one partial command).
+    buf: Vec<u8>,
+    start: usize,
+    /// Replies not yet written.
+    out: Vec<u8>,
+    discard: Option<Discard>,
+    /// The budget share `buf`'s capacity holds.
+    lease: Lease,
+    /// When the command now partly received began arriving.
+    partial_since: Option<Instant>,
+    idle: Option<Duration>,
+    slow: Duration,
+    _slot: OwnedSemaphorePermit,
+}
+
+async fn run(node: Arc<Node>, sock: TcpStream, slot: OwnedSemaphorePermit) {
+    let cfg = &node.cfg;
+    let mut c = Conn {
+        limits: Limits::new(cfg.max_value_bytes, cfg.max_command_bytes),
+        buf: Vec::new(),
+        start: 0,
+        out: Vec::new(),
+        discard: None,
+        lease: node.budget.lease(),
+        partial_since: None,
+        idle: (cfg.idle_timeout_ms > 0).then(|| Duration::from_millis(cfg.idle_timeout_ms)),
+        slow: Duration::from_millis(cfg.slow_sender_timeout_ms),
+        _slot: slot,
+        node,
+        sock,
+    };
+    loop {
+        let close = c.execute_ready().await;
+        if !c.flush().await || close {
+            break;
+        }
+        c.compact();
+        if !c.fill().await {
+            break;
+        }
+    }
+    let _ = c.flush().await;
+    let _ = c.sock.shutdown().await;
+}
+
+impl Conn {
+    /// Execute every complete command in the buffer, encoding the replies (pipelining); true
+    /// when the connection must close after them.
+    async fn execute_ready(&mut self) -> bool {
+        loop {
+            if self.discard.is_some() {
+                match self.discard_more() {
+                    Ok(true) => continue,
+                    Ok(false) => return false,
+                    Err(e) => return self.protocol_error(e),
+                }
+            }
+            match parse_command(&self.buf[self.start..], &self.limits) {
+                Ok(Parsed::Incomplete) => return false,
+                Ok(Parsed::Skip { used }) => self.start += used,
+                Ok(Parsed::Command { args, used }) => {
+                    self.start += used;
+                    self.partial_since = None;
+                    let done = commands::execute(&self.node, args).await;
+                    done.reply.encode(&mut self.out);
+                    if done.close {
+                        return true;
+                    }
+                }
+                Ok(Parsed::TooLarge(t)) => self.start_discard(t),
+                Err(e) => return self.protocol_error(e),
+            }
+        }
+    }
+
+    /// Refuse a command over a size limit: skip its remaining bytes as they arrive.
+    fn start_discard(&mut self, t: TooLarge) {
+        self.node.metrics.limit_refusals.fetch_add(1, Ordering::Relaxed);
+        self.start += t.used;
+        let refusal = t.refusal(&self.limits);
+        self.discard = Some(Discard { skip: t.skip, rest: t.rest, refusal });
+    }
+
+    /// Throw away what arrived of a refused command; Ok(true) once it is all gone (the refusal
+    /// is then encoded), Ok(false) when more must arrive.
+    fn discard_more(&mut self) -> Result<bool, crate::resp::ProtocolError> {
+        let Some(d) = self.discard.as_mut() else { return Ok(true) };
+        loop {
+            let take = d.skip.min((self.buf.len() - self.start) as u64);
+            self.start += take as usize;
+            d.skip -= take;
+            if d.skip > 0 {
+                return Ok(false);
+            }
+            if d.rest == 0 {
+                break;
+            }
+            let Some((len, used)) = parse_bulk_header(&self.buf[self.start..], &self.limits)? else {
+                return Ok(false);
+            };
+            self.start += used;
+            d.skip = len + 2;
+            d.rest -= 1;
+        }
+        let d = self.discard.take().expect("a discard in progress");
+        Reply::err(d.refusal).encode(&mut self.out);
+        self.partial_since = None;
+        Ok(true)
+    }
+
+    /// Reply to input that is not RESP; the connection closes after it.
+    fn protocol_error(&mut self, e: crate::resp::ProtocolError) -> bool {
+        self.node.metrics.protocol_errors.fetch_add(1, Ordering::Relaxed);
+        Reply::err(e).encode(&mut self.out);
+        true
+    }
+
+    /// Write the pending replies; false if the client is gone.
+    async fn flush(&mut self) -> bool {
+        if self.out.is_empty() {
+            return true;
+        }
+        let ok = self.sock.write_all(&self.out).await.is_ok();
+        self.out.clear();
+        self.out.shrink_to(IDLE_OUT);
+        ok
+    }
+
+    /// Drop consumed bytes; give a large buffer's memory back once no command is partly in it.
+    fn compact(&mut self) {
+        self.buf.drain(..self.start);
+        self.start = 0;
+        let pending = !self.buf.is_empty() || self.discard.is_some();
+        if pending {
+            self.partial_since.get_or_insert_with(Instant::now);
+        } else {
+            self.partial_since = None;
+        }
+        if self.buf.capacity() > IDLE_BUFFER && self.buf.len() <= IDLE_BUFFER / 2 {
+            self.buf.shrink_to(IDLE_BUFFER);
+            let held = self.lease.held().min(self.buf.capacity() as u64);
+            self.lease.resize(held).expect("shrinking a lease cannot fail");
+        }
+        // what the parser lets stay: one partial command and one header line being read
+        let bound = self.limits.max_command + self.limits.max_line as u64 + 4;
+        assert!(self.buf.len() as u64 <= bound, "a connection buffered {} bytes, above {bound}", self.buf.len());
+    }
+
+    /// Read more bytes within the idle or slow-sender deadline; false when the connection ends.
+    async fn fill(&mut self) -> bool {
+        if let Err(e) = self.make_room() {
+            self.node.metrics.limit_refusals.fetch_add(1, Ordering::Relaxed);
+            Reply::err(format!("{e}; closing the connection")).encode(&mut self.out);
+            return false;
+        }
+        let deadline = self.deadline();
+        let read = self.sock.read_buf(&mut self.buf);
+        let got = match deadline {
+            Some(at) => match tokio::time::timeout_at(at, read).await {
+                Ok(r) => r,
+                Err(_) => return self.timed_out(),
+            },
+            None => read.await,
+        };
+        matches!(got, Ok(n) if n > 0)
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        match self.partial_since {
+            Some(t) => Some(t + self.slow),
+            None => self.idle.map(|d| Instant::now() + d),
+        }
+    }
+
+    /// The deadline passed: a slow sender gets an error, an idle client is closed silently.
+    fn timed_out(&mut self) -> bool {
+        self.node.metrics.connections_timed_out.fetch_add(1, Ordering::Relaxed);
+        if self.partial_since.is_some() {
+            let ms = self.slow.as_millis();
+            Reply::err(format!("command not received within {ms} ms (slow_sender_timeout_ms); closing the connection"))
+                .encode(&mut self.out);
+        }
+        false
+    }
+
+    /// Ensure [`MIN_SPARE`] free bytes, growing the buffer (doubling, leased) when needed.
+    fn make_room(&mut self) -> Result<(), Exhausted> {
+        let (len, cap) = (self.buf.len(), self.buf.capacity());
+        if cap - len >= MIN_SPARE {
+            return Ok(());
+        }
+        let want = (cap * 2).max(len + MIN_SPARE).max(IDLE_BUFFER);
+        self.lease.resize(want as u64)?;
+        self.buf.reserve_exact(want - len);
+        Ok(())
+    }
+}

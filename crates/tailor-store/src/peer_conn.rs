@@ -1,0 +1,166 @@
+//! The replica's side of the internode protocol: the accept loop with its connection cap, and
+//! one peer connection reading frames (bounded, allocated as they arrive, timed), handing
+//! requests to the replica and writing the replies. Framing is [`crate::internode`]'s job.
+//!
+//! Limits, each from the node's config: `max_peer_connections` (over it a connection is closed
+//! at once, counted and logged); a frame's declared length above the frame limit (the largest
+//! value plus room for key and facts) closes the connection before anything is allocated; a
+//! frame's body grows as its bytes arrive, leased from the node's `max_buffered_bytes` budget;
+//! a frame that started arriving must be complete within `slow_sender_timeout_ms`, and a
+//! connection silent for `idle_timeout_ms` (0 = off; peers heartbeat every `heartbeat_ms`) is
+//! closed. A request whose key is above `max_key_bytes` or whose value is above
+//! `max_value_bytes` gets a `Failed` reply and never reaches the replica.
+
+use crate::internode::{decode, encode, finish_frame, wait_frame, DecodeError, Message};
+use crate::limits::{accept_capped, check_key, Lease};
+use crate::node::Node;
+use crate::replica::{Outcome, Work};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tailor_core::model::Tags;
+use tokio::io::AsyncWriteExt;
+use tokio::net::tcp::OwnedReadHalf;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
+
+/// Accept peers until the task is dropped, at most `max_peer_connections` at once.
+pub async fn serve(node: Arc<Node>, listener: TcpListener, max_frame: u64) {
+    let serve = |sock, slot| drop(tokio::spawn(run(node.clone(), sock, max_frame, slot)));
+    let refuse = |_, from| tracing::warn!(%from, "internode connection refused: max_peer_connections reached");
+    let cap = node.cfg.max_peer_connections;
+    accept_capped(listener, cap, &node.metrics.connections_refused, serve, refuse).await
+}
+
+/// Why a peer connection stopped reading.
+enum Stop {
+    /// The peer closed it.
+    Eof,
+    /// Bad or oversized input.
+    Bad(DecodeError),
+    /// A message a replica does not take (a reply), with its id.
+    Unexpected(u64),
+    /// Nothing arrived within the idle timeout, or a frame did not complete in time.
+    TimedOut(&'static str),
+}
+
+async fn run(node: Arc<Node>, sock: TcpStream, max_frame: u64, _slot: OwnedSemaphorePermit) {
+    let (mut rd, mut wr) = sock.into_split();
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(1024);
+    // the coordinator on the other end, once its hello arrived (its Bloom delta cursor)
+    let mut receiver: Option<u32> = None;
+    let writer = tokio::spawn(async move {
+        while let Some(frame) = rx.recv().await {
+            if wr.write_all(&frame).await.is_err() {
+                break;
+            }
+        }
+    });
+    let mut lease = node.budget.lease();
+    let stop = loop {
+        let msg = match next_message(&node, &mut rd, max_frame, &mut lease).await {
+            Ok(m) => m,
+            Err(stop) => break stop,
+        };
+        match msg {
+            Message::Hello { from, .. } if (from as usize) < node.cfg.members.len() => receiver = Some(from),
+            Message::Ping { id } => {
+                let feedback = node.replica.feedback_for(receiver);
+                let healthy = node.replica.healthy();
+                let _ = tx.send(encode(&Message::Pong { id, feedback, healthy })).await;
+            }
+            Message::Read { id, key, tags, age } => request(&node, &tx, id, Work::Read { key }, tags, age, receiver),
+            Message::Write { id, key, version, value } => {
+                let work = Work::Write { key, version, value };
+                request(&node, &tx, id, work, Tags::default(), 0, receiver)
+            }
+            other => break Stop::Unexpected(other.id()),
+        }
+    };
+    match stop {
+        Stop::Eof => {}
+        Stop::Bad(e) => {
+            node.metrics.protocol_errors.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!("dropping internode connection: {e}");
+        }
+        Stop::Unexpected(id) => {
+            node.metrics.protocol_errors.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!("dropping internode connection: unexpected reply (id {id}) sent to a replica");
+        }
+        Stop::TimedOut(what) => {
+            node.metrics.connections_timed_out.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!("dropping internode connection: {what}");
+        }
+    }
+    drop(tx);
+    // let replies already queued go out; the writer ends when the last sender (a pending job) drops
+    let _ = writer.await;
+}
+
+/// The next frame, decoded: waits at most the idle timeout for its first byte, then at most the
+/// slow-sender timeout for the rest. The frame's lease is given back once it is decoded.
+async fn next_message(node: &Node, rd: &mut OwnedReadHalf, max: u64, lease: &mut Lease) -> Result<Message, Stop> {
+    let cfg = &node.cfg;
+    let first = match cfg.idle_timeout_ms {
+        0 => wait_frame(rd).await,
+        ms => tokio::time::timeout(Duration::from_millis(ms), wait_frame(rd))
+            .await
+            .map_err(|_| Stop::TimedOut("idle past idle_timeout_ms"))?,
+    };
+    let first = first.map_err(Stop::Bad)?.ok_or(Stop::Eof)?;
+    let slow = Duration::from_millis(cfg.slow_sender_timeout_ms);
+    let body = tokio::time::timeout(slow, finish_frame(rd, first, max, lease))
+        .await
+        .map_err(|_| Stop::TimedOut("frame not received within slow_sender_timeout_ms"))?
+        .map_err(Stop::Bad)?;
+    let msg = decode(&body).map_err(Stop::Bad);
+    drop(body);
+    lease.resize(0).expect("shrinking a lease cannot fail");
+    msg
+}
+
+/// Why a request is refused before reaching the replica, if it is.
+fn refusal(node: &Node, work: &Work) -> Option<String> {
+    let (key, value) = match work {
+        Work::Read { key } => (key, None),
+        Work::Write { key, value, .. } => (key, value.as_ref()),
+    };
+    if let Err(e) = check_key(key, node.cfg.max_key_bytes) {
+        return Some(e);
+    }
+    let len = value.map_or(0, |v| v.len() as u64);
+    let max = node.cfg.max_value_bytes;
+    if len > max {
+        return Some(format!("value of {len} bytes exceeds the maximum of {max} bytes (max_value_bytes)"));
+    }
+    match work {
+        // a version from the future would win every later write (see hlc.rs)
+        Work::Write { version, .. } => node.hlc.admit(*version).err().map(|e| e.to_string()),
+        Work::Read { .. } => None,
+    }
+}
+
+/// Hand a request to the replica; its reply (or refusal) goes out through `tx`.
+fn request(node: &Node, tx: &mpsc::Sender<Vec<u8>>, id: u64, work: Work, tags: Tags, age: u64, receiver: Option<u32>) {
+    if let Some(reason) = refusal(node, &work) {
+        node.metrics.limit_refusals.fetch_add(1, Ordering::Relaxed);
+        let tx = tx.clone();
+        tokio::spawn(async move { tx.send(encode(&Message::Failed { id, reason })).await });
+        return;
+    }
+    let done = node.replica.submit(work, tags, age, receiver);
+    let tx = tx.clone();
+    tokio::spawn(async move {
+        let reply = match done.await {
+            Ok(d) => match d.outcome {
+                Ok(Outcome::Read(v)) => {
+                    Message::ReadReply { id, version: v.version, value: v.value, feedback: d.feedback }
+                }
+                Ok(Outcome::Written(applied)) => Message::WriteAck { id, applied, feedback: d.feedback },
+                Err(reason) => Message::Failed { id, reason },
+            },
+            Err(_) => Message::Failed { id, reason: "replica stopped".into() },
+        };
+        let _ = tx.send(encode(&reply)).await;
+    });
+}

@@ -1,0 +1,311 @@
+//! Bad input cannot knock a node over: an over-long key, overflowing emulation knobs, a
+//! panicking worker, half-sent values and frames, too many connections, slow and idle senders
+//! are each refused or closed with an error naming the limit, memory stays bounded, and the
+//! node keeps serving other clients.
+
+mod common;
+use common::*;
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+use tailor_store::cluster::ClusterOptions;
+use tailor_store::internode::{decode, encode, Message};
+
+fn one(tweak: impl Fn(&mut tailor_store::config::NodeConfig)) -> TestCluster {
+    TestCluster::start(ClusterOptions { nodes: 1, replication: 1, ..ClusterOptions::default() }, tweak)
+}
+
+fn err_text<T: std::fmt::Debug>(r: redis::RedisResult<T>) -> String {
+    match r {
+        Ok(v) => panic!("expected an error, got {v:?}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[test]
+fn a_key_over_the_limit_is_refused_and_the_node_keeps_serving() {
+    let cl = one(|_| {});
+    let mut bad = cl.conn(0);
+    let mut good = cl.conn(0);
+    let long = "k".repeat(66_000);
+    // more SETs than the node has workers: each used to kill one
+    for i in 0..10 {
+        let e = err_text(set(&mut bad, &long, b"v"));
+        assert!(e.contains("key is 66000 bytes") && e.contains("max_key_bytes"), "{e}");
+        let e = err_text(get(&mut bad, &long));
+        assert!(e.contains("max_key_bytes"), "{e}");
+        let k = format!("ok{i}");
+        set(&mut good, &k, b"v").unwrap();
+        assert_eq!(get(&mut good, &k).unwrap(), Some(b"v".to_vec()));
+    }
+    // the refusing connection itself stays usable
+    set(&mut bad, "after", b"1").unwrap();
+    assert_eq!(get(&mut bad, "after").unwrap(), Some(b"1".to_vec()));
+}
+
+#[test]
+fn overflowing_knobs_are_refused_and_the_node_keeps_serving() {
+    let cl = one(|_| {});
+    let mut con = cl.conn(0);
+    let knob = |con: &mut redis::Connection, k: &str, v: &str| -> redis::RedisResult<()> {
+        redis::cmd("TAILOR.SET").arg(k).arg(v).query(con)
+    };
+    knob(&mut con, "fluct_factor", "2").unwrap();
+    let e = err_text(knob(&mut con, "fluct_period_ms", "288230376151711744"));
+    assert!(e.contains("fluct_period_ms") && e.contains("0..="), "{e}");
+    for (k, v) in [
+        ("stall_every_ms", "18446744073709551615"),
+        ("stall_ms", "99999999999999"),
+        ("alpha_ns_per_byte", "1e300"),
+        ("beta_us", "1e300"),
+        ("fluct_factor", "1e300"),
+        ("fluct_period_ms", "1.5"),
+        ("workers", "100000"),
+        ("read_consistency", "most"),
+    ] {
+        let e = err_text(knob(&mut con, k, v));
+        assert!(e.contains(k), "{k} {v}: {e}");
+    }
+    for i in 0..20 {
+        let k = format!("k{i}");
+        set(&mut con, &k, b"v").unwrap();
+        assert_eq!(get(&mut con, &k).unwrap(), Some(b"v".to_vec()));
+    }
+}
+
+/// Send a frame to a node's internode port as a peer would, and read the one reply.
+fn internode_call(addr: SocketAddr, msgs: &[Message]) -> Message {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    for m in msgs {
+        s.write_all(&encode(m)).unwrap();
+    }
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).unwrap();
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut body).unwrap();
+    decode(&body).unwrap()
+}
+
+#[test]
+fn a_peer_frame_with_a_key_over_the_limit_gets_failed() {
+    let cl = one(|_| {});
+    let peer = cl.cfgs[0].peer_listen();
+    let hello = Message::Hello { id: 0, from: 0 };
+    let write = Message::Write { id: 7, key: vec![b'k'; 70_000], version: 1, value: Some(b"v".to_vec()) };
+    match internode_call(peer, &[hello.clone(), write]) {
+        Message::Failed { id: 7, reason } => assert!(reason.contains("max_key_bytes"), "{reason}"),
+        other => panic!("{other:?}"),
+    }
+    let read = Message::Read { id: 8, key: vec![b'k'; 70_000], tags: Default::default(), age: 0 };
+    assert!(matches!(internode_call(peer, &[hello, read]), Message::Failed { id: 8, .. }));
+    let mut con = cl.conn(0);
+    set(&mut con, "still", b"here").unwrap();
+    assert_eq!(get(&mut con, "still").unwrap(), Some(b"here".to_vec()));
+    assert_eq!(cl.metric(0, "tailor_worker_panics_total", &[]), 0.0);
+}
+
+#[test]
+fn a_worker_panic_is_answered_counted_and_the_worker_replaced() {
+    let cl = one(|c| c.debug_hooks = true);
+    let mut con = cl.conn(0);
+    let hook = |con: &mut redis::Connection, n: u64| {
+        let _: () = redis::cmd("TAILOR.SET").arg("debug_panic_next").arg(n).query(con).unwrap();
+    };
+    for round in 1..=6u64 {
+        hook(&mut con, 1);
+        // the panic itself is the answer (not a timeout)
+        let e = err_text(set(&mut con, "p", b"v"));
+        assert!(e.contains("worker panicked: injected worker panic"), "{e}");
+        assert_eq!(cl.metric(0, "tailor_worker_panics_total", &[]), round as f64);
+        // more requests than workers: every worker slot still runs
+        for i in 0..8 {
+            set(&mut con, &format!("after{i}"), b"v").unwrap();
+        }
+    }
+    assert!(cl.log(0).contains("worker panicked (replaced): injected worker panic"));
+    let healthy: String = redis::cmd("TAILOR.GET").arg("healthy").query(&mut con).unwrap();
+    assert_eq!(healthy, "true");
+}
+
+#[test]
+fn a_node_whose_workers_keep_panicking_is_routed_around() {
+    let cl = TestCluster::start(ClusterOptions { nodes: 3, ..ClusterOptions::default() }, |c| c.debug_hooks = true);
+    let (mut c0, mut c2) = (cl.conn(0), cl.conn(2));
+    let _: () = redis::cmd("TAILOR.SET").arg("debug_panic_next").arg(1000).query(&mut c2).unwrap();
+    // writes at QUORUM through node 2: its own copies panic, the writes still succeed (nodes 0
+    // and 1 acknowledge) until its last jobs all panicked and it calls itself unhealthy
+    let mut i = 0;
+    let unhealthy = eventually(10, || {
+        set(&mut c2, &format!("w{}", i % 8), b"v").unwrap();
+        i += 1;
+        cl.metric(2, "tailor_healthy", &[]) == 0.0
+    });
+    assert!(unhealthy && i >= 4, "node 2 never reported its panicking workers ({i} writes)");
+    let down = || cl.metric(0, "tailor_peer_up", &["peer=\"2\""]) == 0.0;
+    assert!(eventually(10, down), "node 0 still routes to node 2 whose workers all panic");
+    for i in 0..i.min(8) {
+        assert_eq!(get(&mut c0, &format!("w{i}")).unwrap(), Some(b"v".to_vec()));
+    }
+    // cured: its next job succeeds, it answers healthy, peers take it back
+    let _: () = redis::cmd("TAILOR.SET").arg("debug_panic_next").arg(0).query(&mut c2).unwrap();
+    let _ = set(&mut c2, "cure", b"v");
+    assert!(eventually(10, || cl.metric(0, "tailor_peer_up", &["peer=\"2\""]) == 1.0), "node 2 never came back");
+}
+
+/// Open `n` connections to `addr`, each sending `head` then `body` bytes and stalling.
+fn half_sent(addr: SocketAddr, n: usize, head: &[u8], body: usize) -> Vec<TcpStream> {
+    let chunk = vec![b'x'; body];
+    (0..n)
+        .map(|_| {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.set_write_timeout(Some(Duration::from_secs(10))).unwrap();
+            let _ = s.write_all(head);
+            // the node may refuse (budget) and close: that is the point, not an error
+            let _ = s.write_all(&chunk);
+            s
+        })
+        .collect()
+}
+
+fn settle_rss(cl: &TestCluster) -> f64 {
+    std::thread::sleep(Duration::from_millis(1500));
+    cl.rss_mb(0)
+}
+
+#[test]
+fn half_sent_values_and_frames_keep_memory_bounded() {
+    let cl = one(|c| c.max_buffered_bytes = 64 << 20);
+    let (client, peer) = (cl.cfgs[0].client_addr, cl.cfgs[0].peer_listen());
+    let mut con = cl.conn(0);
+    for i in 0..20 {
+        set(&mut con, &format!("warm{i}"), &value(100_000, i)).unwrap();
+    }
+    let base = settle_rss(&cl);
+    let value_head = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$15000000\r\n".to_vec();
+    let frame_head = 17_000_000u32.to_be_bytes().to_vec();
+    // a little data each: the node allocates as bytes arrive, not the declared 15-17 MB
+    let small_v = half_sent(client, 40, &value_head, 64 << 10);
+    let small_f = half_sent(peer, 50, &frame_head, 64 << 10);
+    let little = settle_rss(&cl);
+    set(&mut con, "during", b"ok").unwrap();
+    eprintln!("RSS: {base:.1} MB before, {little:.1} MB with 40 values + 50 frames half-sent (64 KiB each)");
+    assert!(little - base < 100.0, "RSS grew from {base:.1} to {little:.1} MB");
+    drop((small_v, small_f));
+    // half of each value or frame: the node-wide budget (64 MiB here) refuses what is beyond it
+    let half_v = half_sent(client, 40, &value_head, 7_500_000);
+    let half_f = half_sent(peer, 50, &frame_head, 8_500_000);
+    let half = settle_rss(&cl);
+    eprintln!("RSS: {half:.1} MB with 40 values (7.5 MB each) + 50 frames (8.5 MB each) half-sent");
+    assert!(half - base < 100.0, "RSS grew from {base:.1} to {half:.1} MB");
+    assert!(cl.metric(0, "tailor_limit_refusals_total", &[]) > 0.0);
+    let mut other = cl.conn(0);
+    for i in 0..20 {
+        assert_eq!(get(&mut other, &format!("warm{i}")).unwrap(), Some(value(100_000, i)));
+    }
+    set(&mut other, "after", &value(1 << 20, 9)).unwrap();
+    assert_eq!(get(&mut other, "after").unwrap(), Some(value(1 << 20, 9)));
+    drop((half_v, half_f));
+}
+
+/// Read from `s` until it closes or 10 s pass; what arrived and whether it closed.
+fn read_to_close(s: &mut TcpStream) -> (String, bool) {
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 512];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return (String::from_utf8_lossy(&out).into_owned(), true),
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                return (String::from_utf8_lossy(&out).into_owned(), true)
+            }
+            Err(_) => return (String::from_utf8_lossy(&out).into_owned(), false),
+        }
+    }
+}
+
+#[test]
+fn connections_over_the_caps_are_refused_and_the_others_served() {
+    let cl = one(|c| {
+        c.max_clients = 50;
+        c.max_peer_connections = 4;
+    });
+    let mut held: Vec<redis::Connection> = (0..50).map(|_| cl.conn(0)).collect();
+    for c in held.iter_mut() {
+        let pong: String = redis::cmd("PING").query(c).unwrap();
+        assert_eq!(pong, "PONG");
+    }
+    for _ in 0..5 {
+        let mut s = TcpStream::connect(cl.cfgs[0].client_addr).unwrap();
+        let (text, closed) = read_to_close(&mut s);
+        assert_eq!(text, "-ERR max number of clients reached\r\n");
+        assert!(closed);
+    }
+    for (i, c) in held.iter_mut().enumerate().step_by(7) {
+        set(c, &format!("held{i}"), b"v").unwrap();
+        assert_eq!(get(c, &format!("held{i}")).unwrap(), Some(b"v".to_vec()));
+    }
+    // a freed slot takes a new client
+    held.truncate(40);
+    let url = format!("redis://{}/", cl.cfgs[0].client_addr);
+    assert!(eventually(10, || {
+        let con = redis::Client::open(url.as_str()).ok().and_then(|c| c.get_connection().ok());
+        con.is_some_and(|mut c| redis::cmd("PING").query::<String>(&mut c).is_ok())
+    }));
+    // internode: four held, the fifth closed at once
+    let peer = cl.cfgs[0].peer_listen();
+    let _peers: Vec<TcpStream> = (0..4).map(|_| TcpStream::connect(peer).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut fifth = TcpStream::connect(peer).unwrap();
+    let (_, closed) = read_to_close(&mut fifth);
+    assert!(closed, "the fifth internode connection was kept");
+    assert!(cl.metric(0, "tailor_connections_refused_total", &[]) >= 6.0);
+}
+
+/// Send `bytes` one at a time every `gap` until the node closes; the node's reply and how
+/// long after the first byte it closed.
+fn trickle(addr: SocketAddr, bytes: &'static [u8], gap: Duration) -> (String, Duration) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    let mut w = s.try_clone().unwrap();
+    let started = Instant::now();
+    std::thread::spawn(move || {
+        for b in bytes {
+            if w.write_all(&[*b]).is_err() {
+                return;
+            }
+            std::thread::sleep(gap);
+        }
+    });
+    let (text, closed) = read_to_close(&mut s);
+    assert!(closed, "a slow sender was not disconnected");
+    (text, started.elapsed())
+}
+
+#[test]
+fn slow_and_idle_senders_are_disconnected() {
+    let cl = one(|c| {
+        c.slow_sender_timeout_ms = 500;
+        c.idle_timeout_ms = 1000;
+    });
+    let (client, peer) = (cl.cfgs[0].client_addr, cl.cfgs[0].peer_listen());
+    let (text, after) = trickle(client, b"*2\r\n$4\r\nECHO\r\n$2\r\nhi\r\n", Duration::from_millis(300));
+    assert!(text.contains("slow_sender_timeout_ms"), "{text}");
+    assert!(after < Duration::from_secs(5), "closed after {after:?}");
+    let (_, after) = trickle(peer, &[0, 0, 0, 10, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0], Duration::from_millis(300));
+    assert!(after < Duration::from_secs(5), "internode closed after {after:?}");
+    // idle: closed silently after about a second of silence
+    let mut idle = TcpStream::connect(client).unwrap();
+    idle.write_all(b"PING\r\n").unwrap();
+    let opened = Instant::now();
+    let (text, closed) = read_to_close(&mut idle);
+    assert!(closed && text == "+PONG\r\n", "{text}");
+    assert!(opened.elapsed() < Duration::from_secs(5), "idle closed after {:?}", opened.elapsed());
+    // a client that keeps talking is never idle
+    let mut busy = cl.conn(0);
+    for i in 0..8 {
+        set(&mut busy, &format!("b{i}"), b"v").unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert!(cl.metric(0, "tailor_connections_timed_out_total", &[]) >= 3.0);
+}
