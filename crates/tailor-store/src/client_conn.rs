@@ -18,6 +18,7 @@ use crate::commands;
 use crate::limits::{accept_capped, Exhausted, Lease};
 use crate::node::Node;
 use crate::resp::{parse_bulk_header, parse_command, Limits, Parsed, Reply, TooLarge};
+use crate::session::Session;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -73,6 +74,8 @@ struct Conn {
     partial_since: Option<Instant>,
     idle: Option<Duration>,
     slow: Duration,
+    /// Who the client authenticated as.
+    session: Session,
     _slot: OwnedSemaphorePermit,
 }
 
@@ -88,6 +91,7 @@ async fn run(node: Arc<Node>, sock: TcpStream, slot: OwnedSemaphorePermit) {
         partial_since: None,
         idle: (cfg.idle_timeout_ms > 0).then(|| Duration::from_millis(cfg.idle_timeout_ms)),
         slow: Duration::from_millis(cfg.slow_sender_timeout_ms),
+        session: Session::default(),
         _slot: slot,
         node,
         sock,
@@ -124,7 +128,7 @@ impl Conn {
                 Ok(Parsed::Command { args, used }) => {
                     self.start += used;
                     self.partial_since = None;
-                    let done = commands::execute(&self.node, args).await;
+                    let done = commands::execute(&self.node, &mut self.session, args).await;
                     done.reply.encode(&mut self.out);
                     if done.close {
                         return true;

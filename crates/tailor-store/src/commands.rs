@@ -18,6 +18,7 @@
 use crate::config::Consistency;
 use crate::node::Node;
 use crate::resp::Reply;
+use crate::session::Session;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -68,14 +69,14 @@ fn check_keys(node: &Node, name: &str, args: &[Vec<u8>]) -> Result<(), Reply> {
 }
 
 /// Execute one command (`args[0]` is its name, any case).
-pub async fn execute(node: &Arc<Node>, args: Vec<Vec<u8>>) -> Executed {
+pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>) -> Executed {
     node.metrics.client_commands.fetch_add(1, Ordering::Relaxed);
     let reply = |reply| Executed { reply, close: false };
     if args.is_empty() {
         return reply(Reply::err("empty command"));
     }
     let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
-    if let Err(refused) = check_keys(node, &name, &args) {
+    if let Err(refused) = session.may_run(&node.cfg, &name).and_then(|()| check_keys(node, &name, &args)) {
         return reply(refused);
     }
     let n = args.len();
@@ -90,6 +91,14 @@ pub async fn execute(node: &Arc<Node>, args: Vec<Vec<u8>>) -> Executed {
         "echo" if n == 2 => Reply::Bulk(args[1].clone()),
         "echo" => wrong_args("echo"),
         "quit" => return Executed { reply: Reply::ok(), close: true },
+        "auth" => match session.auth(&node.cfg, &args) {
+            Ok(_) => Reply::ok(),
+            Err(refused) => {
+                let wrong = matches!(&refused, Reply::Error(e) if e.starts_with("WRONGPASS"));
+                node.metrics.auth_failures.fetch_add(wrong as u64, Ordering::Relaxed);
+                refused
+            }
+        },
         "get" if n == 2 => match coord.read(&args[1]).await {
             Ok(v) => v.value.map_or(Reply::Null, Reply::Bulk),
             Err(e) => err(e),
@@ -205,6 +214,7 @@ pub const COMMANDS: &[&str] = &[
     "client",
     "select",
     "quit",
+    "auth",
     "tailor.set",
     "tailor.get",
     "tailor.localget",

@@ -159,6 +159,12 @@ pub struct NodeConfig {
     /// Enables test-only hooks (`TAILOR.SET debug_panic_next n`: the next `n` jobs panic on
     /// their worker). Off by default; never on in production.
     pub debug_hooks: bool,
+    /// Password of the `default` user (Redis's `requirepass`): with one set, clients must
+    /// `AUTH` before any other command. `None`: open.
+    pub requirepass: Option<String>,
+    /// Password of the `admin` user: with one set, `TAILOR.SET` (knobs, consistency levels,
+    /// workers, emulation) needs `AUTH admin <password>`. `None`: any client may.
+    pub admin_password: Option<String>,
     /// Values above this size are "large" (Héron's THR_L, RML's size class).
     pub large_value_bytes: u64,
     /// Size oracle of the coordinators: `exact` (the sizes this coordinator saw: writes it
@@ -226,6 +232,8 @@ impl Default for NodeConfig {
             slow_sender_timeout_ms: 10_000,
             max_queue: 10_000,
             debug_hooks: false,
+            requirepass: None,
+            admin_password: None,
             large_value_bytes: 256 * 1024,
             size_oracle: OracleKind::Exact,
             bloom: BloomConfig::default(),
@@ -290,6 +298,11 @@ impl NodeConfig {
         }
         if !tailor_core::local::LOCALS.contains(&self.local.as_str()) {
             return bad("local", format!("unknown `{}`", self.local));
+        }
+        for (field, p) in [("requirepass", &self.requirepass), ("admin_password", &self.admin_password)] {
+            if p.as_ref().is_some_and(|p| p.is_empty() || p.len() > 512) {
+                return bad(field, "must be 1 to 512 bytes when set".into());
+            }
         }
         if self.hint_replay_ms == 0 {
             return bad("hint_replay_ms", "must be > 0".into());

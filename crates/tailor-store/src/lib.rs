@@ -32,6 +32,7 @@ pub mod peer_conn;
 pub mod repair;
 pub mod replica;
 pub mod resp;
+pub mod session;
 pub mod storage;
 pub mod transport;
 

@@ -1,0 +1,133 @@
+//! Who a client connection is: Redis-style `AUTH` with two users.
+//!
+//! - `default`, whose password is `requirepass`: with one set, every command but `AUTH`,
+//!   `HELLO` and `QUIT` answers `-NOAUTH` until the client authenticates (Redis's rule);
+//! - `admin`, whose password is `admin_password`: with one set, the commands that change how
+//!   the node runs (`TAILOR.SET`: consistency levels, workers, emulation knobs, debug hooks)
+//!   need it; data commands work for either user.
+//!
+//! Without passwords (the default, on a loopback bind) everything is open, as in Redis.
+//! Passwords are compared in constant time; a wrong one is answered `-WRONGPASS` and counted.
+
+use crate::config::NodeConfig;
+use crate::resp::Reply;
+use subtle::ConstantTimeEq;
+
+/// An authenticated user.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum User {
+    /// `requirepass`'s user.
+    Default,
+    /// `admin_password`'s user.
+    Admin,
+}
+
+/// One connection's identity.
+#[derive(Clone, Debug, Default)]
+pub struct Session {
+    user: Option<User>,
+}
+
+/// Commands that change how the node runs: only the admin user, when there is one.
+const ADMIN: &[&str] = &["tailor.set"];
+
+/// Commands a client may send before authenticating.
+const BEFORE_AUTH: &[&str] = &["auth", "hello", "quit"];
+
+fn same(password: &[u8], expected: &str) -> bool {
+    password.len() == expected.len() && bool::from(password.ct_eq(expected.as_bytes()))
+}
+
+impl Session {
+    /// `AUTH password` or `AUTH user password`: the user on success, else the reply to send.
+    pub fn auth(&mut self, cfg: &NodeConfig, args: &[Vec<u8>]) -> Result<User, Reply> {
+        let (user, password) = match args {
+            [_, p] => ("default".as_bytes(), p),
+            [_, u, p] => (u.as_slice(), p),
+            _ => return Err(Reply::err("wrong number of arguments for 'auth' command")),
+        };
+        let found = match (user, &cfg.requirepass, &cfg.admin_password) {
+            (b"default", Some(expected), _) if same(password, expected) => Some(User::Default),
+            (b"admin", _, Some(expected)) if same(password, expected) => Some(User::Admin),
+            (b"default", None, _) if args.len() == 2 && cfg.admin_password.is_none() => {
+                return Err(Reply::err("AUTH <password> called without any password configured for the default user"))
+            }
+            _ => None,
+        };
+        match found {
+            Some(u) => {
+                self.user = Some(u);
+                Ok(u)
+            }
+            None => Err(Reply::Error("WRONGPASS invalid username-password pair or user is disabled.".into())),
+        }
+    }
+
+    /// Whether this session may run command `name` (lower case); the refusal otherwise.
+    pub fn may_run(&self, cfg: &NodeConfig, name: &str) -> Result<(), Reply> {
+        let open = cfg.requirepass.is_none() && cfg.admin_password.is_none();
+        if open || BEFORE_AUTH.contains(&name) {
+            return Ok(());
+        }
+        if self.user.is_none() && cfg.requirepass.is_some() {
+            return Err(Reply::Error("NOAUTH Authentication required.".into()));
+        }
+        if ADMIN.contains(&name) && cfg.admin_password.is_some() && self.user != Some(User::Admin) {
+            return Err(Reply::Error(format!(
+                "NOPERM '{name}' changes how the node runs: authenticate as the admin user (AUTH admin <admin_password>)"
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(requirepass: Option<&str>, admin: Option<&str>) -> NodeConfig {
+        NodeConfig {
+            requirepass: requirepass.map(String::from),
+            admin_password: admin.map(String::from),
+            ..NodeConfig::default()
+        }
+    }
+
+    fn args(a: &[&str]) -> Vec<Vec<u8>> {
+        a.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn open_by_default() {
+        let s = Session::default();
+        assert!(s.may_run(&cfg(None, None), "tailor.set").is_ok());
+        assert!(s.may_run(&cfg(None, None), "get").is_ok());
+    }
+
+    #[test]
+    fn requirepass_gates_everything_but_auth() {
+        let c = cfg(Some("s3cret"), None);
+        let mut s = Session::default();
+        assert!(matches!(s.may_run(&c, "get"), Err(Reply::Error(e)) if e.starts_with("NOAUTH")));
+        assert!(s.may_run(&c, "auth").is_ok());
+        assert!(matches!(s.auth(&c, &args(&["auth", "nope"])), Err(Reply::Error(e)) if e.starts_with("WRONGPASS")));
+        assert!(matches!(s.auth(&c, &args(&["auth", "s3cret!"])), Err(_)), "a longer password is wrong too");
+        assert_eq!(s.auth(&c, &args(&["auth", "s3cret"])), Ok(User::Default));
+        assert!(s.may_run(&c, "get").is_ok() && s.may_run(&c, "tailor.set").is_ok());
+    }
+
+    #[test]
+    fn admin_commands_need_the_admin_user() {
+        let c = cfg(Some("data"), Some("root"));
+        let mut s = Session::default();
+        s.auth(&c, &args(&["auth", "data"])).unwrap();
+        assert!(matches!(s.may_run(&c, "tailor.set"), Err(Reply::Error(e)) if e.starts_with("NOPERM")));
+        assert!(s.auth(&c, &args(&["auth", "admin", "data"])).is_err());
+        assert_eq!(s.auth(&c, &args(&["auth", "admin", "root"])), Ok(User::Admin));
+        assert!(s.may_run(&c, "tailor.set").is_ok() && s.may_run(&c, "get").is_ok());
+        // an admin password alone: data stays open, knobs do not
+        let c = cfg(None, Some("root"));
+        assert!(Session::default().may_run(&c, "get").is_ok());
+        assert!(Session::default().may_run(&c, "tailor.set").is_err());
+    }
+}
