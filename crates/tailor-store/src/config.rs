@@ -165,6 +165,9 @@ pub struct NodeConfig {
     /// Password of the `admin` user: with one set, `TAILOR.SET` (knobs, consistency levels,
     /// workers, emulation) needs `AUTH admin <password>`. `None`: any client may.
     pub admin_password: Option<String>,
+    /// Secret shared by every node of the cluster: internode frames are signed with it
+    /// (HMAC-SHA256) and unsigned or forged frames refused. `None`: frames are not signed.
+    pub cluster_secret: Option<String>,
     /// Values above this size are "large" (Héron's THR_L, RML's size class).
     pub large_value_bytes: u64,
     /// Size oracle of the coordinators: `exact` (the sizes this coordinator saw: writes it
@@ -234,6 +237,7 @@ impl Default for NodeConfig {
             debug_hooks: false,
             requirepass: None,
             admin_password: None,
+            cluster_secret: None,
             large_value_bytes: 256 * 1024,
             size_oracle: OracleKind::Exact,
             bloom: BloomConfig::default(),
@@ -298,6 +302,9 @@ impl NodeConfig {
         }
         if !tailor_core::local::LOCALS.contains(&self.local.as_str()) {
             return bad("local", format!("unknown `{}`", self.local));
+        }
+        if self.cluster_secret.as_ref().is_some_and(|s| !(16..=512).contains(&s.len())) {
+            return bad("cluster_secret", "must be 16 to 512 bytes when set".into());
         }
         for (field, p) in [("requirepass", &self.requirepass), ("admin_password", &self.admin_password)] {
             if p.as_ref().is_some_and(|p| p.is_empty() || p.len() > 512) {

@@ -37,6 +37,8 @@ pub struct Metrics {
     pub protocol_errors: AtomicU64,
     /// `AUTH` attempts with a wrong password.
     pub auth_failures: AtomicU64,
+    /// Internode frames whose tag did not verify with the cluster secret.
+    pub forged_frames: AtomicU64,
     /// Worker panics caught (the worker was replaced, its request answered with an error).
     pub worker_panics: AtomicU64,
     /// Connections refused at a cap (`max_clients`, `max_peer_connections`).
@@ -83,7 +85,7 @@ impl Metrics {
     pub fn render(&self, node: u32, selector: &str, local: &str, gauges: &[(String, f64)]) -> String {
         let mut o = String::new();
         let l = format!("node=\"{node}\",selector=\"{selector}\",local=\"{local}\"");
-        let counters: [(&str, &str, &AtomicU64); 16] = [
+        let counters: [(&str, &str, &AtomicU64); 17] = [
             ("tailor_reads_served_total", "Reads executed by this replica.", &self.reads_served),
             ("tailor_writes_served_total", "Writes executed by this replica.", &self.writes_served),
             ("tailor_client_commands_total", "RESP commands handled.", &self.client_commands),
@@ -104,6 +106,7 @@ impl Metrics {
             ),
             ("tailor_busy_refusals_total", "Requests refused by a full replica queue.", &self.busy_refusals),
             ("tailor_auth_failures_total", "AUTH attempts with a wrong password.", &self.auth_failures),
+            ("tailor_forged_frames_total", "Internode frames not signed with the cluster secret.", &self.forged_frames),
         ];
         for (name, help, c) in counters {
             let _ =

@@ -6,6 +6,7 @@ use crate::coordinator::{Coordinator, CoordinatorParts};
 use crate::emulation::Emulation;
 use crate::hints::Hints;
 use crate::hlc::Hlc;
+use crate::internode::Seal;
 use crate::limits::Budget;
 use crate::metrics::Metrics;
 use crate::peer::Peer;
@@ -67,6 +68,8 @@ pub struct Node {
     pub hints: Option<Arc<Hints>>,
     /// Bytes all connections' partly received input may hold (`max_buffered_bytes`).
     pub budget: Arc<Budget>,
+    /// Signs and checks internode frames with the cluster secret.
+    pub seal: Seal,
 }
 
 /// Extra bytes an internode frame may carry beyond the largest value.
@@ -117,7 +120,10 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
         .members
         .iter()
         .map(|mem| {
-            (mem.id != cfg.id).then(|| Arc::new(Peer::new(cfg.id, mem.id, mem.peer, max_frame, cfg.down_after_misses)))
+            (mem.id != cfg.id).then(|| {
+                let seal = Seal::new(cfg.cluster_secret.as_deref());
+                Arc::new(Peer::new(cfg.id, mem.id, mem.peer, max_frame, cfg.down_after_misses, seal))
+            })
         })
         .collect();
     let ring = Ring::new(m, cfg.replication, cfg.vnodes).map_err(|e| NodeError::Build(e.to_string()))?;
@@ -157,7 +163,9 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
         hints: hints.clone(),
     });
     let budget = Budget::new(cfg.max_buffered_bytes);
-    let node = Arc::new(Node { cfg, storage, replica, coordinator, emulation, metrics, peers, hlc, hints, budget });
+    let seal = Seal::new(cfg.cluster_secret.as_deref());
+    let node =
+        Arc::new(Node { cfg, storage, replica, coordinator, emulation, metrics, peers, hlc, hints, budget, seal });
     let mut tasks = Vec::new();
     for p in node.peers.iter().flatten() {
         let hb = Duration::from_millis(node.cfg.heartbeat_ms);

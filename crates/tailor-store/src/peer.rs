@@ -10,7 +10,7 @@
 //! Every new connection starts with a [`Message::Hello`] naming this node, so the remote replica
 //! knows which coordinator's Bloom delta to piggyback on its replies.
 
-use crate::internode::{decode, encode, read_frame, Message};
+use crate::internode::{read_frame, Message, Seal};
 use crate::limits::Budget;
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -43,6 +43,8 @@ struct Conn {
 
 /// One remote node.
 pub struct Peer {
+    /// Signs and checks frames with the cluster secret.
+    seal: Seal,
     /// Its node id.
     pub id: NodeId,
     /// This node's id (sent in the connection's hello).
@@ -58,8 +60,9 @@ pub struct Peer {
 
 impl Peer {
     /// Peer `id` at `addr` as seen from node `local`, assumed up until heartbeats say otherwise.
-    pub fn new(local: NodeId, id: NodeId, addr: SocketAddr, max_frame: u64, down_after: u32) -> Peer {
+    pub fn new(local: NodeId, id: NodeId, addr: SocketAddr, max_frame: u64, down_after: u32, seal: Seal) -> Peer {
         Peer {
+            seal,
             id,
             local,
             addr,
@@ -115,7 +118,7 @@ impl Peer {
         let (mut rd, mut wr) = stream.into_split();
         let (tx, mut rx) = mpsc::channel::<Vec<u8>>(1024);
         // queued before anything else can be: the first frame the peer reads
-        let _ = tx.try_send(encode(&Message::Hello { id: 0, from: self.local }));
+        let _ = tx.try_send(self.seal.encode(&Message::Hello { id: 0, from: self.local }));
         let alive = Arc::new(AtomicBool::new(true));
         let a = alive.clone();
         tokio::spawn(async move {
@@ -128,7 +131,7 @@ impl Peer {
         });
         let a = alive.clone();
         let pending = self.pending.clone();
-        let (max, id) = (self.max_frame, self.id);
+        let (max, id, seal) = (self.max_frame, self.id, self.seal.clone());
         tokio::spawn(async move {
             // replies to requests this node sent: bounded by the frame limit, not the budget
             let mut lease = Budget::unlimited().lease();
@@ -136,7 +139,7 @@ impl Peer {
                 let frame = read_frame(&mut rd, max, &mut lease).await;
                 lease.resize(0).expect("shrinking a lease cannot fail");
                 match frame {
-                    Ok(Some(body)) => match decode(&body) {
+                    Ok(Some(body)) => match seal.decode(&body) {
                         Ok(msg) => {
                             let waiter = pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&msg.id());
                             if let Some(w) = waiter {
@@ -170,7 +173,10 @@ impl Peer {
         let run = async {
             let sender = self.sender(timeout).await?;
             self.pending.lock().unwrap_or_else(|p| p.into_inner()).insert(id, tx);
-            sender.send(encode(&msg)).await.map_err(|_| PeerError::Unreachable(self.id, "connection closed".into()))?;
+            sender
+                .send(self.seal.encode(&msg))
+                .await
+                .map_err(|_| PeerError::Unreachable(self.id, "connection closed".into()))?;
             rx.await.map_err(|_| PeerError::Unreachable(self.id, "connection closed".into()))
         };
         let res = match tokio::time::timeout(timeout, run).await {
@@ -215,7 +221,7 @@ mod tests {
 
     #[test]
     fn misses_mark_down_and_an_answer_brings_up() {
-        let p = Peer::new(0, 1, "127.0.0.1:1".parse().unwrap(), 1024, 3);
+        let p = Peer::new(0, 1, "127.0.0.1:1".parse().unwrap(), 1024, 3, Seal::new(None));
         assert!(p.is_up());
         p.miss();
         p.miss();
@@ -235,7 +241,7 @@ mod tests {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap();
         drop(l);
-        let p = Peer::new(0, 1, addr, 1024, 3);
+        let p = Peer::new(0, 1, addr, 1024, 3, Seal::new(None));
         assert!(p.call(Message::Ping { id: 1 }, Duration::from_secs(2)).await.is_err());
     }
 }

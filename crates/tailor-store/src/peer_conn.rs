@@ -11,7 +11,7 @@
 //! closed. A request whose key is above `max_key_bytes` or whose value is above
 //! `max_value_bytes` gets a `Failed` reply and never reaches the replica.
 
-use crate::internode::{decode, encode, finish_frame, wait_frame, DecodeError, Message};
+use crate::internode::{finish_frame, wait_frame, DecodeError, Message};
 use crate::limits::{accept_capped, check_key, Lease};
 use crate::node::Node;
 use crate::replica::{Outcome, Work};
@@ -67,7 +67,7 @@ async fn run(node: Arc<Node>, sock: TcpStream, max_frame: u64, _slot: OwnedSemap
             Message::Ping { id } => {
                 let feedback = node.replica.feedback_for(receiver);
                 let healthy = node.replica.healthy();
-                let _ = tx.send(encode(&Message::Pong { id, feedback, healthy })).await;
+                let _ = tx.send(node.seal.encode(&Message::Pong { id, feedback, healthy })).await;
             }
             Message::Read { id, key, tags, age } => request(&node, &tx, id, Work::Read { key }, tags, age, receiver),
             Message::Write { id, key, version, value } => {
@@ -113,7 +113,12 @@ async fn next_message(node: &Node, rd: &mut OwnedReadHalf, max: u64, lease: &mut
         .await
         .map_err(|_| Stop::TimedOut("frame not received within slow_sender_timeout_ms"))?
         .map_err(Stop::Bad)?;
-    let msg = decode(&body).map_err(Stop::Bad);
+    let msg = node.seal.decode(&body).map_err(|e| {
+        if e == DecodeError::Forged {
+            node.metrics.forged_frames.fetch_add(1, Ordering::Relaxed);
+        }
+        Stop::Bad(e)
+    });
     drop(body);
     lease.resize(0).expect("shrinking a lease cannot fail");
     msg
@@ -144,12 +149,12 @@ fn refusal(node: &Node, work: &Work) -> Option<String> {
 fn request(node: &Node, tx: &mpsc::Sender<Vec<u8>>, id: u64, work: Work, tags: Tags, age: u64, receiver: Option<u32>) {
     if let Some(reason) = refusal(node, &work) {
         node.metrics.limit_refusals.fetch_add(1, Ordering::Relaxed);
-        let tx = tx.clone();
-        tokio::spawn(async move { tx.send(encode(&Message::Failed { id, reason })).await });
+        let (tx, frame) = (tx.clone(), node.seal.encode(&Message::Failed { id, reason }));
+        tokio::spawn(async move { tx.send(frame).await });
         return;
     }
     let done = node.replica.submit(work, tags, age, receiver);
-    let tx = tx.clone();
+    let (tx, seal) = (tx.clone(), node.seal.clone());
     tokio::spawn(async move {
         let reply = match done.await {
             Ok(d) => match d.outcome {
@@ -161,6 +166,6 @@ fn request(node: &Node, tx: &mpsc::Sender<Vec<u8>>, id: u64, work: Work, tags: T
             },
             Err(_) => Message::Failed { id, reason: "replica stopped".into() },
         };
-        let _ = tx.send(encode(&reply)).await;
+        let _ = tx.send(seal.encode(&reply)).await;
     });
 }

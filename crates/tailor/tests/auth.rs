@@ -5,6 +5,7 @@
 mod common;
 use common::*;
 use tailor_store::cluster::ClusterOptions;
+use tailor_store::internode::{Message, Seal};
 
 fn conn(cl: &TestCluster, user_pass: &str) -> redis::Connection {
     let url = format!("redis://{user_pass}@{}/", cl.cfgs[0].client_addr);
@@ -36,4 +37,38 @@ fn requirepass_and_the_admin_user() {
     assert_eq!(get(&mut admin, "k").unwrap(), Some(b"v".to_vec()), "the admin reads data too");
     // the anonymous connection still cannot read, and the node kept serving throughout
     assert!(get(&mut anonymous, "k").is_err());
+}
+
+#[test]
+fn internode_frames_need_the_cluster_secret() {
+    let secret = "a secret shared by the cluster";
+    let cl = TestCluster::start(ClusterOptions { nodes: 3, ..ClusterOptions::default() }, |c| {
+        c.cluster_secret = Some(secret.into());
+    });
+    // the nodes sign their own frames: replication works
+    set(&mut cl.conn(0), "k", b"v").unwrap();
+    for i in 0..3 {
+        assert_eq!(get(&mut cl.conn(i), "k").unwrap(), Some(b"v".to_vec()), "node {i}");
+    }
+    let now_us = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros() as u64;
+    let forged = Message::Write { id: 9, key: b"k".to_vec(), version: now_us << 8, value: Some(b"forged".to_vec()) };
+    let peer = cl.cfgs[0].peer_listen();
+    for seal in [Seal::new(None), Seal::new(Some("not the cluster's secret"))] {
+        let mut s = std::net::TcpStream::connect(peer).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+        std::io::Write::write_all(&mut s, &seal.encode(&forged)).unwrap();
+        let mut reply = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut s, &mut reply);
+        assert!(reply.is_empty(), "a forged frame got an answer");
+    }
+    assert_eq!(cl.metric(0, "tailor_forged_frames_total", &[]), 2.0);
+    assert_eq!(get(&mut cl.conn(0), "k").unwrap(), Some(b"v".to_vec()), "the forged write was not applied");
+    let signed = Seal::new(Some(secret));
+    let mut s = std::net::TcpStream::connect(peer).unwrap();
+    std::io::Write::write_all(&mut s, &signed.encode(&Message::Ping { id: 1 })).unwrap();
+    let mut len = [0u8; 4];
+    std::io::Read::read_exact(&mut s, &mut len).unwrap();
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    std::io::Read::read_exact(&mut s, &mut body).unwrap();
+    assert!(matches!(signed.decode(&body), Ok(Message::Pong { id: 1, .. })), "a signed frame is answered, signed");
 }

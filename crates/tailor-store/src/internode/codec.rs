@@ -56,6 +56,9 @@ pub enum DecodeError {
     /// The node's input budget cannot hold the frame.
     #[error("internode frame refused: {0}")]
     Budget(String),
+    /// The frame's tag does not verify with the cluster secret (or it has none).
+    #[error("internode frame is not signed with this cluster's secret (cluster_secret)")]
+    Forged,
 }
 
 struct W(Vec<u8>);
