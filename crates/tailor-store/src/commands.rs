@@ -91,6 +91,7 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
         "echo" if n == 2 => Reply::Bulk(args[1].clone()),
         "echo" => wrong_args("echo"),
         "quit" => return Executed { reply: Reply::ok(), close: true },
+        "consistency" => consistency(node, session, &args),
         "auth" => match session.auth(&node.cfg, &args) {
             Ok(_) => Reply::ok(),
             Err(refused) => {
@@ -99,7 +100,7 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
                 refused
             }
         },
-        "get" if n == 2 => match coord.read(&args[1]).await {
+        "get" if n == 2 => match coord.read(&args[1], session.consistency()).await {
             Ok(v) => v.value.map_or(Reply::Null, Reply::Bulk),
             Err(e) => err(e),
         },
@@ -114,7 +115,7 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
                     node.cfg.max_value_bytes
                 ))
             } else {
-                match coord.write(&k, Some(v)).await {
+                match coord.write(&k, Some(v), session.consistency()).await {
                     Ok(()) => Reply::ok(),
                     Err(e) => err(e),
                 }
@@ -125,7 +126,7 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
         "mget" if n >= 2 => {
             let mut out = Vec::with_capacity(n - 1);
             for k in &args[1..] {
-                match coord.read(k).await {
+                match coord.read(k, session.consistency()).await {
                     Ok(v) => out.push(v.value.map_or(Reply::Null, Reply::Bulk)),
                     Err(e) => return reply(err(e)),
                 }
@@ -136,10 +137,10 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
         "exists" | "del" if n >= 2 => {
             let mut count = 0;
             for k in &args[1..] {
-                match coord.read(k).await {
+                match coord.read(k, session.consistency()).await {
                     Ok(v) if v.value.is_some() => {
                         if name == "del" {
-                            if let Err(e) = coord.write(k, None).await {
+                            if let Err(e) = coord.write(k, None, session.consistency()).await {
                                 return reply(err(e));
                             }
                         }
@@ -199,6 +200,32 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
     })
 }
 
+/// `CONSISTENCY [ONE|QUORUM|ALL|DEFAULT]` (cqlsh's command): this connection's level for its
+/// reads and writes, or the node's configured levels again; without an argument, the level in use.
+fn consistency(node: &Node, session: &mut Session, args: &[Vec<u8>]) -> Reply {
+    match args {
+        [_] => Reply::Simple(match session.consistency() {
+            Some(c) => format!("{c:?}").to_uppercase(),
+            None => {
+                let (r, w) = node.coordinator.consistency();
+                format!("DEFAULT (reads {r:?}, writes {w:?})").to_uppercase()
+            }
+        }),
+        [_, level] if level.eq_ignore_ascii_case(b"default") => {
+            session.set_consistency(None);
+            Reply::ok()
+        }
+        [_, level] => match Consistency::parse(&String::from_utf8_lossy(level)) {
+            Some(c) => {
+                session.set_consistency(Some(c));
+                Reply::ok()
+            }
+            None => Reply::err("consistency must be ONE, QUORUM, ALL or DEFAULT"),
+        },
+        _ => wrong_args("consistency"),
+    }
+}
+
 /// Commands this node implements (for `COMMAND COUNT` and `INFO`).
 pub const COMMANDS: &[&str] = &[
     "get",
@@ -215,6 +242,7 @@ pub const COMMANDS: &[&str] = &[
     "select",
     "quit",
     "auth",
+    "consistency",
     "tailor.set",
     "tailor.get",
     "tailor.localget",

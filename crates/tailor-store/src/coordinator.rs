@@ -377,6 +377,7 @@ impl Coordinator {
         self: &Arc<Self>,
         key: &[u8],
         write: Option<(u64, Arc<Option<Vec<u8>>>)>,
+        level: Option<Consistency>,
     ) -> Result<Versioned, CoordError> {
         let h = crate::key_hash(key);
         let replicas = self.ring.replicas(h);
@@ -385,7 +386,9 @@ impl Coordinator {
         {
             let mut inner = self.lock();
             let mut out = self.prepare(&mut inner);
-            let newest = inner.core.consistency().0 != Consistency::One;
+            let (read_level, write_level) = inner.core.consistency();
+            let level = level.unwrap_or(if write.is_some() { write_level } else { read_level });
+            let newest = level != Consistency::One;
             let size = write.as_ref().map(|(_, v)| v.as_ref().as_ref().map_or(0, |v| v.len() as u64));
             let f = InFlight {
                 key: key.to_vec(),
@@ -400,9 +403,9 @@ impl Coordinator {
             inner.in_flight.insert(id, f);
             let req = ClientRequest { id, key: h, replicas, size };
             if is_write {
-                inner.core.write(self.now(), req, &mut out);
+                inner.core.write_at(self.now(), req, level, &mut out);
             } else {
-                inner.core.read(self.now(), req, &Blind, &mut out);
+                inner.core.read_at(self.now(), req, level, &Blind, &mut out);
             }
             self.carry_out(&mut inner, out);
             if is_write {
@@ -419,15 +422,20 @@ impl Coordinator {
         }
     }
 
-    /// Read `key` at the configured read consistency.
-    pub async fn read(self: &Arc<Self>, key: &[u8]) -> Result<Versioned, CoordError> {
-        self.submit(key, None).await
+    /// Read `key` at `level`, or at the configured read consistency.
+    pub async fn read(self: &Arc<Self>, key: &[u8], level: Option<Consistency>) -> Result<Versioned, CoordError> {
+        self.submit(key, None, level).await
     }
 
-    /// Write (or delete, with `None`) `key` at the configured write consistency.
-    pub async fn write(self: &Arc<Self>, key: &[u8], value: Option<Vec<u8>>) -> Result<(), CoordError> {
+    /// Write (or delete, with `None`) `key` at `level`, or at the configured write consistency.
+    pub async fn write(
+        self: &Arc<Self>,
+        key: &[u8],
+        value: Option<Vec<u8>>,
+        level: Option<Consistency>,
+    ) -> Result<(), CoordError> {
         let version = self.hlc.now();
-        self.submit(key, Some((version, Arc::new(value)))).await.map(|_| ())
+        self.submit(key, Some((version, Arc::new(value))), level).await.map(|_| ())
     }
 }
 
@@ -534,8 +542,8 @@ mod tests {
     #[tokio::test]
     async fn a_parked_read_is_re_offered_at_its_retry_time_and_served() {
         let (_d, c, sent, responses) = single(3, 8);
-        c.write(b"k", Some(b"v".to_vec())).await.unwrap();
-        let v = c.read(b"k").await.unwrap();
+        c.write(b"k", Some(b"v".to_vec()), None).await.unwrap();
+        let v = c.read(b"k", None).await.unwrap();
         assert_eq!(v.value.as_deref(), Some(&b"v"[..]));
         assert_eq!(c.metrics.parked.load(Ordering::Relaxed), 1);
         assert_eq!(sent.load(Ordering::Relaxed), 1, "on_sent once, by the wake-up");
@@ -549,7 +557,7 @@ mod tests {
         let (_d, c, _, _) = single(usize::MAX, 1);
         let first = {
             let c = c.clone();
-            tokio::spawn(async move { c.read(b"k").await })
+            tokio::spawn(async move { c.read(b"k", None).await })
         };
         tokio::time::timeout(Duration::from_secs(5), async {
             while c.metrics.parked.load(Ordering::Relaxed) == 0 {
@@ -558,7 +566,7 @@ mod tests {
         })
         .await
         .unwrap();
-        assert_eq!(c.read(b"k").await.unwrap_err(), CoordError::Busy);
+        assert_eq!(c.read(b"k", None).await.unwrap_err(), CoordError::Busy);
         assert_eq!(c.metrics.park_rejected.load(Ordering::Relaxed), 1);
         first.abort();
     }
@@ -566,11 +574,11 @@ mod tests {
     #[tokio::test]
     async fn deletes_read_as_absent_at_every_consistency() {
         let (_d, c, _, _) = single(0, 8);
-        c.write(b"k", Some(b"1".to_vec())).await.unwrap();
-        c.write(b"k", None).await.unwrap();
-        assert_eq!(c.read(b"k").await.unwrap().value, None);
+        c.write(b"k", Some(b"1".to_vec()), None).await.unwrap();
+        c.write(b"k", None, None).await.unwrap();
+        assert_eq!(c.read(b"k", None).await.unwrap().value, None);
         c.set_consistency(false, Consistency::All);
-        assert_eq!(c.read(b"k").await.unwrap().value, None);
+        assert_eq!(c.read(b"k", None).await.unwrap().value, None);
         assert_eq!(c.consistency(), (Consistency::All, Consistency::All));
     }
 }

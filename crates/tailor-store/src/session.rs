@@ -1,4 +1,5 @@
-//! Who a client connection is: Redis-style `AUTH` with two users.
+//! Who a client connection is (Redis-style `AUTH` with two users), and the consistency level it
+//! asked for with `CONSISTENCY`.
 //!
 //! - `default`, whose password is `requirepass`: with one set, every command but `AUTH`,
 //!   `HELLO` and `QUIT` answers `-NOAUTH` until the client authenticates (Redis's rule);
@@ -9,7 +10,7 @@
 //! Without passwords (the default, on a loopback bind) everything is open, as in Redis.
 //! Passwords are compared in constant time; a wrong one is answered `-WRONGPASS` and counted.
 
-use crate::config::NodeConfig;
+use crate::config::{Consistency, NodeConfig};
 use crate::resp::Reply;
 use subtle::ConstantTimeEq;
 
@@ -22,10 +23,12 @@ pub enum User {
     Admin,
 }
 
-/// One connection's identity.
+/// One connection's identity and choices.
 #[derive(Clone, Debug, Default)]
 pub struct Session {
     user: Option<User>,
+    /// This connection's consistency level for reads and writes (`CONSISTENCY`), if it set one.
+    consistency: Option<Consistency>,
 }
 
 /// Commands that change how the node runs: only the admin user, when there is one.
@@ -39,6 +42,16 @@ fn same(password: &[u8], expected: &str) -> bool {
 }
 
 impl Session {
+    /// The consistency level this connection asked for, if any.
+    pub fn consistency(&self) -> Option<Consistency> {
+        self.consistency
+    }
+
+    /// Ask for `level` on this connection's reads and writes (`None`: the node's levels).
+    pub fn set_consistency(&mut self, level: Option<Consistency>) {
+        self.consistency = level;
+    }
+
     /// `AUTH password` or `AUTH user password`: the user on success, else the reply to send.
     pub fn auth(&mut self, cfg: &NodeConfig, args: &[Vec<u8>]) -> Result<User, Reply> {
         let (user, password) = match args {

@@ -154,8 +154,8 @@ impl Driver for StoreDriver {
         let (key, op, size) = (req.key.clone(), req.op, req.size as usize);
         self.rt.spawn(async move {
             let result = match op {
-                Op::Write => c.write(&key, Some(vec![0; size])).await.map(|_| None),
-                Op::Read => c.read(&key).await.map(|v| Some(v.version as NodeId - 1)),
+                Op::Write => c.write(&key, Some(vec![0; size]), None).await.map(|_| None),
+                Op::Read => c.read(&key, None).await.map(|v| Some(v.version as NodeId - 1)),
             };
             let at = (Instant::now() - origin).as_nanos() as Nanos;
             let decision = match result {

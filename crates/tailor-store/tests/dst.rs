@@ -266,7 +266,7 @@ async fn client(
             let ok = match value {
                 Some(v) => {
                     checks.lock().unwrap().written.insert(v.clone());
-                    c.write(&key, Some(v)).await.is_ok()
+                    c.write(&key, Some(v), None).await.is_ok()
                 }
                 None => read_checked(&c, &key, &checks).await,
             };
@@ -286,7 +286,7 @@ async fn client(
 }
 
 async fn read_checked(c: &Arc<Coordinator>, key: &[u8], checks: &Mutex<Checks>) -> bool {
-    match c.read(key).await {
+    match c.read(key, None).await {
         Ok(v) => {
             if let Some(value) = v.value {
                 if !checks.lock().unwrap().written.contains(&value) {

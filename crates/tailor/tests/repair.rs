@@ -57,7 +57,12 @@ fn quorum_reads_repair_a_replica_that_missed_writes() {
     // the 20 deleted keys read as absent there anyway (but without their tombstones)
     assert_eq!(missing_on_node2(&cl, &expected).len(), 40, "without hints node 2 missed every live key");
     let mut con = cl.conn(2);
-    let _: () = redis::cmd("TAILOR.SET").arg("read_consistency").arg("all").query(&mut con).unwrap();
+    // this connection reads at ALL (cqlsh's CONSISTENCY); others keep the node's levels
+    let _: () = redis::cmd("CONSISTENCY").arg("all").query(&mut con).unwrap();
+    let level: String = redis::cmd("CONSISTENCY").query(&mut con).unwrap();
+    assert_eq!(level, "ALL");
+    let other: String = redis::cmd("CONSISTENCY").query(&mut cl.conn(2)).unwrap();
+    assert_eq!(other, "DEFAULT (READS ONE, WRITES QUORUM)");
     assert!(eventually(10, || cl.metric(2, "tailor_peer_up", &["peer=\"0\""]) == 1.0), "node 2 sees node 0");
     for (k, v) in &expected {
         assert_eq!(get(&mut con, k).unwrap(), *v, "{k} at ALL");

@@ -213,15 +213,28 @@ impl CoordinatorCore {
         self.drain(now, world, out);
     }
 
-    /// A client read arrived.
+    /// A client read arrived, at the configured read consistency.
     pub fn read(&mut self, now: Nanos, req: ClientRequest, world: &dyn World, out: &mut Vec<Action>) {
+        self.read_at(now, req, self.cfg.read_consistency, world, out);
+    }
+
+    /// A client read arrived that asks for consistency `level` (a per-connection or repair
+    /// override of the configured one).
+    pub fn read_at(
+        &mut self,
+        now: Nanos,
+        req: ClientRequest,
+        level: Consistency,
+        world: &dyn World,
+        out: &mut Vec<Action>,
+    ) {
         let ClientRequest { id, key, replicas, size } = req;
         if let Some(bytes) = size {
             self.oracle.observe(key, bytes);
         }
         let hint = self.oracle.hint(key);
-        if self.cfg.read_consistency != Consistency::One {
-            let need = self.cfg.read_consistency.required(replicas.len());
+        if level != Consistency::One {
+            let need = level.required(replicas.len());
             let p = Pending::fanned(id, key, Op::Read, now, hint, replicas);
             return self.fan_out(p, need, SendKind::QuorumRead, out);
         }
@@ -235,14 +248,20 @@ impl CoordinatorCore {
         }
     }
 
-    /// A client write arrived (`size` is the value's, `None` for a delete).
+    /// A client write arrived (`size` is the value's, `None` for a delete), at the configured
+    /// write consistency.
     pub fn write(&mut self, now: Nanos, req: ClientRequest, out: &mut Vec<Action>) {
+        self.write_at(now, req, self.cfg.write_consistency, out);
+    }
+
+    /// A client write arrived that asks for consistency `level`.
+    pub fn write_at(&mut self, now: Nanos, req: ClientRequest, level: Consistency, out: &mut Vec<Action>) {
         let ClientRequest { id, key, replicas, size } = req;
         if let Some(bytes) = size {
             self.oracle.observe(key, bytes);
         }
         let hint = self.oracle.hint(key);
-        let need = self.cfg.write_consistency.required(replicas.len());
+        let need = level.required(replicas.len());
         self.fan_out(Pending::fanned(id, key, Op::Write, now, hint, replicas), need, SendKind::Write, out);
     }
 

@@ -288,3 +288,28 @@ fn answers_for_unknown_requests_are_ignored() {
     assert!(out.is_empty());
     assert_eq!(c.stats().unknown, 2);
 }
+
+#[test]
+fn a_request_may_ask_for_its_own_consistency() {
+    let (mut c, log) = core_with(config(), vec![]);
+    let mut out = Vec::new();
+    // configured ONE, asked ALL: every replica, no selector
+    c.read_at(10, req(1, 77, None), Consistency::All, &Blind, &mut out);
+    assert_eq!(sends(&out), [(1, 3, SendKind::QuorumRead), (1, 4, SendKind::QuorumRead), (1, 5, SendKind::QuorumRead)]);
+    assert!(take(&log).is_empty(), "the selector is not asked");
+    out.clear();
+    for (i, r) in [3, 4].into_iter().enumerate() {
+        c.answered(20 + i as Nanos, tk(&c, 1), answer(r, fb(15), None), &Blind, &mut out);
+    }
+    assert!(out.iter().all(|a| !matches!(a, Action::Reply { .. })), "ALL waits for the third");
+    c.answered(30, tk(&c, 1), answer(5, fb(15), None), &Blind, &mut out);
+    assert!(matches!(out.last(), Some(Action::Reply { request: 1, .. })));
+    // configured QUORUM writes, asked ONE: the first ack answers
+    out.clear();
+    c.write_at(40, req(2, 78, Some(5)), Consistency::One, &mut out);
+    assert_eq!(sends(&out).len(), 3);
+    out.clear();
+    c.answered(50, tk(&c, 2), answer(4, fb(45), None), &Blind, &mut out);
+    assert!(matches!(out.last(), Some(Action::Reply { request: 2, .. })));
+    assert_eq!(c.consistency(), (Consistency::One, Consistency::Quorum), "the configured levels are unchanged");
+}
