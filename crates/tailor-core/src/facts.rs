@@ -1,5 +1,5 @@
 //! Facts: the aggregators a coordinator applies to what replicas piggyback on responses
-//! (ALGORITHMS.md §4); the facts themselves ([`Feedback`]) are defined and measured in
+//! (docs/strategies.md, Facts); the facts themselves ([`Feedback`]) are defined and measured in
 //! `replica/accountant.rs`.
 
 use crate::model::NodeId;

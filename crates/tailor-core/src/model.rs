@@ -1,4 +1,4 @@
-//! The request model every engine shares (ALGORITHMS.md §1).
+//! The request model every engine shares (docs/strategies.md, The model).
 
 use crate::time::Nanos;
 use serde::{Deserialize, Serialize};

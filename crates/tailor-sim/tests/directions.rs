@@ -1,4 +1,4 @@
-//! The published directions of ALGORITHMS.md §6 on reduced sizes: orderings of p99 between
+//! The published directions of docs/presets.md on reduced sizes: orderings of p99 between
 //! strategies, averaged over a few seeds, never absolute numbers.
 
 use std::collections::BTreeMap;

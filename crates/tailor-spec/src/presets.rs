@@ -1,4 +1,4 @@
-//! The published setups of ALGORITHMS.md §6, as built-in specs.
+//! The published setups of docs/presets.md, as built-in specs.
 
 use crate::{Spec, SpecError};
 

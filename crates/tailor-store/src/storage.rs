@@ -3,7 +3,7 @@
 //! Why fjall: it is a pure-Rust LSM tree (no C++ toolchain, a 46 s clean build against 24 min
 //! for bundled RocksDB) with key-value separation, so 1 MB values live in blob files and do not
 //! bloat compactions; on these machines it measured faster than RocksDB for both 1 KB and
-//! 512 KB values (DESIGN.md).
+//! 512 KB values (docs/design.md).
 //!
 //! Every value carries a version (last writer wins across replicas): the `data` keyspace maps
 //! key → `version (u64 LE) ++ bytes`, and the small `meta` keyspace maps key → `version ++ flag

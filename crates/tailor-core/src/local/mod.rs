@@ -1,4 +1,4 @@
-//! Local queue policies at the replica (ALGORITHMS.md §3).
+//! Local queue policies at the replica (docs/strategies.md, Local queue policies).
 //!
 //! A replica pushes every request it receives into its local queue and, whenever one of its
 //! `P` workers frees, pops the next one to run. The payload `T` is whatever the engine needs

@@ -1,4 +1,4 @@
-//! Oracles: what a coordinator may know about the workload (ALGORITHMS.md §4).
+//! Oracles: what a coordinator may know about the workload (docs/strategies.md, Facts).
 
 pub mod bloom;
 pub mod popularity;

@@ -1,4 +1,4 @@
-//! Key-popularity oracle (Hector's workload oracle, ALGORITHMS.md §4): hashed access counters.
+//! Key-popularity oracle (Hector's workload oracle, docs/strategies.md, Facts): hashed access counters.
 //!
 //! Hector hashes each key to a long and increments its count in a concurrent map; the memory is
 //! bounded by hashing. Here the map is a fixed table of atomic counters (a count-min sketch with

@@ -1,5 +1,5 @@
 //! Size oracles: what a coordinator believes about a key's value size, as the [`SizeHint`]
-//! engines attach to a request before asking the selector (ALGORITHMS.md §4).
+//! engines attach to a request before asking the selector (docs/strategies.md, Facts).
 //!
 //! "Large" always means strictly above the configured threshold (Héron's "exceeds `THR_L`").
 

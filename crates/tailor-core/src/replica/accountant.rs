@@ -1,5 +1,5 @@
 //! The one facts accountant: what each fact a replica piggybacks means ([`Feedback`]) and how it
-//! is measured (ALGORITHMS.md §4). A new fact is a field here, its measurement in
+//! is measured (docs/strategies.md, Facts). A new fact is a field here, its measurement in
 //! [`Accountant::facts`], and its entry in the store's internode codec.
 //!
 //! Both engines feed it the same three events (a job waits, a job starts, a job finishes), so a

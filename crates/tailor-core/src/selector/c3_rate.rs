@@ -17,8 +17,8 @@
 //!   empty slots.
 //! - Cubic time `ΔT` is in milliseconds, as absim's `C = 4e-6` assumes; the increase sets
 //!   `srate ← min(srate + s_max, R)` even when `R < srate` (absim does the same).
-//! - The decrease fires when at least `hysteresis` has passed since the last increase (ALGORITHMS.md
-//!   says "at least"; absim used a strict `>`).
+//! - The decrease fires when at least `hysteresis` has passed since the last increase (the project's
+//!   rule, docs/strategies.md, says "at least"; absim used a strict `>`).
 
 use crate::time::{to_ms, Nanos, MS};
 

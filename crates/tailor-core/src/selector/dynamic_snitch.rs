@@ -1,5 +1,5 @@
 //! `dynamic-snitch`: Cassandra's dynamic snitch (the pre-4.0 `DynamicEndpointSnitch`), the
-//! default replica selection of Cassandra (ALGORITHMS.md §2).
+//! default replica selection of Cassandra (docs/strategies.md, Replica selectors).
 //!
 //! On every response (fresh or stale: the sample is this coordinator's own measurement) the
 //! latency `now - sent_at`, in whole microseconds, goes into the peer's exponentially decaying

@@ -3,8 +3,8 @@
 //! In the simulator [`World::finish_time`] is exact; the selector takes the replica with the
 //! smallest `max(finish_time, now)` (an idle server's finish time is `now`), ties at random.
 //!
-//! In the store (any replica without a world finish time) it estimates it (ALGORITHMS.md's
-//! choice). Per replica it keeps the newest fresh `Feedback::pending_work` (work queued or
+//! In the store (any replica without a world finish time) it estimates it (the project's
+//! choice, docs/strategies.md). Per replica it keeps the newest fresh `Feedback::pending_work` (work queued or
 //! running there, in ns, from the replica's size oracle), the coordinator time `received_at` when
 //! it arrived, and `sent_since`, the estimated work of the requests this coordinator sent there
 //! since. With `P` workers per server:

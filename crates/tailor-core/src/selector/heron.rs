@@ -1,5 +1,5 @@
 //! `heron`: Héron (Jaiman et al., SRDS 2018), replica selection that keeps small requests from
-//! queueing behind large ones (ALGORITHMS.md §2).
+//! queueing behind large ones (docs/strategies.md, Replica selectors).
 //!
 //! Scoring is C3's product `q_bar * (1/mu_bar)` without rate control: per-server EWMAs of the
 //! piggybacked queue length and service time (a server with no feedback yet scores 0, so it is
@@ -14,7 +14,7 @@
 //! A large request goes to the best-scored available replica; if none is available it waits at
 //! the coordinator (`Decision::Wait`), and the engine offers it again on the next response. A
 //! small request goes to the first available replica in score order or, if every replica is
-//! busy, to the best-scored one (ALGORITHMS.md's choice). Ties are broken at random. Large
+//! busy, to the best-scored one (the project's choice, docs/strategies.md). Ties are broken at random. Large
 //! requests carry `size_class = 1`, small ones 0.
 //!
 //! **Choice (liveness guard):** a piggybacked busy status expires `busy_expiry_ms` after it was
@@ -41,7 +41,7 @@ pub struct HeronConfig {
     /// How long a piggybacked "busy" status holds after it was received, in ms (100; 0 = until
     /// the next feedback from that replica).
     pub busy_expiry_ms: f64,
-    /// How replicas are ranked: "product" (`q_bar * service_bar`, ALGORITHMS.md) or "c3" (C3's
+    /// How replicas are ranked: "product" (`q_bar * service_bar`, docs/strategies.md) or "c3" (C3's
     /// full cubic score with concurrency compensation, `w` = number of coordinators; Héron's
     /// Cassandra implementation extends C3's scoring code).
     pub scoring: HeronScoring,

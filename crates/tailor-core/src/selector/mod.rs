@@ -1,4 +1,4 @@
-//! Replica selection at the coordinator (ALGORITHMS.md §2).
+//! Replica selection at the coordinator (docs/strategies.md, Replica selectors).
 //!
 //! A selector is one coordinator's private state machine, driven by events. The coordinator
 //! core ([`crate::coordinator`]) asks [`ReplicaSelector::select`] where a read should go; the

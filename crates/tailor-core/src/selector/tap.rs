@@ -11,8 +11,8 @@
 //!   so with fresh feedback TAP scores exactly like C3: `(R̄ − 1/µ̄) + q̂^3·(1/µ̄)`.
 //! - A server with no feedback yet scores 0, as in C3.
 //! - `dq_last` starts at 0; `d2 = dq − dq_last` uses the previous *fresh* feedback's `dq`.
-//! - Increase → decrease on `(dq < 0 or d2 < 0) and Q_f > 30` (ALGORITHMS.md's reading of the
-//!   garbled figure); stable → decrease on `dq < 0 and d2 < 0 and Q_f > 30`.
+//! - Increase → decrease on `(dq < 0 or d2 < 0) and Q_f > 30` (the project's reading of the garbled
+//!   figure, docs/strategies.md); stable → decrease on `dq < 0 and d2 < 0 and Q_f > 30`.
 //! - Points are stamped with the coordinator's clock at receipt, and at most `max_points` are kept
 //!   (oldest dropped) so a long trend stays bounded.
 //! - The least-squares line through a single point (or points at one instant) is flat at their mean.
