@@ -23,8 +23,9 @@
 //!   (`cluster.service`), the only processing time the bench knows.
 //! - **Validity**: every run is judged by [`validity`] (send lag, timeouts, errors, achieved
 //!   rate) and carries the verdict in its `valid` and `invalid_reasons` fields.
-//! - **Not measured live**: `small_behind_large` (0) and `per_server_load` (empty): the bench
-//!   sees coordinators, not which replica served a read.
+//! - **Not measured by the bench alone**: `small_behind_large` (0) and `per_server_load` (empty):
+//!   the bench sees coordinators, not which replica served a read (`tailor experiment` fills
+//!   `per_server_load` from the nodes' metrics).
 
 pub mod driver;
 pub mod host;

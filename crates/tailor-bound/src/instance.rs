@@ -9,7 +9,8 @@ use tailor_core::results::Weighting;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Job {
-    /// Release time `r_i` in milliseconds (arrival at the coordinator).
+    /// Release time `r_i` in milliseconds (instances the simulator exports: arrival at the
+    /// server, i.e. release at the coordinator plus the network delay).
     pub release_ms: f64,
     /// Processing time `p_i` in milliseconds on any allowed machine.
     pub processing_ms: f64,

@@ -59,8 +59,9 @@ pub struct SimWorld<'a> {
 }
 
 impl World for SimWorld<'_> {
-    /// Exact for one worker (every job's nominal time is its real time in the size model);
-    /// with `P` workers, the fluid approximation `now + pending / P`.
+    /// `now + pending / P` from nominal estimates: exact for one worker in the size model
+    /// without fluctuation; otherwise a fluid approximation (several workers, exponential
+    /// service, fluctuation and caches make real times differ from the nominal ones).
     fn finish_time(&self, node: NodeId) -> Option<Nanos> {
         let s = self.servers.get(node as usize)?;
         Some(self.now + s.core.pending_work(self.now) / self.workers as Nanos)

@@ -242,7 +242,8 @@ impl Default for CacheSpec {
 pub struct WorkloadSpec {
     /// Requests per run (warm-up included).
     pub requests: u64,
-    /// Requests completing before this time are not measured, in ms.
+    /// Requests released (simulator) or intended to be sent (live) before this time are not
+    /// measured, in ms.
     pub warmup_ms: f64,
     /// Distinct keys in the data set.
     pub keys: u64,

@@ -272,7 +272,8 @@ impl Replica {
     }
 
     /// Estimated processing time of a value of `size` bytes: the emulated model if set, else
-    /// 1 ns per byte + 20 µs (a rough local-SSD figure; only the local policies' ordering uses it).
+    /// 1 ns per byte + 20 µs (a rough local-SSD figure): orders the local policies and feeds
+    /// `pending_work`, EFT's estimate in the store.
     fn estimate(&self, size: u64) -> Nanos {
         let model = self.emulation.model_time(size);
         if model > 0 {

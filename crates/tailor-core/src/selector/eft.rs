@@ -1,6 +1,8 @@
 //! `eft`: Earliest Finish Time (Euro-Par 2021): send to the replica whose queue empties first.
 //!
-//! In the simulator [`World::finish_time`] is exact; the selector takes the replica with the
+//! In the simulator [`World::finish_time`] is `now + pending work / P` from the replicas' nominal
+//! estimates (exact for one worker in the size model; a fluid approximation with `P` workers,
+//! exponential service, fluctuation or a cache); the selector takes the replica with the
 //! smallest `max(finish_time, now)` (an idle server's finish time is `now`), ties at random.
 //!
 //! In the store (any replica without a world finish time) it estimates it (the project's

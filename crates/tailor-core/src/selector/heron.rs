@@ -131,7 +131,8 @@ impl Heron {
         &mut self.servers[i]
     }
 
-    /// The replica's score `q_bar * service_bar` (ns); 0 before any feedback. Lower is better.
+    /// The replica's score (ns; lower is better; 0 before any feedback): `q_bar * service_bar`
+    /// with `scoring = "product"`, C3's full score with `scoring = "c3"`.
     pub fn score(&self, node: NodeId) -> f64 {
         let v = self.view(node);
         match self.scoring {

@@ -48,7 +48,8 @@ impl Decision {
 /// Omniscient quantities only a simulator can provide. Strategies defined with them (`eft`,
 /// `oracle`) use them when present; every other strategy must ignore them.
 pub trait World {
-    /// When `node`'s queue will be empty, counting queued and running work exactly.
+    /// When `node`'s queue will be empty, from the queued and remaining running work as the
+    /// engine knows it (the simulator: nominal estimates over `P` workers).
     fn finish_time(&self, _node: NodeId) -> Option<Nanos> {
         None
     }

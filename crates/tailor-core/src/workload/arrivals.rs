@@ -123,9 +123,10 @@ impl Poisson {
 /// The arrival rate (per second) that offers `load` times the capacity of `servers` servers with
 /// `workers` workers each, when a request takes `mean_service_ns` on average.
 ///
-/// `= servers * workers * load / mean service time`. The caller folds anything that multiplies
-/// work (writes executed on every replica, shadow reads) into `mean_service_ns`; inputs are not
-/// checked, so a zero service time gives an infinite rate.
+/// `= servers * workers * load / mean service time`. Load counts each request once at its mean
+/// service time: the extra work of writes executed on every replica and of read-repair shadow
+/// reads is not folded in (callers pass the plain mean). Inputs are not checked, so a zero
+/// service time gives an infinite rate.
 pub fn rate_for_load(load: f64, servers: usize, workers: usize, mean_service_ns: f64) -> f64 {
     servers as f64 * workers as f64 * load * SEC as f64 / mean_service_ns
 }

@@ -29,7 +29,9 @@ pub fn section(ctx: &Ctx) -> Section {
         .filter(|(_, v)| !v.is_empty())
         .collect();
     if columns.is_empty() {
-        section.notes.push("No run carries a lower bound (compute one with `tailor bound`).".into());
+        section
+            .notes
+            .push("No run carries a lower bound (add one with `tailor sim --bound` or `bound.enabled = true`).".into());
         return section;
     }
     let values: Vec<f64> = columns.iter().flat_map(|(_, v)| v.iter().map(|x| x.2)).collect();

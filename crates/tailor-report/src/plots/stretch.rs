@@ -8,7 +8,7 @@ pub fn section(ctx: &Ctx) -> Section {
     distribution_section(
         ctx,
         "Stretch distribution",
-        "Fraction of reads whose stretch (latency divided by own processing time) exceeds x, log axes. \
+        "Fraction of reads whose stretch (latency divided by its nominal processing time) exceeds x, log axes. \
          Stretch 1 means no waiting; a long tail means small reads waited behind others. Seeds are pooled.",
         "stretch",
         "stretch (latency / processing time)",
