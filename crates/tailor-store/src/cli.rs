@@ -110,6 +110,13 @@ pub enum ClusterCommand {
         #[arg(long)]
         dir: PathBuf,
     },
+    /// Run a repair sweep on every running node of a cluster started with `--dir DIR` (each reads
+    /// every key it holds at ALL, writing the newest version back where a replica is behind).
+    Repair {
+        /// The cluster's directory.
+        #[arg(long)]
+        dir: PathBuf,
+    },
     /// Stop node N of a cluster started with `--dir DIR` if it runs, and start it again from
     /// its configuration and data (a crash test's recovery step).
     Restart {
@@ -181,6 +188,11 @@ pub fn run_cluster(args: &ClusterArgs) -> Result<(), CliError> {
         ClusterCommand::Down { dir } => {
             let n = cluster::down(dir)?;
             eprintln!("stopped {n} nodes");
+        }
+        ClusterCommand::Repair { dir } => {
+            for (id, done) in cluster::repair(dir)? {
+                println!("node {id}: {done}");
+            }
         }
         ClusterCommand::Restart { dir, node } => {
             let addr = cluster::restart(dir, *node, std::time::Duration::from_secs(30))?;

@@ -183,6 +183,12 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
         "client" if n >= 2 => Reply::ok(),
         "client" => wrong_args("client"),
         "info" => Reply::Bulk(info(node).into_bytes()),
+        "tailor.repair" if n == 1 => match crate::repair::sweep(coord, &node.storage, node.cfg.repair_keys_per_s).await
+        {
+            Ok(s) => Reply::Simple(format!("keys={} failed={} repaired={}", s.keys, s.failed, s.repaired)),
+            Err(e) => Reply::err(e),
+        },
+        "tailor.repair" => wrong_args("tailor.repair"),
         "tailor.set" if n == 3 => tailor_set(node, &args[1], &args[2]),
         "tailor.set" => wrong_args("tailor.set"),
         "tailor.get" if n == 2 => tailor_get(node, &args[1]),
@@ -243,6 +249,7 @@ pub const COMMANDS: &[&str] = &[
     "quit",
     "auth",
     "consistency",
+    "tailor.repair",
     "tailor.set",
     "tailor.get",
     "tailor.localget",

@@ -189,6 +189,11 @@ pub struct NodeConfig {
     pub hint_max_bytes: u64,
     /// How often hints are replayed to peers that are up, in ms.
     pub hint_replay_ms: u64,
+    /// Run a repair sweep (every key this node holds read at ALL) every this many seconds;
+    /// 0: only on demand (`TAILOR.REPAIR`, `tailor cluster repair`).
+    pub repair_every_s: u64,
+    /// Keys a repair sweep reads per second at most (0: no limit).
+    pub repair_keys_per_s: u64,
     /// Heartbeat interval of the failure detector, in ms.
     pub heartbeat_ms: u64,
     /// Consecutive missed heartbeats (or timed-out requests) that mark a peer down.
@@ -246,6 +251,8 @@ impl Default for NodeConfig {
             max_clock_offset_ms: 500,
             hint_max_bytes: 64 << 20,
             hint_replay_ms: 1000,
+            repair_every_s: 0,
+            repair_keys_per_s: 1000,
             heartbeat_ms: 100,
             down_after_misses: 3,
             park_capacity: 1024,

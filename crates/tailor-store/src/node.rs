@@ -185,6 +185,9 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
             }
         }));
     }
+    if node.cfg.repair_every_s > 0 {
+        tasks.push(tokio::spawn(repair_periodically(node.clone())));
+    }
     if let Some(h) = node.hints.clone() {
         tasks.push(tokio::spawn(replay_hints(h, network, Duration::from_millis(node.cfg.hint_replay_ms))));
     }
@@ -225,6 +228,19 @@ fn coordinator_core(cfg: &NodeConfig, env: &SelectorEnv, emulation: &Emulation) 
         seed: env.seed,
     };
     Ok(CoordinatorCore::new(core_cfg, selector, oracle))
+}
+
+/// A repair sweep every `repair_every_s` (the first one after a full period).
+async fn repair_periodically(node: Arc<Node>) {
+    let every = Duration::from_secs(node.cfg.repair_every_s);
+    let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+    loop {
+        tick.tick().await;
+        match crate::repair::sweep(&node.coordinator, &node.storage, node.cfg.repair_keys_per_s).await {
+            Ok(s) => tracing::info!(keys = s.keys, failed = s.failed, repaired = s.repaired, "repair sweep done"),
+            Err(e) => tracing::error!("repair sweep failed: {e}"),
+        }
+    }
 }
 
 /// Replay hints to peers that are up, every `every`.

@@ -32,7 +32,7 @@ pub struct Session {
 }
 
 /// Commands that change how the node runs: only the admin user, when there is one.
-const ADMIN: &[&str] = &["tailor.set"];
+const ADMIN: &[&str] = &["tailor.set", "tailor.repair"];
 
 /// Commands a client may send before authenticating.
 const BEFORE_AUTH: &[&str] = &["auth", "hello", "quit"];

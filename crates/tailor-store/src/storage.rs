@@ -205,6 +205,19 @@ impl Storage {
         Ok(out)
     }
 
+    /// Up to `n` keys (live or deleted) in key order after `after` (from the first with `None`):
+    /// a page of a repair sweep. Not a snapshot: writes racing with it may or may not be seen.
+    pub fn keys_after(&self, after: Option<&[u8]>, n: usize) -> Result<Vec<Vec<u8>>, StorageError> {
+        use std::ops::Bound;
+        let start = after.map_or(Bound::Unbounded, |k| Bound::Excluded(k.to_vec()));
+        let mut out = Vec::with_capacity(n);
+        for item in self.meta.range::<Vec<u8>, _>((start, Bound::Unbounded)).take(n) {
+            let (key, _) = item.into_inner()?;
+            out.push(key.to_vec());
+        }
+        Ok(out)
+    }
+
     /// A keyspace of its own for another part of the node (hints), in the same journal.
     pub(crate) fn keyspace(&self, name: &str) -> Result<Keyspace, StorageError> {
         Ok(self.db.keyspace(name, KeyspaceCreateOptions::default)?)

@@ -70,3 +70,21 @@ fn quorum_reads_repair_a_replica_that_missed_writes() {
     assert_eq!(missing_on_node2(&cl, &expected), Vec::<String>::new(), "the reads wrote the newest back");
     assert!(cl.metric(2, "tailor_read_repairs_total", &[]) >= 60.0, "tombstones written back too");
 }
+
+#[test]
+fn a_repair_sweep_brings_a_replica_up_to_date() {
+    let mut cl = TestCluster::start(ClusterOptions { nodes: 3, ..ClusterOptions::default() }, |c| {
+        c.hint_max_bytes = 0;
+    });
+    let expected = writes_while_down(&mut cl);
+    cl.restart(2);
+    assert_eq!(missing_on_node2(&cl, &expected).len(), 40);
+    assert!(eventually(10, || cl.metric(0, "tailor_peer_up", &["peer=\"2\""]) == 1.0), "node 0 sees node 2");
+    let out =
+        std::process::Command::new(exe()).args(["cluster", "repair", "--dir"]).arg(cl.dir.path()).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(text.lines().count(), 3, "one line per node: {text}");
+    assert!(text.contains("node 0: keys=60 failed=0 repaired="), "{text}");
+    assert_eq!(missing_on_node2(&cl, &expected), Vec::<String>::new(), "the sweep wrote the newest back");
+}

@@ -1,12 +1,14 @@
-//! `tailor cluster up/down/restart`: N node processes on loopback with data dirs and pid files.
+//! `tailor cluster up/down/restart/repair`: N node processes on loopback with data dirs and pid files.
 //!
 //! This file plans a cluster and starts node processes; `supervise.rs` runs `cluster up`;
 //! `pids.rs` finds, checks and stops the nodes a cluster directory's pid files name.
 
 mod pids;
+mod repair;
 mod supervise;
 
 pub use pids::{down, restart};
+pub use repair::repair;
 pub use supervise::{stop_children, up};
 
 use crate::config::{Consistency, Durability, Member, NodeConfig};
