@@ -54,8 +54,24 @@ fn main() {
         Command::Report(args) => cmd::report::run(args),
     };
     if let Err(e) = outcome {
-        eprintln!("error: {e:#}");
+        eprintln!("error: {}", describe(&e));
         let invalid = e.downcast_ref::<cmd::experiment::AllLiveRunsInvalid>().is_some();
         std::process::exit(if invalid { cmd::experiment::INVALID_EXIT_CODE } else { 2 });
     }
+}
+
+/// An error and its causes on one line, each cause once: many errors already name their cause
+/// in their own message, and printing the chain again would say it twice.
+fn describe(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            if !out.is_empty() {
+                out.push_str(": ");
+            }
+            out.push_str(&text);
+        }
+    }
+    out
 }

@@ -110,3 +110,11 @@ fn sim_with_bound_adds_the_ratio() {
         assert!(run["bound"]["ratio"].as_f64().unwrap() >= 1.0 - 1e-9);
     }
 }
+
+#[test]
+fn an_error_names_its_cause_once() {
+    let out = tailor(&["cluster", "down", "--dir", "/nonexistent-tailor-dir"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+}
