@@ -45,6 +45,7 @@ impl<E> EventQueue<E> {
     }
 
     /// Schedule `event` at `time`.
+    #[inline]
     pub fn push(&mut self, time: Nanos, event: E) {
         self.seq += 1;
         let slot = match self.free.pop() {
@@ -64,6 +65,7 @@ impl<E> EventQueue<E> {
     /// Schedule `event` at `time` in `lane`, no earlier than any event scheduled in that lane
     /// before (a fixed delay after the current time, or a stream that only moves forward).
     /// Pops exactly as [`EventQueue::push`] would.
+    #[inline]
     pub fn push_in_order(&mut self, lane: usize, time: Nanos, event: E) {
         self.seq += 1;
         let fifo = &mut self.lanes[lane];
@@ -87,6 +89,7 @@ impl<E> EventQueue<E> {
     }
 
     /// The earliest event, if any.
+    #[inline]
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
         let lane = self.earliest_lane();
         // sequence numbers are unique, so a heap key (with its slot bits) never ties a lane's
