@@ -3,7 +3,7 @@
 //! function of its plan.
 
 use crate::coordinator::SimCoordinator;
-use crate::events::EventQueue;
+use crate::events::{EventQueue, LANES};
 use crate::record::Recorder;
 use crate::server::{Job, Server, SimWorld};
 use crate::workload::{mean_service_ns, Draw, Generator};
@@ -69,6 +69,15 @@ enum Event {
 }
 
 const _: () = assert!(std::mem::size_of::<Event>() <= 48, "events stay small");
+
+/// The event queue's lane for network hops: all take the same delay, so their times never
+/// decrease.
+const HOPS: usize = 0;
+/// The lane for the workload's next arrival (open loop, trace) or a closed-loop client's next
+/// request (a fixed think time ahead): each is scheduled at or after the current time, and
+/// before the next one pops no earlier one is scheduled.
+const ARRIVALS: usize = 1;
+const _: () = assert!(HOPS < LANES && ARRIVALS < LANES && HOPS != ARRIVALS, "one lane each");
 
 /// The simulator state for one run.
 pub struct Engine<'a> {
@@ -174,16 +183,16 @@ impl<'a> Engine<'a> {
     pub fn run(mut self) -> RunOutput {
         let w = &self.spec.workload;
         match w.arrival {
-            ArrivalKind::Poisson => self.events.push(0, Event::Arrival),
+            ArrivalKind::Poisson => self.events.push_in_order(ARRIVALS, 0, Event::Arrival),
             ArrivalKind::Trace => {
                 if let Some(t) = self.gen.trace_time(0) {
-                    self.events.push(t, Event::Arrival);
+                    self.events.push_in_order(ARRIVALS, t, Event::Arrival);
                 }
             }
             ArrivalKind::ClosedLoop => {
                 for client in 0..self.clients.len() as u32 {
                     for _ in 0..w.outstanding {
-                        self.events.push(0, Event::ClientNext { client });
+                        self.events.push_in_order(ARRIVALS, 0, Event::ClientNext { client });
                     }
                 }
             }
@@ -234,7 +243,7 @@ impl<'a> Engine<'a> {
                 self.issue(draw);
                 if self.generated < self.total {
                     if let Some(t) = self.gen.trace_time(self.trace_pos) {
-                        self.events.push(t.max(self.now), Event::Arrival);
+                        self.events.push_in_order(ARRIVALS, t.max(self.now), Event::Arrival);
                     }
                 }
             }
@@ -243,7 +252,7 @@ impl<'a> Engine<'a> {
                 self.issue(draw);
                 if self.generated < self.total {
                     let gap = self.gen.next_gap();
-                    self.events.push(self.now + gap, Event::Arrival);
+                    self.events.push_in_order(ARRIVALS, self.now + gap, Event::Arrival);
                 }
             }
         }
@@ -275,7 +284,11 @@ impl<'a> Engine<'a> {
             match action {
                 Action::Send(s) => {
                     let job = Job { req: s.ticket.id as u32, ticket: s.ticket, kind: s.kind, tags: s.tags, age: s.age };
-                    self.events.push_in_order(self.now + self.net, Event::ServerArrive { server: s.replica, job });
+                    self.events.push_in_order(
+                        HOPS,
+                        self.now + self.net,
+                        Event::ServerArrive { server: s.replica, job },
+                    );
                 }
                 Action::Reply { request, .. } => self.completed(request as u32),
                 Action::Fail { request, failure } => {
@@ -354,7 +367,7 @@ impl<'a> Engine<'a> {
             }
         }
         self.answers.push_back((job.req, feedback));
-        self.events.push_in_order(self.now + self.net, Event::Answer { server, job });
+        self.events.push_in_order(HOPS, self.now + self.net, Event::Answer { server, job });
         self.start_jobs(server);
     }
 
@@ -370,7 +383,7 @@ impl<'a> Engine<'a> {
     fn closed_loop_next(&mut self, client: u32) {
         if self.spec.workload.arrival == ArrivalKind::ClosedLoop && self.generated < self.total {
             let think = from_ms(self.spec.workload.think_ms);
-            self.events.push(self.now + think, Event::ClientNext { client });
+            self.events.push_in_order(ARRIVALS, self.now + think, Event::ClientNext { client });
         }
     }
 

@@ -14,17 +14,21 @@ fn order(time: Nanos, seq: u64) -> u128 {
     ((time as u128) << 64) | ((seq as u128) << SLOT_BITS)
 }
 
-/// A future-event list in two parts that pop as one, in (time, sequence) order:
+/// Number of in-order lanes beside the heap (see [`EventQueue::push_in_order`]).
+pub const LANES: usize = 2;
+
+/// A future-event list in parts that pop as one, in (time, sequence) order:
 ///
 /// - a binary heap of 16-byte keys `time << 64 | seq << 24 | slot` whose events stay in a slab,
 ///   so sifting moves and compares one `u128` instead of whole events;
-/// - a FIFO for events scheduled a fixed delay ahead (every network hop): their times never
-///   decrease, so they need no sifting at all. Half of a request's events are hops.
+/// - [`LANES`] FIFOs for streams of events whose times never decrease (every network hop, which
+///   is a fixed delay ahead; the workload's next arrival): they need no sifting at all. Half of
+///   a request's events are hops, and one more is its arrival.
 pub struct EventQueue<E> {
     heap: BinaryHeap<Reverse<u128>>,
     slab: Vec<Option<E>>,
     free: Vec<u32>,
-    fifo: VecDeque<(Nanos, u64, E)>,
+    lanes: [VecDeque<(Nanos, u64, E)>; LANES],
     seq: u64,
 }
 
@@ -35,12 +39,13 @@ impl<E> EventQueue<E> {
             heap: BinaryHeap::with_capacity(4096),
             slab: Vec::with_capacity(4096),
             free: Vec::new(),
-            fifo: VecDeque::with_capacity(4096),
+            lanes: std::array::from_fn(|_| VecDeque::with_capacity(4096)),
             seq: 0,
         }
     }
 
     /// Schedule `event` at `time`.
+    #[inline]
     pub fn push(&mut self, time: Nanos, event: E) {
         self.seq += 1;
         let slot = match self.free.pop() {
@@ -57,24 +62,45 @@ impl<E> EventQueue<E> {
         self.heap.push(Reverse(order(time, self.seq) | slot as u128));
     }
 
-    /// Schedule `event` at `time`, no earlier than any event scheduled this way before (a fixed
-    /// delay after the current time). Pops exactly as [`EventQueue::push`] would.
-    pub fn push_in_order(&mut self, time: Nanos, event: E) {
+    /// Schedule `event` at `time` in `lane`, no earlier than any event scheduled in that lane
+    /// before (a fixed delay after the current time, or a stream that only moves forward).
+    /// Pops exactly as [`EventQueue::push`] would.
+    #[inline]
+    pub fn push_in_order(&mut self, lane: usize, time: Nanos, event: E) {
         self.seq += 1;
-        assert!(self.fifo.back().is_none_or(|b| b.0 <= time), "in-order events never go back in time");
-        self.fifo.push_back((time, self.seq, event));
+        let fifo = &mut self.lanes[lane];
+        assert!(fifo.back().is_none_or(|b| b.0 <= time), "in-order events never go back in time");
+        fifo.push_back((time, self.seq, event));
+    }
+
+    /// The lane whose front is the earliest of all lane fronts, with that front's order.
+    #[inline]
+    fn earliest_lane(&self) -> Option<(u128, usize)> {
+        let mut best: Option<(u128, usize)> = None;
+        for (i, lane) in self.lanes.iter().enumerate() {
+            if let Some(&(time, seq, _)) = lane.front() {
+                let key = order(time, seq);
+                if best.is_none_or(|(b, _)| key < b) {
+                    best = Some((key, i));
+                }
+            }
+        }
+        best
     }
 
     /// The earliest event, if any.
+    #[inline]
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
-        let heap_first = match (self.heap.peek(), self.fifo.front()) {
+        let lane = self.earliest_lane();
+        // sequence numbers are unique, so a heap key (with its slot bits) never ties a lane's
+        let heap_first = match (self.heap.peek(), lane) {
             (None, None) => return None,
             (Some(_), None) => true,
             (None, Some(_)) => false,
-            (Some(Reverse(key)), Some(&(time, seq, _))) => *key < order(time, seq),
+            (Some(Reverse(key)), Some((front, _))) => *key < front,
         };
-        if !heap_first {
-            let (time, _, event) = self.fifo.pop_front().expect("peeked");
+        if let (false, Some((_, i))) = (heap_first, lane) {
+            let (time, _, event) = self.lanes[i].pop_front().expect("peeked");
             return Some((time, event));
         }
         let Reverse(key) = self.heap.pop().expect("peeked");
@@ -87,13 +113,13 @@ impl<E> EventQueue<E> {
     /// The time of the earliest event, if any.
     pub fn next_time(&self) -> Option<Nanos> {
         let heap = self.heap.peek().map(|k| (k.0 >> 64) as Nanos);
-        let fifo = self.fifo.front().map(|f| f.0);
-        heap.into_iter().chain(fifo).min()
+        let lanes = self.lanes.iter().filter_map(|l| l.front().map(|f| f.0));
+        heap.into_iter().chain(lanes).min()
     }
 
     /// Whether no event is pending.
     pub fn is_empty(&self) -> bool {
-        self.heap.is_empty() && self.fifo.is_empty()
+        self.heap.is_empty() && self.lanes.iter().all(VecDeque::is_empty)
     }
 
     /// Events scheduled so far (a progress and cost measure).
@@ -121,20 +147,34 @@ mod tests {
     fn in_order_events_interleave_as_if_pushed_on_the_heap() {
         let mut q = EventQueue::new();
         q.push(5, 'a');
-        q.push_in_order(2, 'b');
-        q.push_in_order(5, 'c');
+        q.push_in_order(0, 2, 'b');
+        q.push_in_order(1, 5, 'c');
         q.push(5, 'd');
         q.push(1, 'e');
-        q.push_in_order(7, 'f');
+        q.push_in_order(0, 7, 'f');
         let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(order, [(1, 'e'), (2, 'b'), (5, 'a'), (5, 'c'), (5, 'd'), (7, 'f')]);
+    }
+
+    #[test]
+    fn equal_times_pop_in_insertion_order_across_lanes_and_heap() {
+        let mut q = EventQueue::new();
+        q.push_in_order(1, 5, 'a');
+        q.push_in_order(0, 5, 'b');
+        q.push(5, 'c');
+        q.push_in_order(1, 5, 'd');
+        q.push(4, 'e');
+        assert_eq!(q.next_time(), Some(4));
+        let order: Vec<_> = std::iter::from_fn(|| q.pop()).collect();
+        assert_eq!(order, [(4, 'e'), (5, 'a'), (5, 'b'), (5, 'c'), (5, 'd')]);
+        assert!(q.is_empty());
     }
 
     #[test]
     #[should_panic(expected = "never go back in time")]
     fn an_in_order_event_earlier_than_the_last_is_a_bug() {
         let mut q = EventQueue::new();
-        q.push_in_order(5, 'a');
-        q.push_in_order(4, 'b');
+        q.push_in_order(1, 5, 'a');
+        q.push_in_order(1, 4, 'b');
     }
 }

@@ -97,6 +97,10 @@ const MAX_DECAY_EXPONENT: f64 = 40.0;
 struct Reservoir {
     /// (priority, latency µs, weight).
     samples: Vec<(f64, f64, f64)>,
+    /// Positions in `samples` by latency, ties by position: the order a stable sort by latency
+    /// gives, kept on every add so that the median (every 100 ms for every peer with new samples,
+    /// the largest cost of this strategy) scans instead of sorting.
+    by_value: Vec<u32>,
     /// Time the weights are relative to.
     landmark: Nanos,
 }
@@ -122,22 +126,46 @@ impl Reservoir {
         let priority = weight / (1.0 - u);
         if self.samples.len() < size.max(1) {
             self.samples.push((priority, value, weight));
-        } else if let Some(lowest) = self.samples.iter_mut().min_by(|a, b| a.0.total_cmp(&b.0)) {
-            if lowest.0 < priority {
-                *lowest = (priority, value, weight);
+            self.index(self.samples.len() - 1);
+        } else if let Some(lowest) =
+            (0..self.samples.len()).min_by(|&a, &b| self.samples[a].0.total_cmp(&self.samples[b].0))
+        {
+            if self.samples[lowest].0 < priority {
+                self.unindex(lowest);
+                self.samples[lowest] = (priority, value, weight);
+                self.index(lowest);
             }
         }
     }
 
+    /// Where sample `i` belongs in `by_value` (or is, when indexed).
+    fn rank(&self, i: usize) -> usize {
+        let value = self.samples[i].1;
+        self.by_value.partition_point(|&j| match self.samples[j as usize].1.total_cmp(&value) {
+            std::cmp::Ordering::Less => true,
+            std::cmp::Ordering::Equal => (j as usize) < i,
+            std::cmp::Ordering::Greater => false,
+        })
+    }
+
+    fn index(&mut self, i: usize) {
+        let at = self.rank(i);
+        self.by_value.insert(at, i as u32);
+    }
+
+    fn unindex(&mut self, i: usize) {
+        let at = self.rank(i);
+        assert_eq!(self.by_value.get(at), Some(&(i as u32)), "every sample is indexed by its latency");
+        self.by_value.remove(at);
+    }
+
     /// Weighted median: the largest value whose preceding cumulative weight share is at most 1/2.
-    fn median(&self, scratch: &mut Vec<(f64, f64)>) -> Option<f64> {
-        scratch.clear();
-        scratch.extend(self.samples.iter().map(|s| (s.1, s.2)));
-        scratch.sort_by(|a, b| a.0.total_cmp(&b.0));
-        let total: f64 = scratch.iter().map(|s| s.1).sum();
+    fn median(&self) -> Option<f64> {
+        let sorted = || self.by_value.iter().map(|&j| (self.samples[j as usize].1, self.samples[j as usize].2));
+        let total: f64 = sorted().map(|s| s.1).sum();
         let mut before = 0.0;
-        let mut median = scratch.first()?.0;
-        for &(value, weight) in scratch.iter() {
+        let mut median = sorted().next()?.0;
+        for (value, weight) in sorted() {
             if before / total > 0.5 {
                 break;
             }
@@ -174,7 +202,6 @@ pub struct DynamicSnitch {
     next_update: Nanos,
     next_reset: Nanos,
     rng: Rng,
-    scratch: Vec<(f64, f64)>,
     sorted: Vec<f64>,
 }
 
@@ -211,7 +238,6 @@ impl DynamicSnitch {
             next_update: update_interval + phase,
             next_reset: reset_interval + phase,
             rng,
-            scratch: Vec::new(),
             sorted: Vec::new(),
         }
     }
@@ -249,7 +275,7 @@ impl DynamicSnitch {
     fn update_scores(&mut self) {
         for p in self.peers.iter_mut().filter(|p| p.dirty) {
             p.stat = match self.cfg.sampling {
-                Sampling::Reservoir => p.reservoir.median(&mut self.scratch),
+                Sampling::Reservoir => p.reservoir.median(),
                 Sampling::Ewma => p.ewma.get(),
             };
             p.dirty = false;
@@ -397,9 +423,8 @@ mod tests {
             sample(&mut s, 11 * SEC + i * MS, 0, 2);
         }
         sample(&mut s, 11 * SEC + 50 * MS, 1, 4);
-        let mut scratch = Vec::new();
         assert_eq!(s.peers[0].reservoir.samples.len(), 100);
-        assert_eq!(s.peers[0].reservoir.median(&mut scratch), Some(2_000.0));
+        assert_eq!(s.peers[0].reservoir.median(), Some(2_000.0));
         head(&mut s, 11 * SEC + 100 * MS);
         assert_eq!(s.score(0), Some(0.5));
         assert_eq!(s.score(1), Some(1.0));
@@ -413,8 +438,37 @@ mod tests {
             r.add(i * 50 * MS, (i % 7) as f64, 0.75, 100, rng.unit());
         }
         assert!(r.samples.iter().all(|s| s.0.is_finite() && s.2.is_finite()));
-        let m = r.median(&mut Vec::new()).expect("samples");
+        let m = r.median().expect("samples");
         assert!((0.0..7.0).contains(&m));
+    }
+
+    /// The median over the kept order is the one a stable sort by latency gives, bit for bit,
+    /// with many equal latencies (whole microseconds) and replacements.
+    #[test]
+    fn kept_order_median_is_the_sorted_median() {
+        let sorted_median = |r: &Reservoir| {
+            let mut v: Vec<(f64, f64)> = r.samples.iter().map(|s| (s.1, s.2)).collect();
+            v.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let total: f64 = v.iter().map(|s| s.1).sum();
+            let (mut before, mut median) = (0.0, v.first()?.0);
+            for &(value, weight) in &v {
+                if before / total > 0.5 {
+                    break;
+                }
+                median = value;
+                before += weight;
+            }
+            Some(median)
+        };
+        let mut r = Reservoir::default();
+        let mut rng = Rng::new(5, 6);
+        assert_eq!(r.median(), None);
+        for i in 0..20_000u64 {
+            r.add(i * 7 * MS, rng.below(40) as f64, 0.75, 60, rng.unit());
+            assert_eq!(r.median().map(f64::to_bits), sorted_median(&r).map(f64::to_bits), "after {i}");
+            let values: Vec<_> = r.by_value.iter().map(|&j| (r.samples[j as usize].1, j)).collect();
+            assert!(values.windows(2).all(|w| w[0].0 < w[1].0 || (w[0].0 == w[1].0 && w[0].1 < w[1].1)));
+        }
     }
 
     #[test]
