@@ -70,8 +70,9 @@ fn alive(pid: i32) -> bool {
     signal(pid, 0)
 }
 
-/// SIGTERM to each pid, then SIGKILL to those still running after [`STOP_GRACE`].
-fn stop_pids(pids: &[i32]) {
+/// SIGTERM to each pid, then SIGKILL to those still running after [`STOP_GRACE`] (an exited
+/// process that waits to be reaped counts as stopped).
+pub(crate) fn stop_pids(pids: &[i32]) {
     for &pid in pids {
         signal(pid, libc::SIGTERM);
     }

@@ -98,22 +98,11 @@ fn install_stop_flag() -> std::sync::Arc<AtomicBool> {
 
 /// Stop node processes: SIGTERM to all, then SIGKILL those still running after 10 s, reaping each.
 pub fn stop_children(children: &mut [Child]) {
-    for c in children.iter() {
-        // SAFETY: kill(2) has no memory effects; our own child's pid is valid until reaped.
-        unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
-    }
-    let deadline = Instant::now() + Duration::from_secs(10);
+    // only those not reaped yet: a reaped child's pid may belong to another process by now
+    let running: Vec<i32> =
+        children.iter_mut().filter_map(|c| matches!(c.try_wait(), Ok(None)).then(|| c.id() as i32)).collect();
+    pids::stop_pids(&running);
     for c in children.iter_mut() {
-        loop {
-            match c.try_wait() {
-                Ok(Some(_)) | Err(_) => break,
-                Ok(None) if Instant::now() > deadline => {
-                    let _ = c.kill();
-                    let _ = c.wait();
-                    break;
-                }
-                Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            }
-        }
+        let _ = c.wait();
     }
 }
