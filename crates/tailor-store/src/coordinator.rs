@@ -106,12 +106,15 @@ impl InFlight {
         if self.write.is_some() {
             return (Versioned::default(), Vec::new());
         }
-        let answers = std::mem::take(&mut self.answers);
+        let mut answers = std::mem::take(&mut self.answers);
         if self.newest {
             let order =
                 |a: &Versioned, b: &Versioned| (a.version, a.value.is_some()).cmp(&(b.version, b.value.is_some()));
-            let newest = answers.iter().map(|(_, v)| v).max_by(|a, b| order(a, b)).cloned().unwrap_or_default();
-            return (newest.clone(), repair::stale(&answers, &newest));
+            let Some(i) = (0..answers.len()).max_by(|&a, &b| order(&answers[a].1, &answers[b].1)) else {
+                return (Versioned::default(), Vec::new());
+            };
+            let stale = repair::stale(&answers, &answers[i].1);
+            return (answers.swap_remove(i).1, stale);
         }
         let chosen = answers.into_iter().find(|(r, _)| *r == replica);
         (chosen.expect("the completing answer was kept").1, Vec::new())
@@ -144,7 +147,6 @@ pub struct Coordinator {
     hlc: Arc<Hlc>,
     metrics: Arc<Metrics>,
     hints: Option<Arc<Hints>>,
-    read_repairs: AtomicU64,
 }
 
 /// Everything a coordinator is built from.
@@ -183,7 +185,6 @@ impl Coordinator {
             timeout: p.timeout,
             hlc: p.hlc,
             hints: p.hints,
-            read_repairs: AtomicU64::new(0),
             metrics: p.metrics,
         });
         tokio::spawn(wake_up_task(Arc::downgrade(&c), c.wake.clone()));
@@ -309,14 +310,14 @@ impl Coordinator {
         let me = self.clone();
         tokio::spawn(async move {
             let repaired = repair::write_back(me.transport.as_ref(), &key, &newest, &stale).await;
-            me.read_repairs.fetch_add(repaired as u64, Ordering::Relaxed);
+            me.metrics.read_repairs.fetch_add(repaired as u64, Ordering::Relaxed);
             let _ = done.send(Ok(newest));
         });
     }
 
     /// Replicas written back by read repair so far.
     pub fn read_repairs(&self) -> u64 {
-        self.read_repairs.load(Ordering::Relaxed)
+        self.metrics.read_repairs.load(Ordering::Relaxed)
     }
 
     /// Keep the write of request `id` as a hint for each of `replicas` it did not reach.

@@ -39,6 +39,8 @@ pub struct Metrics {
     pub auth_failures: AtomicU64,
     /// Internode frames whose tag did not verify with the cluster secret.
     pub forged_frames: AtomicU64,
+    /// Replicas written back by blocking read repair.
+    pub read_repairs: AtomicU64,
     /// Worker panics caught (the worker was replaced, its request answered with an error).
     pub worker_panics: AtomicU64,
     /// Connections refused at a cap (`max_clients`, `max_peer_connections`).
@@ -85,7 +87,7 @@ impl Metrics {
     pub fn render(&self, node: u32, selector: &str, local: &str, gauges: &[(String, f64)]) -> String {
         let mut o = String::new();
         let l = format!("node=\"{node}\",selector=\"{selector}\",local=\"{local}\"");
-        let counters: [(&str, &str, &AtomicU64); 17] = [
+        let counters: [(&str, &str, &AtomicU64); 18] = [
             ("tailor_reads_served_total", "Reads executed by this replica.", &self.reads_served),
             ("tailor_writes_served_total", "Writes executed by this replica.", &self.writes_served),
             ("tailor_client_commands_total", "RESP commands handled.", &self.client_commands),
@@ -106,6 +108,7 @@ impl Metrics {
             ),
             ("tailor_busy_refusals_total", "Requests refused by a full replica queue.", &self.busy_refusals),
             ("tailor_auth_failures_total", "AUTH attempts with a wrong password.", &self.auth_failures),
+            ("tailor_read_repairs_total", "Replicas written back by read repair.", &self.read_repairs),
             ("tailor_forged_frames_total", "Internode frames not signed with the cluster secret.", &self.forged_frames),
         ];
         for (name, help, c) in counters {

@@ -262,7 +262,6 @@ fn render_metrics(node: &Node) -> String {
         (format!("tailor_healthy{{node=\"{id}\"}}"), node.replica.healthy() as u8 as f64),
         (format!("tailor_buffered_bytes{{node=\"{id}\"}}"), node.budget.used() as f64),
     ];
-    gauges.push((format!("tailor_read_repairs_total{{node=\"{id}\"}}"), node.coordinator.read_repairs() as f64));
     if let Some(h) = &node.hints {
         let st = h.stats();
         gauges.push((format!("tailor_hints_pending{{node=\"{id}\"}}"), st.pending as f64));
