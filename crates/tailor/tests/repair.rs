@@ -6,9 +6,12 @@ mod common;
 use common::*;
 use tailor_store::cluster::ClusterOptions;
 
+/// Every key and what every replica must end up holding (`None`: deleted).
+type Expected = Vec<(String, Option<Vec<u8>>)>;
+
 /// Write 60 keys, overwrite the first 20 and delete the next 20 through node 0 while node 2 is
 /// down; returns what every replica must end up holding.
-fn writes_while_down(cl: &mut TestCluster) -> Vec<(String, Option<Vec<u8>>)> {
+fn writes_while_down(cl: &mut TestCluster) -> Expected {
     cl.kill(2);
     assert!(eventually(10, || cl.metric(0, "tailor_peer_up", &["peer=\"2\""]) == 0.0), "node 0 sees node 2 down");
     let mut con = cl.conn(0);
@@ -30,7 +33,7 @@ fn writes_while_down(cl: &mut TestCluster) -> Vec<(String, Option<Vec<u8>>)> {
     expected
 }
 
-fn missing_on_node2(cl: &TestCluster, expected: &[(String, Option<Vec<u8>>)]) -> Vec<String> {
+fn missing_on_node2(cl: &TestCluster, expected: &Expected) -> Vec<String> {
     expected.iter().filter(|(k, v)| replica_value(cl, 2, k) != *v).map(|(k, _)| k.clone()).collect()
 }
 
@@ -47,8 +50,8 @@ fn hints_bring_a_restarted_replica_up_to_date() {
     assert!(cl.metric(0, "tailor_hints_replayed_total", &[]) >= 100.0);
 }
 
-#[test]
-fn quorum_reads_repair_a_replica_that_missed_writes() {
+/// Without hints: node 2 misses the writes while down and is restarted behind.
+fn back_without_hints() -> (TestCluster, Expected) {
     let mut cl = TestCluster::start(ClusterOptions { nodes: 3, ..ClusterOptions::default() }, |c| {
         c.hint_max_bytes = 0;
     });
@@ -56,6 +59,12 @@ fn quorum_reads_repair_a_replica_that_missed_writes() {
     cl.restart(2);
     // the 20 deleted keys read as absent there anyway (but without their tombstones)
     assert_eq!(missing_on_node2(&cl, &expected).len(), 40, "without hints node 2 missed every live key");
+    (cl, expected)
+}
+
+#[test]
+fn quorum_reads_repair_a_replica_that_missed_writes() {
+    let (cl, expected) = back_without_hints();
     let mut con = cl.conn(2);
     // this connection reads at ALL (cqlsh's CONSISTENCY); others keep the node's levels
     let _: () = redis::cmd("CONSISTENCY").arg("all").query(&mut con).unwrap();
@@ -73,12 +82,7 @@ fn quorum_reads_repair_a_replica_that_missed_writes() {
 
 #[test]
 fn a_repair_sweep_brings_a_replica_up_to_date() {
-    let mut cl = TestCluster::start(ClusterOptions { nodes: 3, ..ClusterOptions::default() }, |c| {
-        c.hint_max_bytes = 0;
-    });
-    let expected = writes_while_down(&mut cl);
-    cl.restart(2);
-    assert_eq!(missing_on_node2(&cl, &expected).len(), 40);
+    let (cl, expected) = back_without_hints();
     assert!(eventually(10, || cl.metric(0, "tailor_peer_up", &["peer=\"2\""]) == 1.0), "node 0 sees node 2");
     let out =
         std::process::Command::new(exe()).args(["cluster", "repair", "--dir"]).arg(cl.dir.path()).output().unwrap();
