@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use tailor_core::coordinator::speculation::{SpeculationConfig, SpeculativeRetry};
 use tailor_core::local::LocalConfig;
 use tailor_core::oracle::bloom::{BloomConfig, BloomFilter};
 use tailor_core::selector::SelectorConfig;
@@ -181,6 +182,15 @@ pub struct NodeConfig {
     pub bloom_rebuild_ms: u64,
     /// Timeout of one request to a replica, in ms; a read that times out moves to the next replica.
     pub request_timeout_ms: u64,
+    /// When a read at ONE whose replica has not answered is also sent to another replica
+    /// (Cassandra's `speculative_retry`): `99p` (the default: the 99th percentile of this
+    /// coordinator's recent read latencies), a fixed delay like `20ms`, or `none`.
+    pub speculative_retry: String,
+    /// Speculative copies allowed per read, on average (default 0.5; 0..=1): a bound on the extra
+    /// load hedging adds when many replicas are slow at once. 0.5 covers one frozen replica of
+    /// three even under a load-blind selector, which keeps sending it a third of the reads until
+    /// the failure detector marks it down.
+    pub speculative_budget: f64,
     /// Largest clock offset tolerated between nodes: a write whose version is further ahead of
     /// this node's clock is refused (see `hlc.rs`).
     pub max_clock_offset_ms: u64,
@@ -248,6 +258,8 @@ impl Default for NodeConfig {
             bloom: BloomConfig::default(),
             bloom_rebuild_ms: 10 * 60 * 1000,
             request_timeout_ms: 1000,
+            speculative_retry: "99p".to_string(),
+            speculative_budget: 0.5,
             max_clock_offset_ms: 500,
             hint_max_bytes: 64 << 20,
             hint_replay_ms: 1000,
@@ -340,6 +352,12 @@ impl NodeConfig {
         if !(0.0..=1.0).contains(&self.read_repair) {
             return bad("read_repair", format!("{} must be in [0, 1]", self.read_repair));
         }
+        if let Err(reason) = self.speculation() {
+            return bad("speculative_retry", reason);
+        }
+        if !(0.0..=1.0).contains(&self.speculative_budget) {
+            return bad("speculative_budget", format!("{} must be in [0, 1]", self.speculative_budget));
+        }
         if self.park_capacity == 0 {
             return bad("park_capacity", "must be at least 1".into());
         }
@@ -389,6 +407,12 @@ impl NodeConfig {
             return bad("slow_sender_timeout_ms", "must be > 0".into());
         }
         Ok(())
+    }
+
+    /// The speculative-retry rule (`None`: off).
+    pub fn speculation(&self) -> Result<Option<SpeculationConfig>, String> {
+        let rule = SpeculativeRetry::parse(&self.speculative_retry)?;
+        Ok(rule.map(|rule| SpeculationConfig { rule, budget: self.speculative_budget }))
     }
 
     /// The internode address this node listens on.

@@ -13,8 +13,9 @@
 //! - The clock is tokio's (the real monotonic clock in a node; a paused, virtual one in tests),
 //!   and so is the wake-up timer: it fires on tokio's 1 ms timer ticks, so a parked read is
 //!   offered again up to 1 ms after the time the core asked for.
-//! - A read at ONE answers with the chosen replica's value; at QUORUM or ALL with the newest
-//!   version among the answers received when the core says enough answered.
+//! - A read at ONE answers with the value of the replica whose answer completed it (the chosen
+//!   one, or its hedge when speculative retry sent one and that answered first); at QUORUM or
+//!   ALL with the newest version among the answers received when the core says enough answered.
 //! - The wake-up task sleeps until the core's next wake-up time (a selector's `retry_at` or
 //!   timer, or a parked read's timeout) and is woken early when that time moves earlier.
 //! - A client waits at most its request's park timeout plus one timeout per replica: the core
@@ -279,6 +280,7 @@ impl Coordinator {
         self.metrics.parked.store(stats.parked, Ordering::Relaxed);
         self.metrics.park_rejected.store(stats.park_rejected + stats.park_expired, Ordering::Relaxed);
         self.metrics.retries.store(stats.retries, Ordering::Relaxed);
+        self.metrics.hedges.store(stats.hedges, Ordering::Relaxed);
         self.metrics.stale_feedback.store(stats.stale_feedback, Ordering::Relaxed);
         if let Some(t) = inner.core.next_wake() {
             if inner.wake_at.is_none_or(|w| t < w) {
@@ -294,7 +296,7 @@ impl Coordinator {
             unreachable!("the core sends only requests this coordinator holds")
         };
         f.sent.push(s.replica);
-        if s.kind == SendKind::Read {
+        if matches!(s.kind, SendKind::Read | SendKind::Hedge) {
             self.metrics.selected(s.replica);
         }
         let (work, me) = (f.work(), self.clone());
@@ -313,6 +315,11 @@ impl Coordinator {
             me.metrics.read_repairs.fetch_add(repaired as u64, Ordering::Relaxed);
             let _ = done.send(Ok(newest));
         });
+    }
+
+    /// Reads hedged (speculative retry) so far.
+    pub fn hedges(&self) -> u64 {
+        self.metrics.hedges.load(Ordering::Relaxed)
     }
 
     /// Replicas written back by read repair so far.

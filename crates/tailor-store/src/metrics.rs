@@ -27,6 +27,8 @@ pub struct Metrics {
     pub park_rejected: AtomicU64,
     /// Reads retried on another replica after a timeout or failure.
     pub retries: AtomicU64,
+    /// Reads also sent to a second replica because the first was late (speculative retry).
+    pub hedges: AtomicU64,
     /// Requests to replicas that timed out.
     pub timeouts: AtomicU64,
     /// Responses whose feedback was stale (older than already applied).
@@ -87,13 +89,14 @@ impl Metrics {
     pub fn render(&self, node: u32, selector: &str, local: &str, gauges: &[(String, f64)]) -> String {
         let mut o = String::new();
         let l = format!("node=\"{node}\",selector=\"{selector}\",local=\"{local}\"");
-        let counters: [(&str, &str, &AtomicU64); 18] = [
+        let counters: [(&str, &str, &AtomicU64); 19] = [
             ("tailor_reads_served_total", "Reads executed by this replica.", &self.reads_served),
             ("tailor_writes_served_total", "Writes executed by this replica.", &self.writes_served),
             ("tailor_client_commands_total", "RESP commands handled.", &self.client_commands),
             ("tailor_parked_total", "Reads parked by the selector (wait decisions).", &self.parked),
             ("tailor_park_rejected_total", "Reads refused by a full park queue or its timeout.", &self.park_rejected),
             ("tailor_retries_total", "Reads retried on another replica.", &self.retries),
+            ("tailor_speculative_retries_total", "Reads also sent to a second replica (late first).", &self.hedges),
             ("tailor_timeouts_total", "Replica requests that timed out.", &self.timeouts),
             ("tailor_stale_feedback_total", "Responses with stale feedback.", &self.stale_feedback),
             ("tailor_writes_acked_total", "Writes acknowledged to clients.", &self.writes_acked),

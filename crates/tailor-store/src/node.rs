@@ -227,7 +227,11 @@ fn coordinator_core(cfg: &NodeConfig, env: &SelectorEnv, emulation: &Emulation) 
         park_timeout: Some(timeout),
         seed: env.seed,
     };
-    Ok(CoordinatorCore::new(core_cfg, selector, oracle))
+    let core = CoordinatorCore::new(core_cfg, selector, oracle);
+    Ok(match cfg.speculation().map_err(|e| err(&e))? {
+        Some(s) => core.with_speculation(s),
+        None => core,
+    })
 }
 
 /// A repair sweep every `repair_every_s` (the first one after a full period).

@@ -1,7 +1,8 @@
 //! Deterministic simulation of the store's own coordinator path: five real `Coordinator`s (the
 //! code a node runs, with its wake-up task, client waits and quorum handling) on one tokio
 //! runtime with a paused clock, talking through a simulated network that delays and loses
-//! messages, to replicas run by tailor-core's replica core; one node crashes and the others'
+//! messages, to replicas run by tailor-core's replica core; half of them hedge late reads
+//! (speculative retry); one node crashes and the others'
 //! failure detectors learn it later. A run is a function of its seed; a failure prints the
 //! seed, and `TAILOR_DST_SEED=<seed> cargo test --release -p tailor-store --test dst` replays it.
 //!
@@ -16,6 +17,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tailor_core::coordinator::speculation::{SpeculationConfig, SpeculativeRetry};
 use tailor_core::coordinator::{CoordinatorConfig, CoordinatorCore, Send};
 use tailor_core::facts::Feedback;
 use tailor_core::oracle::bloom::BloomConfig;
@@ -204,6 +206,8 @@ type RequestEnd = (NodeId, u32, bool, u64);
 struct Report {
     replied: u64,
     failed: u64,
+    /// Reads hedged by the even-numbered nodes.
+    hedges: u64,
     /// Every request's end, per node in issue order.
     outcomes: Vec<RequestEnd>,
 }
@@ -225,7 +229,7 @@ fn coordinator(selector: &str, me: NodeId, seed: u64, origin: Instant, world: &S
     Coordinator::start(CoordinatorParts {
         clock: origin,
         ring: Ring::new(NODES, 3, 8).unwrap(),
-        core: CoordinatorCore::new(cfg, sel, oracle),
+        core: hedging(me, CoordinatorCore::new(cfg, sel, oracle)),
         transport: Arc::new(SimNet { me, world: world.clone() }),
         ids: Arc::new(AtomicU64::new(1)),
         timeout: TIMEOUT,
@@ -233,6 +237,15 @@ fn coordinator(selector: &str, me: NodeId, seed: u64, origin: Instant, world: &S
         hlc: Arc::new(Hlc::new(me, Duration::from_millis(500))),
         hints: None,
     })
+}
+
+/// Even-numbered nodes hedge reads slower than their recent p95 (speculative retry), so both
+/// paths meet the lossy network and the crash.
+fn hedging(me: NodeId, core: CoordinatorCore) -> CoordinatorCore {
+    if me % 2 == 1 {
+        return core;
+    }
+    core.with_speculation(SpeculationConfig { rule: SpeculativeRetry::Percentile(95.0), budget: 0.5 })
 }
 
 /// The written values so far, and the violations found.
@@ -356,7 +369,8 @@ fn run(selector: &str, seed: u64, requests: u32) -> Result<Report, String> {
             return Err(format!("seed {seed}, selector {selector}: {v} ({} violations)", violations.len()));
         }
         let replied = outcomes.iter().filter(|o| o.2).count() as u64;
-        Ok(Report { replied, failed: outcomes.len() as u64 - replied, outcomes })
+        let hedges = nodes.iter().map(|c| c.hedges()).sum();
+        Ok(Report { replied, failed: outcomes.len() as u64 - replied, hedges, outcomes })
     })
 }
 
@@ -369,13 +383,16 @@ fn seeds() -> Vec<u64> {
 
 #[test]
 fn the_stores_coordinator_keeps_the_invariants_under_loss_delay_and_a_crash() {
+    let mut hedges = 0;
     for selector in SELECTORS {
         for seed in seeds() {
             let report = run(selector, seed, 300).unwrap_or_else(|v| panic!("{v}\nreplay: TAILOR_DST_SEED={seed}"));
             assert!(report.replied > report.failed * 3, "seed {seed}, {selector}: most requests succeed: {report:?}");
             assert!(report.failed > 0, "seed {seed}, {selector}: the faults were exercised");
+            hedges += report.hedges;
         }
     }
+    assert!(hedges > 0, "speculative retry was exercised");
 }
 
 #[test]
@@ -391,9 +408,10 @@ fn print_reports() {
     for selector in SELECTORS {
         let r = run(selector, 1, 300).unwrap();
         eprintln!(
-            "{selector}: replied {} failed {} last {:?}",
+            "{selector}: replied {} failed {} hedges {} last {:?}",
             r.replied,
             r.failed,
+            r.hedges,
             r.outcomes.iter().map(|o| o.3).max()
         );
     }

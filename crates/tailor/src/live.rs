@@ -100,6 +100,8 @@ impl LiveCluster {
             cfg.large_value_bytes = spec.workload.large_threshold;
             cfg.size_oracle = spec.workload.oracle;
             cfg.read_repair = c.read_repair;
+            // the simulator has no speculative retry: the live run must not have it either
+            cfg.speculative_retry = "none".to_string();
             cfg.vnodes = c.vnodes;
             emulate(spec, &mut cfg.emulation);
         })

@@ -9,6 +9,9 @@ use crate::time::Nanos;
 pub enum SendKind {
     /// The read the selector chose this replica for; its answer goes to the client.
     Read,
+    /// A speculative copy of a read whose first attempt is late; the first of the two answers
+    /// goes to the client.
+    Hedge,
     /// A read-repair copy: loads the replica and feeds the selector, never answers the client.
     Shadow,
     /// One replica's share of a read at QUORUM or ALL (no selector involved).

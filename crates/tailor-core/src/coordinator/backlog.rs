@@ -101,7 +101,7 @@ mod tests {
     use super::*;
 
     fn t(id: u64) -> Ticket {
-        Ticket { slot: id as u32, id }
+        Ticket::of(id)
     }
 
     #[test]

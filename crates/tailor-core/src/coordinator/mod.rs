@@ -26,13 +26,19 @@
 //! - **Shadow reads.** With probability `read_repair`, a read's first attempt also goes to every
 //!   other up replica. Shadows are visible to the selector (`on_sent`, `on_response`), as in
 //!   absim, so outstanding counts and C3's rate limiter see the load they add.
+//! - **Speculative retry** (optional, [`speculation`]): a read at ONE whose attempt has not
+//!   answered by the threshold is offered to the selector once more among the other untried up
+//!   replicas and sent there too (`Hedge`); the first answer replies, the other only feeds the
+//!   selector. A selector that says wait gets no hedge.
 //! - **Retries.** A failed attempt is reported to the selector as a stale response with empty
 //!   facts (its in-flight counts stay balanced), and the read is offered to the selector again
-//!   among the up replicas not yet tried, through the backlog if it says wait.
+//!   among the up replicas not yet tried, through the backlog if it says wait — unless its hedge
+//!   is still out, which then carries the read alone.
 
 pub mod action;
 pub mod backlog;
 pub mod pending;
+pub mod speculation;
 
 use crate::facts::{Feedback, Freshness, Response};
 use crate::model::{Consistency, CoordinatorId, NodeId, Op, RequestId, SizeHint, Tags};
@@ -44,6 +50,7 @@ pub use action::{Action, Failure, Send, SendKind};
 use backlog::{Backlog, Parked};
 pub use pending::Ticket;
 use pending::{Mode, Pending, Slab};
+use speculation::{Speculation, SpeculationConfig};
 
 /// A client request as it reaches the coordinator.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -104,6 +111,10 @@ pub struct CoreStats {
     pub stale_feedback: u64,
     /// Read-repair shadow copies sent.
     pub shadows: u64,
+    /// Speculative copies sent (hedges).
+    pub hedges: u64,
+    /// Hedges the budget refused.
+    pub hedges_refused: u64,
     /// Answers or failures for requests the core no longer knows (ignored).
     pub unknown: u64,
 }
@@ -119,6 +130,8 @@ pub struct CoordinatorCore {
     down: Vec<bool>,
     rng: Rng,
     stats: CoreStats,
+    /// Boxed: off on the simulator's hot path, where only the pointer is tested.
+    speculation: Option<Box<Speculation>>,
 }
 
 /// What offering a read to the selector led to.
@@ -142,7 +155,19 @@ impl CoordinatorCore {
             pending: Slab::default(),
             down: Vec::new(),
             stats: CoreStats::default(),
+            speculation: None,
         }
+    }
+
+    /// Hedge late reads at ONE by `cfg` (off unless called).
+    pub fn with_speculation(mut self, cfg: SpeculationConfig) -> Self {
+        self.speculation = Some(Box::new(Speculation::new(cfg)));
+        self
+    }
+
+    /// The current speculative-retry threshold (`None`: off, or not enough answers yet).
+    pub fn hedge_threshold(&self) -> Option<Nanos> {
+        self.speculation.as_ref().and_then(|s| s.threshold())
     }
 
     /// What the core did so far.
@@ -197,11 +222,17 @@ impl CoordinatorCore {
     #[inline]
     pub fn next_wake(&self) -> Option<Nanos> {
         let timer = self.selector.next_timer();
-        if self.backlog.is_empty() {
+        if self.backlog.is_empty() && self.speculation.is_none() {
             return timer;
         }
+        self.next_wake_after(timer)
+    }
+
+    /// [`CoordinatorCore::next_wake`] with parked reads or hedge deadlines (off the common path).
+    fn next_wake_after(&self, timer: Option<Nanos>) -> Option<Nanos> {
+        let hedge = self.speculation.as_ref().and_then(|s| s.next_deadline());
         let expiry = self.cfg.park_timeout.and_then(|t| self.backlog.oldest().map(|o| o.saturating_add(t)));
-        [timer, self.backlog.next_retry(), expiry].into_iter().flatten().min()
+        [timer, hedge, self.backlog.next_retry(), expiry].into_iter().flatten().min()
     }
 
     /// The wake-up time came: run the selector's timer if due, offer parked reads again.
@@ -210,7 +241,9 @@ impl CoordinatorCore {
             self.selector.on_timer(now);
         }
         self.backlog.retry_due(now);
+        self.hedge_due(now, world, out);
         self.drain(now, world, out);
+        self.prune_hedges();
     }
 
     /// A client read arrived, at the configured read consistency.
@@ -290,6 +323,7 @@ impl CoordinatorCore {
             }
         }
         self.drain(now, world, out);
+        self.prune_hedges();
     }
 
     /// The copy sent to `replica` with ticket `t` got no answer (error, timeout, lost link).
@@ -303,6 +337,7 @@ impl CoordinatorCore {
             Mode::FanOut { .. } => self.fan_out_result(t, replica, false, out),
         }
         self.drain(now, world, out);
+        self.prune_hedges();
     }
 
     /// Facts from replica `from` that answer no request (a heartbeat reply).
@@ -351,7 +386,7 @@ impl CoordinatorCore {
         };
         assert!(up.contains(&replica), "selector chose replica {replica} outside {:?}", &*up);
         self.selector.on_sent(now, &view, replica);
-        let tags = Tags { priority: tags.priority, size_class: tags.size_class.max(large as u8) };
+        let tags = tag_read(tags, large);
         let age = now - release;
         out.push(Action::Send(Send { ticket: t, replica, tags, age, kind: SendKind::Read }));
         let shadow = tried == 0 && self.cfg.read_repair > 0.0 && self.rng.unit() < self.cfg.read_repair;
@@ -364,15 +399,80 @@ impl CoordinatorCore {
             }
             self.stats.shadows += shadows as u64;
         }
-        if let Mode::Selected { chosen, sent_at, shadow_sent_at, shadows: s, .. } = &mut self.pending.at(t).mode {
-            *chosen = Some(replica);
-            *sent_at = now;
-            if shadow {
-                *shadow_sent_at = now;
-                *s += shadows;
+        let Mode::Selected { chosen, sent_at, shadow_sent_at, shadows: s, hedged, .. } = &mut self.pending.at(t).mode
+        else {
+            unreachable!()
+        };
+        *chosen = Some(replica);
+        *sent_at = now;
+        if shadow {
+            *shadow_sent_at = now;
+            *s += shadows;
+        }
+        if let Some(spec) = &mut self.speculation {
+            if *s == 0 && !*hedged {
+                spec.arm(now, t);
             }
         }
         Routed::Sent
+    }
+
+    /// Hedge every read whose deadline came and that still waits for its attempt.
+    fn hedge_due(&mut self, now: Nanos, world: &dyn World, out: &mut Vec<Action>) {
+        while let Some((t, sent)) = self.speculation.as_mut().and_then(|s| s.pop_due(now)) {
+            if self.hedgeable(t, sent) {
+                self.hedge(now, t, world, out);
+            }
+        }
+    }
+
+    /// Whether read `t`'s attempt sent at `sent` is still out, alone, unanswered.
+    fn hedgeable(&self, t: Ticket, sent: Nanos) -> bool {
+        let Some(p) = self.pending.peek(t) else { return false };
+        matches!(p.mode, Mode::Selected { chosen: Some(_), sent_at, hedged: false, shadows: 0, done: false, .. }
+            if sent_at == sent)
+    }
+
+    /// Offer read `t` to the selector among its other untried up replicas; send a hedge there if
+    /// it chooses one and the budget allows.
+    fn hedge(&mut self, now: Nanos, t: Ticket, world: &dyn World, out: &mut Vec<Action>) {
+        let p = self.pending.held(t);
+        let Mode::Selected { chosen: Some(first), tried, .. } = p.mode else { unreachable!("checked hedgeable") };
+        let others = p
+            .replicas
+            .retain_up(|n| n == first || self.is_down(n) || p.position(n).is_some_and(|i| tried & (1 << i) != 0));
+        if others.is_empty() {
+            return;
+        }
+        let (view, large, release, sent) = (p.view(self.cfg.id), p.hint.large, p.release, p.sent_at());
+        let (replica, tags) = match self.selector.select(now, &view, &others, world) {
+            Decision::Send { replica, tags } => (replica, tags),
+            Decision::Wait { retry_at } => {
+                let s = self.speculation.as_mut().expect("hedging is on");
+                let later = retry_at.or(s.threshold().map(|t| now + t)).unwrap_or(now + 1).max(now + 1);
+                return s.rearm(later, t, sent);
+            }
+        };
+        assert!(others.contains(&replica), "selector chose replica {replica} outside {:?}", &*others);
+        if !self.speculation.as_mut().is_some_and(|s| s.take_token()) {
+            self.stats.hedges_refused += 1;
+            return;
+        }
+        self.selector.on_sent(now, &view, replica);
+        self.stats.hedges += 1;
+        let tags = tag_read(tags, large);
+        out.push(Action::Send(Send { ticket: t, replica, tags, age: now - release, kind: SendKind::Hedge }));
+        if let Mode::Selected { hedge, hedge_sent_at, hedged, .. } = &mut self.pending.at(t).mode {
+            (*hedge, *hedge_sent_at, *hedged) = (Some(replica), now, true);
+        }
+    }
+
+    /// Forget the leading hedge deadlines of reads that can no longer be hedged.
+    #[inline]
+    fn prune_hedges(&mut self) {
+        let Some(mut s) = self.speculation.take() else { return };
+        s.prune(|t, sent| self.hedgeable(t, sent));
+        self.speculation = Some(s);
     }
 
     /// Park read `t` in `group`'s backlog, or fail it if the backlog is full.
@@ -418,19 +518,18 @@ impl CoordinatorCore {
     ) {
         let p = self.pending.at(t);
         let large = p.hint.large;
-        let Mode::Selected { chosen, sent_at, shadow_sent_at, shadows, done, .. } = &mut p.mode else { unreachable!() };
-        let primary = *chosen == Some(replica);
-        let at = if primary { *sent_at } else { *shadow_sent_at };
-        if primary {
-            *chosen = None;
+        let (attempt, at) = p.settle_copy(replica);
+        let Mode::Selected { done, chosen, hedge, shadows, .. } = &mut p.mode else { unreachable!() };
+        let first = attempt && !*done;
+        if first {
             *done = true;
             out.push(Action::Reply { request: t.id, replica });
-        } else {
-            assert!(*shadows > 0, "an answer from {replica} that request {} did not send", t.id);
-            *shadows -= 1;
         }
-        if *done && *shadows == 0 && chosen.is_none() {
+        if chosen.is_none() && hedge.is_none() && *shadows == 0 && *done {
             self.pending.remove(t);
+        }
+        if let (true, Some(s)) = (first, &mut self.speculation) {
+            s.record(now - at);
         }
         self.selector.on_response(now, &Response { request: t.id, replica, sent_at: at, large, feedback, fresh });
     }
@@ -438,22 +537,17 @@ impl CoordinatorCore {
     fn selected_failure(&mut self, now: Nanos, t: Ticket, replica: NodeId, world: &dyn World, out: &mut Vec<Action>) {
         let p = self.pending.at(t);
         let (large, position, group) = (p.hint.large, p.position(replica), p.replicas[0]);
-        let Mode::Selected { chosen, sent_at, shadow_sent_at, shadows, tried, .. } = &mut p.mode else {
-            unreachable!()
-        };
-        let primary = *chosen == Some(replica);
-        let at = if primary { *sent_at } else { *shadow_sent_at };
-        if primary {
-            *chosen = None;
-            *tried |= 1 << position.expect("a chosen replica is in the set");
-        } else {
-            assert!(*shadows > 0, "a failure from {replica} that request {} did not send", t.id);
-            *shadows -= 1;
+        let (attempt, at) = p.settle_copy(replica);
+        let Mode::Selected { chosen, hedge, tried, done, .. } = &mut p.mode else { unreachable!() };
+        if attempt {
+            *tried |= 1 << position.expect("an attempt's replica is in the set");
         }
+        // a shadow's failure, or an attempt's while the other attempt still carries the read
+        let carry_on = !attempt || *done || chosen.is_some() || hedge.is_some();
         let feedback = Feedback { from: replica, ..Feedback::default() };
         let response = Response { request: t.id, replica, sent_at: at, large, feedback, fresh: false };
         self.selector.on_response(now, &response);
-        if !primary {
+        if carry_on {
             return self.forget_if_settled(t);
         }
         self.stats.retries += 1;
@@ -472,7 +566,9 @@ impl CoordinatorCore {
 
     fn forget_if_settled(&mut self, t: Ticket) {
         let settled = match self.pending.at(t).mode {
-            Mode::Selected { chosen, shadows, done, .. } => done && chosen.is_none() && shadows == 0,
+            Mode::Selected { chosen, hedge, shadows, done, .. } => {
+                done && chosen.is_none() && hedge.is_none() && shadows == 0
+            }
             Mode::FanOut { outstanding, done, .. } => done && outstanding == 0,
         };
         if settled {
@@ -511,6 +607,11 @@ impl CoordinatorCore {
         }
         self.forget_if_settled(t);
     }
+}
+
+/// A read's tags: the selector's, the size class raised to 1 when the oracle says large.
+fn tag_read(tags: Tags, large: bool) -> Tags {
+    Tags { priority: tags.priority, size_class: tags.size_class.max(large as u8) }
 }
 
 #[cfg(test)]

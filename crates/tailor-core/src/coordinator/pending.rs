@@ -13,6 +13,12 @@ pub enum Mode {
         chosen: Option<NodeId>,
         /// When that attempt was sent.
         sent_at: Nanos,
+        /// The replica of the speculative attempt in flight, if one is.
+        hedge: Option<NodeId>,
+        /// When it was sent.
+        hedge_sent_at: Nanos,
+        /// Whether the read was hedged already (at most once).
+        hedged: bool,
         /// When the shadow copies were sent (with the first attempt).
         shadow_sent_at: Nanos,
         /// Replicas already tried and failed, by position in the replica set.
@@ -57,7 +63,17 @@ pub struct Pending {
 impl Pending {
     /// A read at ONE, before the selector saw it.
     pub fn selected(id: RequestId, key: u64, release: Nanos, hint: SizeHint, replicas: ReplicaSet) -> Self {
-        let mode = Mode::Selected { chosen: None, sent_at: 0, shadow_sent_at: 0, tried: 0, shadows: 0, done: false };
+        let mode = Mode::Selected {
+            chosen: None,
+            sent_at: 0,
+            hedge: None,
+            hedge_sent_at: 0,
+            hedged: false,
+            shadow_sent_at: 0,
+            tried: 0,
+            shadows: 0,
+            done: false,
+        };
         Pending { id, key, op: Op::Read, release, hint, replicas, mode }
     }
 
@@ -70,6 +86,34 @@ impl Pending {
     /// What a selector may see of it.
     pub fn view(&self, coordinator: CoordinatorId) -> RequestView {
         RequestView { id: self.id, key: self.key, op: self.op, release: self.release, coordinator, hint: self.hint }
+    }
+
+    /// The copy of this selected read that `replica` held is settled (answered or failed): returns
+    /// whether it was an attempt (the chosen replica or the hedge) rather than a read-repair
+    /// shadow, and when it was sent.
+    pub fn settle_copy(&mut self, replica: NodeId) -> (bool, Nanos) {
+        let id = self.id;
+        let Mode::Selected { chosen, sent_at, hedge, hedge_sent_at, shadow_sent_at, shadows, .. } = &mut self.mode
+        else {
+            panic!("request {id} is not a selected read")
+        };
+        if *chosen == Some(replica) {
+            *chosen = None;
+            (true, *sent_at)
+        } else if *hedge == Some(replica) {
+            *hedge = None;
+            (true, *hedge_sent_at)
+        } else {
+            assert!(*shadows > 0, "a copy at {replica} that request {id} did not send");
+            *shadows -= 1;
+            (false, *shadow_sent_at)
+        }
+    }
+
+    /// When a selected read's attempt in flight was sent.
+    pub fn sent_at(&self) -> Nanos {
+        let Mode::Selected { sent_at, .. } = self.mode else { panic!("only a selected read has attempts") };
+        sent_at
     }
 
     /// The position of `replica` in the replica set.
@@ -87,6 +131,14 @@ pub struct Ticket {
     pub slot: u32,
     /// The request's id.
     pub id: RequestId,
+}
+
+#[cfg(test)]
+impl Ticket {
+    /// A ticket whose slot is its id (tests).
+    pub fn of(id: RequestId) -> Ticket {
+        Ticket { slot: id as u32, id }
+    }
 }
 
 /// Requests by slot; freed slots are reused first (they are warm in cache).
@@ -122,14 +174,16 @@ impl Slab {
         self.entries.get_mut(t.slot as usize)?.as_mut().filter(|p| p.id == t.id)
     }
 
+    /// The request a ticket names, if it is still held, read-only.
+    #[inline]
+    pub fn peek(&self, t: Ticket) -> Option<&Pending> {
+        self.entries.get(t.slot as usize)?.as_ref().filter(|p| p.id == t.id)
+    }
+
     /// The request a ticket names, read-only; it must be held.
     #[inline]
     pub fn held(&self, t: Ticket) -> &Pending {
-        self.entries
-            .get(t.slot as usize)
-            .and_then(Option::as_ref)
-            .filter(|p| p.id == t.id)
-            .expect("the ticket's request is held")
+        self.peek(t).expect("the ticket's request is held")
     }
 
     /// The request a ticket names; it must be held.

@@ -313,3 +313,91 @@ fn a_request_may_ask_for_its_own_consistency() {
     assert!(matches!(out.last(), Some(Action::Reply { request: 2, .. })));
     assert_eq!(c.consistency(), (Consistency::One, Consistency::Quorum), "the configured levels are unchanged");
 }
+
+fn hedging(after: Nanos, budget: f64) -> (CoordinatorCore, Log) {
+    let (c, log) = core_with(config(), vec![]);
+    let rule = speculation::SpeculativeRetry::After(after);
+    (c.with_speculation(SpeculationConfig { rule, budget }), log)
+}
+
+#[test]
+fn a_late_read_is_hedged_once_and_the_first_answer_replies() {
+    let (mut c, log) = hedging(100, 1.0);
+    let mut out = Vec::new();
+    c.read(10, req(1, 7, None), &Blind, &mut out);
+    assert_eq!(sends(&out), [(1, 3, SendKind::Read)]);
+    assert_eq!(c.next_wake(), Some(110), "the hedge deadline is the next wake-up");
+    out.clear();
+    c.wake(110, &Blind, &mut out);
+    assert_eq!(sends(&out), [(1, 4, SendKind::Hedge)], "the selector picks among the others");
+    assert_eq!(c.next_wake(), None, "a read is hedged once");
+    out.clear();
+    c.answered(150, tk(&c, 1), answer(4, fb(140), None), &Blind, &mut out);
+    assert_eq!(out, [Action::Reply { request: 1, replica: 4 }]);
+    out.clear();
+    // the slow first attempt still counts at the selector, and then the read is forgotten
+    c.answered(900, tk(&c, 1), answer(3, fb(890), None), &Blind, &mut out);
+    assert!(out.is_empty());
+    assert_eq!(c.in_flight(), 0);
+    let seen = take(&log);
+    assert_eq!(seen[2..], ["select 1 [4, 5]", "sent 1 4", "resp 1 4 fresh=true", "resp 1 3 fresh=true"]);
+    assert_eq!((c.stats().hedges, c.stats().retries), (1, 0));
+}
+
+#[test]
+fn a_read_answered_in_time_is_not_hedged_and_leaves_no_wake_up() {
+    let (mut c, _log) = hedging(100, 1.0);
+    let mut out = Vec::new();
+    c.read(10, req(1, 7, None), &Blind, &mut out);
+    c.answered(50, tk(&c, 1), answer(3, fb(40), None), &Blind, &mut out);
+    assert_eq!(c.next_wake(), None, "the answered read's deadline is pruned");
+    out.clear();
+    c.wake(200, &Blind, &mut out);
+    assert!(out.is_empty());
+    assert_eq!(c.stats().hedges, 0);
+}
+
+#[test]
+fn a_failed_attempt_with_its_hedge_out_is_not_retried() {
+    let (mut c, _log) = hedging(100, 1.0);
+    let mut out = Vec::new();
+    c.read(10, req(1, 7, None), &Blind, &mut out);
+    c.wake(110, &Blind, &mut out);
+    out.clear();
+    c.failed(120, tk(&c, 1), 3, &Blind, &mut out);
+    assert!(out.is_empty(), "the hedge carries the read: {out:?}");
+    c.failed(130, tk(&c, 1), 4, &Blind, &mut out);
+    assert_eq!(sends(&out), [(1, 5, SendKind::Read)], "both failed: retry the last replica");
+    out.clear();
+    c.answered(140, tk(&c, 1), answer(5, fb(135), None), &Blind, &mut out);
+    assert_eq!(out, [Action::Reply { request: 1, replica: 5 }]);
+    assert_eq!(c.in_flight(), 0);
+}
+
+#[test]
+fn the_budget_refuses_hedges_past_it() {
+    let (mut c, _log) = hedging(100, 0.0);
+    let mut out = Vec::new();
+    for id in 0..(speculation::BURST + 5) {
+        c.read(10, req(id, id, None), &Blind, &mut out);
+    }
+    out.clear();
+    c.wake(110, &Blind, &mut out);
+    assert_eq!(sends(&out).len() as u64, speculation::BURST, "the saved-up burst, then nothing");
+    assert_eq!(c.stats().hedges_refused, 5);
+}
+
+#[test]
+fn a_hedge_the_selector_holds_back_is_offered_again_at_its_retry_time() {
+    let (c, _log) = core_with(config(), vec![Decision::to(3), Decision::Wait { retry_at: Some(130) }]);
+    let rule = speculation::SpeculativeRetry::After(100);
+    let mut c = c.with_speculation(SpeculationConfig { rule, budget: 1.0 });
+    let mut out = Vec::new();
+    c.read(10, req(1, 7, None), &Blind, &mut out);
+    out.clear();
+    c.wake(110, &Blind, &mut out);
+    assert!(out.is_empty(), "the selector said wait");
+    assert_eq!(c.next_wake(), Some(130));
+    c.wake(130, &Blind, &mut out);
+    assert_eq!(sends(&out), [(1, 4, SendKind::Hedge)]);
+}
