@@ -337,9 +337,13 @@ impl Pass<'_> {
         Ok(list)
     }
 
-    /// Send `msg` to `peer` and wait for its answer.
+    /// Send `msg` to `peer` (if the failure detector has it up) and wait for its answer.
     async fn call(&self, peer: NodeId, msg: Message) -> Result<Message, String> {
         let Some(Some(p)) = self.node.peers.get(peer as usize) else { return Err(format!("node {peer} is no peer")) };
+        if !p.is_up() {
+            // not one timeout per range while the failure detector already knows
+            return Err(format!("node {peer} is down"));
+        }
         match p.call(msg, CALL_TIMEOUT).await.map_err(|e| e.to_string())? {
             Message::Failed { reason, .. } => Err(format!("node {peer}: {reason}")),
             reply => Ok(reply),
