@@ -91,12 +91,6 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
     cfg.validate()?;
     let clock = Instant::now();
     let m = cfg.members.len();
-    let client = bind(cfg.client_addr).await?;
-    let internode = bind(cfg.peer_listen()).await?;
-    let metrics_l = match cfg.metrics_addr {
-        Some(a) => Some(bind(a).await?),
-        None => None,
-    };
     std::fs::create_dir_all(&cfg.data_dir).map_err(|e| NodeError::Build(format!("data_dir: {e}")))?;
     let storage = Arc::new(Storage::open(&cfg.data_dir, cfg.durability)?);
     storage.set_gc_grace(Duration::from_secs(cfg.gc_grace_s));
@@ -150,6 +144,14 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
     let hints = match cfg.hint_max_bytes {
         0 => None,
         max => Some(Arc::new(Hints::open(storage.clone(), m, max)?)),
+    };
+    // listening only once the storage is open: a node whose ports answer is past creating its
+    // keyspaces, which a kill cut short left unopenable (seen in the repair tests under load)
+    let client = bind(cfg.client_addr).await?;
+    let internode = bind(cfg.peer_listen()).await?;
+    let metrics_l = match cfg.metrics_addr {
+        Some(a) => Some(bind(a).await?),
+        None => None,
     };
     let network = Arc::new(Network {
         id: cfg.id,
