@@ -472,6 +472,24 @@ mod tests {
     }
 
     #[test]
+    fn a_meta_keyspace_of_bare_keys_moves_to_versions() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let db = Database::builder(dir.path()).open().unwrap();
+            let meta = db.keyspace("meta", KeyspaceCreateOptions::default).unwrap();
+            let mut rec = 7u64.to_le_bytes().to_vec();
+            rec.push(META_VALUE);
+            rec.extend_from_slice(&3u64.to_le_bytes());
+            meta.insert(b"old", rec).unwrap();
+            db.persist(PersistMode::SyncAll).unwrap();
+        }
+        let s = Storage::open(dir.path(), Durability::Sync).unwrap();
+        assert_eq!(s.size_of(b"old").unwrap(), Some((3, 7)));
+        assert!(!s.db.keyspace_exists("meta"), "the old keyspace is deleted");
+        assert!(!s.put(b"old", 6, Some(b"older")).unwrap(), "its version still wins");
+    }
+
+    #[test]
     fn keys_the_engine_would_panic_on_are_errors() {
         let dir = tempfile::tempdir().unwrap();
         let s = Storage::open(dir.path(), Durability::Buffer).unwrap();
