@@ -73,6 +73,23 @@ pub fn hash_key(key: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// The token of `key` (its position on the ring).
+#[inline]
+pub fn token(key: u64) -> u64 {
+    hash_key(key)
+}
+
+/// Tokens `first..=last` of the ring and the replicas of the keys whose token falls there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenRange {
+    /// First token of the range.
+    pub first: u64,
+    /// Last token of the range (inclusive, `>= first`).
+    pub last: u64,
+    /// Replicas of every key in the range.
+    pub replicas: ReplicaSet,
+}
+
 impl Ring {
     /// A ring of `nodes` nodes with replication factor `k`. With `vnodes == 1` tokens are evenly
     /// spaced, so the replica groups are exactly `{i, i+1, ..., i+k-1} mod m`, each owning an
@@ -125,10 +142,28 @@ impl Ring {
         self.k
     }
 
+    /// Every token range of the ring in token order, covering `0..=u64::MAX` once. Range `i`
+    /// ends at token `i`; the one that wraps past `u64::MAX` is split in two (both with the
+    /// same replicas) so that every range is a plain interval.
+    pub fn ranges(&self) -> Vec<TokenRange> {
+        let n = self.tokens.len();
+        let mut out = Vec::with_capacity(n + 1);
+        out.push(TokenRange { first: 0, last: self.tokens[0], replicas: self.sets[0] });
+        for i in 1..n {
+            if self.tokens[i] > self.tokens[i - 1] {
+                out.push(TokenRange { first: self.tokens[i - 1] + 1, last: self.tokens[i], replicas: self.sets[i] });
+            }
+        }
+        if self.tokens[n - 1] < u64::MAX {
+            out.push(TokenRange { first: self.tokens[n - 1] + 1, last: u64::MAX, replicas: self.sets[0] });
+        }
+        out
+    }
+
     /// The replicas of `key`, primary first.
     #[inline]
     pub fn replicas(&self, key: u64) -> ReplicaSet {
-        let h = hash_key(key);
+        let h = token(key);
         let idx = self.tokens.partition_point(|&t| t < h);
         self.sets[if idx == self.tokens.len() { 0 } else { idx }]
     }
@@ -170,6 +205,24 @@ mod tests {
             ids.sort();
             ids.dedup();
             assert_eq!(ids.len(), 3);
+        }
+    }
+
+    #[test]
+    fn ranges_cover_the_ring_once_and_agree_with_replicas() {
+        for (nodes, vnodes) in [(1, 1), (3, 1), (5, 1), (7, 16)] {
+            let ring = Ring::new(nodes, nodes.min(3), vnodes).unwrap();
+            let ranges = ring.ranges();
+            assert_eq!(ranges[0].first, 0);
+            assert_eq!(ranges.last().unwrap().last, u64::MAX);
+            for w in ranges.windows(2) {
+                assert_eq!(w[1].first, w[0].last + 1, "contiguous, no overlap");
+            }
+            for key in 0..2000 {
+                let t = token(key);
+                let r = ranges.iter().find(|r| (r.first..=r.last).contains(&t)).unwrap();
+                assert_eq!(r.replicas, ring.replicas(key));
+            }
         }
     }
 

@@ -110,8 +110,9 @@ pub enum ClusterCommand {
         #[arg(long)]
         dir: PathBuf,
     },
-    /// Run a repair sweep on every running node of a cluster started with `--dir DIR` (each reads
-    /// every key it holds at ALL, writing the newest version back where a replica is behind).
+    /// Run an anti-entropy pass on every running node of a cluster started with `--dir DIR`
+    /// (each compares Merkle trees of its token ranges with the other replicas' and writes the
+    /// newest version of the keys that differ where a replica is behind); prints each report.
     Repair {
         /// The cluster's directory.
         #[arg(long)]

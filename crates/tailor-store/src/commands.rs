@@ -183,9 +183,8 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
         "client" if n >= 2 => Reply::ok(),
         "client" => wrong_args("client"),
         "info" => Reply::Bulk(info(node).into_bytes()),
-        "tailor.repair" if n == 1 => match crate::repair::sweep(coord, &node.storage, node.cfg.repair_keys_per_s).await
-        {
-            Ok(s) => Reply::Simple(format!("keys={} failed={} repaired={}", s.keys, s.failed, s.repaired)),
+        "tailor.repair" if n == 1 => match crate::anti_entropy::run(node).await {
+            Ok(report) => Reply::Simple(report.to_string()),
             Err(e) => Reply::err(e),
         },
         "tailor.repair" => wrong_args("tailor.repair"),

@@ -199,11 +199,22 @@ pub struct NodeConfig {
     pub hint_max_bytes: u64,
     /// How often hints are replayed to peers that are up, in ms.
     pub hint_replay_ms: u64,
-    /// Run a repair sweep (every key this node holds read at ALL) every this many seconds;
+    /// Run an anti-entropy pass (Merkle trees of every token range this node replicates
+    /// compared with the other replicas', differing keys repaired) every this many seconds;
     /// 0: only on demand (`TAILOR.REPAIR`, `tailor cluster repair`).
     pub repair_every_s: u64,
-    /// Keys a repair sweep reads per second at most (0: no limit).
+    /// Keys a repair pass or a tombstone collection scans, or receives in key lists, per
+    /// second on average (0: no limit).
     pub repair_keys_per_s: u64,
+    /// Merkle trees of token ranges have `2^merkle_depth` leaves (0..=14): deeper trees send
+    /// more hashes (16 bytes a leaf) and fewer keys per differing leaf.
+    pub merkle_depth: u8,
+    /// Tombstones are kept this many seconds after their delete (Cassandra's
+    /// gc_grace_seconds), then dropped: a replica down longer must be repaired or replaced
+    /// before it rejoins, or deletes it missed may resurrect.
+    pub gc_grace_s: u64,
+    /// Drop tombstones past `gc_grace_s` every this many seconds (0: only at repair passes).
+    pub gc_every_s: u64,
     /// Heartbeat interval of the failure detector, in ms.
     pub heartbeat_ms: u64,
     /// Consecutive missed heartbeats (or timed-out requests) that mark a peer down.
@@ -265,6 +276,9 @@ impl Default for NodeConfig {
             hint_replay_ms: 1000,
             repair_every_s: 0,
             repair_keys_per_s: 1000,
+            merkle_depth: 10,
+            gc_grace_s: 864_000,
+            gc_every_s: 86_400,
             heartbeat_ms: 100,
             down_after_misses: 3,
             park_capacity: 1024,
@@ -357,6 +371,9 @@ impl NodeConfig {
         }
         if !(0.0..=1.0).contains(&self.speculative_budget) {
             return bad("speculative_budget", format!("{} must be in [0, 1]", self.speculative_budget));
+        }
+        if self.merkle_depth > crate::merkle::MAX_DEPTH {
+            return bad("merkle_depth", format!("{} must be in 0..={}", self.merkle_depth, crate::merkle::MAX_DEPTH));
         }
         if self.park_capacity == 0 {
             return bad("park_capacity", "must be at least 1".into());
@@ -463,13 +480,13 @@ mod tests {
             ..NodeConfig::default()
         };
         ok.validate().unwrap();
-        assert_eq!((ok.max_key_bytes, ok.max_clients, ok.idle_timeout_ms), (65_535, 10_000, 300_000));
+        assert_eq!((ok.max_key_bytes, ok.max_clients, ok.idle_timeout_ms), (65_527, 10_000, 300_000));
         let field = |f: &dyn Fn(&mut NodeConfig)| {
             let mut c = ok.clone();
             f(&mut c);
             c.validate().unwrap_err().to_string()
         };
-        assert!(field(&|c| c.max_key_bytes = 65_536).contains("`max_key_bytes`"));
+        assert!(field(&|c| c.max_key_bytes = 65_528).contains("`max_key_bytes`"));
         assert!(field(&|c| c.max_key_bytes = 0).contains("`max_key_bytes`"));
         assert!(field(&|c| c.max_command_bytes = c.max_value_bytes).contains("`max_command_bytes`"));
         assert!(field(&|c| c.max_buffered_bytes = 1).contains("`max_buffered_bytes`"));

@@ -19,6 +19,17 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// Bits of a version below its time: the writer's node id.
 const NODE_BITS: u32 = 8;
 
+/// Microseconds since the Unix epoch when `version` was issued (its physical time).
+pub fn micros_of(version: u64) -> u64 {
+    version >> NODE_BITS
+}
+
+/// The first version a clock can issue at `micros` since the Unix epoch: every version issued
+/// earlier is below it (tombstone grace cutoffs).
+pub fn first_version_at(micros: u64) -> u64 {
+    micros.min(u64::MAX >> NODE_BITS) << NODE_BITS
+}
+
 /// A version more than the allowed clock offset ahead of this node's clock.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
@@ -108,6 +119,15 @@ mod tests {
         let a = c.now();
         let b = c.now();
         assert!(b > a && a & 0xff == 3 && b >> 8 == (a >> 8) + 1);
+    }
+
+    #[test]
+    fn physical_time_of_a_version() {
+        let c = Hlc::with_wall(7, Duration::from_millis(500), frozen);
+        let v = c.now();
+        assert_eq!(micros_of(v), frozen());
+        assert!(first_version_at(frozen()) <= v && v < first_version_at(frozen() + 1));
+        assert_eq!(first_version_at(u64::MAX), u64::MAX >> NODE_BITS << NODE_BITS);
     }
 
     #[test]

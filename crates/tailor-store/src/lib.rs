@@ -10,10 +10,12 @@
 //!
 //! One job per module: [`config`], [`storage`], [`resp`], [`client_conn`], [`commands`],
 //! [`internode`], [`peer`], [`peer_conn`], [`limits`], [`coordinator`], [`replica`],
-//! [`emulation`], [`metrics`], [`node`], [`cli`], [`cluster`].
+//! [`emulation`], [`metrics`], [`node`], [`cli`], [`cluster`]; repair in [`hints`], [`repair`],
+//! [`anti_entropy`] (over [`merkle`] trees) and [`gc`] (tombstones).
 
 #![warn(missing_docs)]
 
+pub mod anti_entropy;
 pub mod cli;
 pub mod client_conn;
 pub mod cluster;
@@ -21,10 +23,12 @@ pub mod commands;
 pub mod config;
 pub mod coordinator;
 pub mod emulation;
+pub mod gc;
 pub mod hints;
 pub mod hlc;
 pub mod internode;
 pub mod limits;
+pub mod merkle;
 pub mod metrics;
 pub mod node;
 pub mod peer;
@@ -44,4 +48,10 @@ pub fn key_hash(key: &[u8]) -> u64 {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     h
+}
+
+/// The ring token of a client key: where it sits on the ring (what [`tailor_core::ring::Ring`]
+/// places), and the order of the storage's `versions` keyspace.
+pub fn token(key: &[u8]) -> u64 {
+    tailor_core::ring::token(key_hash(key))
 }

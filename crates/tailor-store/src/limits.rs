@@ -1,5 +1,6 @@
 //! Node-wide limits shared by the client and internode connections: the budget of bytes held
-//! in partly received input, and the key length every entry point checks.
+//! in partly received input, the key length every entry point checks, and the pace of
+//! background scans (repair, tombstone collection).
 //!
 //! Why a node-wide budget and not only a per-connection one: a connection may legitimately
 //! buffer one whole command (a 16 MiB value), so many connections each stalled half-way through
@@ -96,8 +97,33 @@ impl Drop for Lease {
     }
 }
 
-/// Longest key the storage engine takes (fjall stores key lengths in 16 bits and panics above).
-pub const ENGINE_MAX_KEY: u64 = u16::MAX as u64;
+/// Longest client key the storage engine takes: fjall stores key lengths in 16 bits (and panics
+/// above), and the token-ordered `versions` keyspace puts the key's 8-byte token before it.
+pub const ENGINE_MAX_KEY: u64 = u16::MAX as u64 - 8;
+
+/// Paces background work (repair, tombstone collection) to at most `per_s` units a second on
+/// average since it started (0: no limit).
+pub struct Pace {
+    started: tokio::time::Instant,
+    per_s: u64,
+    done: u64,
+}
+
+impl Pace {
+    /// A pace of `per_s` units a second from now.
+    pub fn new(per_s: u64) -> Pace {
+        Pace { started: tokio::time::Instant::now(), per_s, done: 0 }
+    }
+
+    /// Count `n` more units done, then wait until the average is back within the limit.
+    pub async fn take(&mut self, n: u64) {
+        self.done += n;
+        if self.per_s > 0 {
+            let due = self.started + Duration::from_secs_f64(self.done as f64 / self.per_s as f64);
+            tokio::time::sleep_until(due).await;
+        }
+    }
+}
 
 /// Refuse a key longer than `max` bytes (`max_key_bytes`), before it reaches any queue or the
 /// engine, with a reply text naming the limit.
@@ -168,7 +194,7 @@ mod tests {
     #[test]
     fn keys_above_the_limit_are_named() {
         assert!(check_key(&[0; 10], 10).is_ok());
-        let e = check_key(&[0; 66_000], 65_535).unwrap_err();
-        assert_eq!(e, "key is 66000 bytes, above the 65535-byte limit (max_key_bytes)");
+        let e = check_key(&[0; 66_000], 65_527).unwrap_err();
+        assert_eq!(e, "key is 66000 bytes, above the 65527-byte limit (max_key_bytes)");
     }
 }

@@ -43,6 +43,16 @@ pub struct Metrics {
     pub forged_frames: AtomicU64,
     /// Replicas written back by blocking read repair.
     pub read_repairs: AtomicU64,
+    /// Token ranges whose Merkle trees anti-entropy compared.
+    pub repair_ranges_compared: AtomicU64,
+    /// Compared ranges where some replica's tree differed.
+    pub repair_ranges_mismatched: AtomicU64,
+    /// Keys (with versions) anti-entropy received from other replicas' lists.
+    pub repair_keys_exchanged: AtomicU64,
+    /// Keys anti-entropy wrote to at least one replica that was behind.
+    pub repair_keys_repaired: AtomicU64,
+    /// Tombstones dropped past their grace (`gc_grace_s`).
+    pub tombstones_purged: AtomicU64,
     /// Worker panics caught (the worker was replaced, its request answered with an error).
     pub worker_panics: AtomicU64,
     /// Connections refused at a cap (`max_clients`, `max_peer_connections`).
@@ -89,7 +99,7 @@ impl Metrics {
     pub fn render(&self, node: u32, selector: &str, local: &str, gauges: &[(String, f64)]) -> String {
         let mut o = String::new();
         let l = format!("node=\"{node}\",selector=\"{selector}\",local=\"{local}\"");
-        let counters: [(&str, &str, &AtomicU64); 19] = [
+        let counters: [(&str, &str, &AtomicU64); 24] = [
             ("tailor_reads_served_total", "Reads executed by this replica.", &self.reads_served),
             ("tailor_writes_served_total", "Writes executed by this replica.", &self.writes_served),
             ("tailor_client_commands_total", "RESP commands handled.", &self.client_commands),
@@ -112,6 +122,27 @@ impl Metrics {
             ("tailor_busy_refusals_total", "Requests refused by a full replica queue.", &self.busy_refusals),
             ("tailor_auth_failures_total", "AUTH attempts with a wrong password.", &self.auth_failures),
             ("tailor_read_repairs_total", "Replicas written back by read repair.", &self.read_repairs),
+            (
+                "tailor_repair_ranges_compared_total",
+                "Token ranges whose Merkle trees anti-entropy compared.",
+                &self.repair_ranges_compared,
+            ),
+            (
+                "tailor_repair_ranges_mismatched_total",
+                "Compared token ranges where a replica's tree differed.",
+                &self.repair_ranges_mismatched,
+            ),
+            (
+                "tailor_repair_keys_exchanged_total",
+                "Keys received from other replicas' lists by anti-entropy.",
+                &self.repair_keys_exchanged,
+            ),
+            (
+                "tailor_repair_keys_repaired_total",
+                "Keys anti-entropy wrote to a replica that was behind.",
+                &self.repair_keys_repaired,
+            ),
+            ("tailor_tombstones_purged_total", "Tombstones dropped past gc_grace_s.", &self.tombstones_purged),
             ("tailor_forged_frames_total", "Internode frames not signed with the cluster secret.", &self.forged_frames),
         ];
         for (name, help, c) in counters {

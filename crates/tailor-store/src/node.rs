@@ -70,7 +70,14 @@ pub struct Node {
     pub budget: Arc<Budget>,
     /// Signs and checks internode frames with the cluster secret.
     pub seal: Seal,
+    /// How copies reach replicas (anti-entropy's reads and write-backs).
+    pub network: Arc<Network>,
+    /// Peers' tree and key-list requests scanning storage at once, at most.
+    pub repair_scans: tokio::sync::Semaphore,
 }
+
+/// Tree and key-list scans a node runs for its peers at once.
+const REPAIR_SCANS: usize = 2;
 
 /// Extra bytes an internode frame may carry beyond the largest value.
 const FRAME_SLACK: u64 = 1 << 20;
@@ -84,14 +91,9 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
     cfg.validate()?;
     let clock = Instant::now();
     let m = cfg.members.len();
-    let client = bind(cfg.client_addr).await?;
-    let internode = bind(cfg.peer_listen()).await?;
-    let metrics_l = match cfg.metrics_addr {
-        Some(a) => Some(bind(a).await?),
-        None => None,
-    };
     std::fs::create_dir_all(&cfg.data_dir).map_err(|e| NodeError::Build(format!("data_dir: {e}")))?;
     let storage = Arc::new(Storage::open(&cfg.data_dir, cfg.durability)?);
+    storage.set_gc_grace(Duration::from_secs(cfg.gc_grace_s));
     let metrics = Arc::new(Metrics::new(m));
     let seed = cfg.seed ^ (cfg.id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     let emulation = Arc::new(Emulation::new(&cfg.emulation, seed));
@@ -143,6 +145,14 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
         0 => None,
         max => Some(Arc::new(Hints::open(storage.clone(), m, max)?)),
     };
+    // listening only once the storage is open: a node whose ports answer is past creating its
+    // keyspaces, which a kill cut short left unopenable (seen in the repair tests under load)
+    let client = bind(cfg.client_addr).await?;
+    let internode = bind(cfg.peer_listen()).await?;
+    let metrics_l = match cfg.metrics_addr {
+        Some(a) => Some(bind(a).await?),
+        None => None,
+    };
     let network = Arc::new(Network {
         id: cfg.id,
         replica: replica.clone(),
@@ -164,8 +174,22 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
     });
     let budget = Budget::new(cfg.max_buffered_bytes);
     let seal = Seal::new(cfg.cluster_secret.as_deref());
-    let node =
-        Arc::new(Node { cfg, storage, replica, coordinator, emulation, metrics, peers, hlc, hints, budget, seal });
+    let repair_scans = tokio::sync::Semaphore::new(REPAIR_SCANS);
+    let node = Arc::new(Node {
+        cfg,
+        storage,
+        replica,
+        coordinator,
+        emulation,
+        metrics,
+        peers,
+        hlc,
+        hints,
+        budget,
+        seal,
+        network: network.clone(),
+        repair_scans,
+    });
     let mut tasks = Vec::new();
     for p in node.peers.iter().flatten() {
         let hb = Duration::from_millis(node.cfg.heartbeat_ms);
@@ -187,6 +211,9 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
     }
     if node.cfg.repair_every_s > 0 {
         tasks.push(tokio::spawn(repair_periodically(node.clone())));
+    }
+    if node.cfg.gc_every_s > 0 {
+        tasks.push(tokio::spawn(crate::gc::periodically(node.clone())));
     }
     if let Some(h) = node.hints.clone() {
         tasks.push(tokio::spawn(replay_hints(h, network, Duration::from_millis(node.cfg.hint_replay_ms))));
@@ -234,15 +261,15 @@ fn coordinator_core(cfg: &NodeConfig, env: &SelectorEnv, emulation: &Emulation) 
     })
 }
 
-/// A repair sweep every `repair_every_s` (the first one after a full period).
+/// An anti-entropy pass every `repair_every_s` (the first one after a full period).
 async fn repair_periodically(node: Arc<Node>) {
     let every = Duration::from_secs(node.cfg.repair_every_s);
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     loop {
         tick.tick().await;
-        match crate::repair::sweep(&node.coordinator, &node.storage, node.cfg.repair_keys_per_s).await {
-            Ok(s) => tracing::info!(keys = s.keys, failed = s.failed, repaired = s.repaired, "repair sweep done"),
-            Err(e) => tracing::error!("repair sweep failed: {e}"),
+        match crate::anti_entropy::run(&node).await {
+            Ok(report) => tracing::info!("anti-entropy pass done: {report}"),
+            Err(e) => tracing::error!("anti-entropy pass failed: {e}"),
         }
     }
 }

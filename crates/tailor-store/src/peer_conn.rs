@@ -74,6 +74,9 @@ async fn run(node: Arc<Node>, sock: TcpStream, max_frame: u64, _slot: OwnedSemap
                 let work = Work::Write { key, version, value };
                 request(&node, &tx, id, work, Tags::default(), 0, receiver)
             }
+            m @ (Message::TreeRequest { .. } | Message::KeysRequest { .. }) => {
+                crate::anti_entropy::serve(&node, &tx, m)
+            }
             other => break Stop::Unexpected(other.id()),
         }
     };

@@ -6,13 +6,21 @@
 //! 512 KB values (docs/design.md).
 //!
 //! Every value carries a version (last writer wins across replicas): the `data` keyspace maps
-//! key → `version (u64 LE) ++ bytes`, and the small `meta` keyspace maps key → `version ++ flag
-//! ++ size`, so a replica can check versions and learn a value's size without reading it, and
-//! deletes leave a versioned tombstone.
+//! key → `version (u64 LE) ++ bytes`, and the small `versions` keyspace maps `token (u64 BE) ++
+//! key` → `version ++ flag ++ size`, so a replica can check versions and learn a value's size
+//! without reading it, deletes leave a versioned tombstone, and the keys of a token range are
+//! one ordered scan (anti-entropy's Merkle trees). The token prefix costs 8 bytes of each entry
+//! and of the engine's key limit, and nothing per write (the entry was written anyway).
+//!
+//! Tombstones are kept for `gc_grace_s` (Cassandra's gc_grace_seconds), measured on their
+//! version's physical time: then [`Storage::purge_tombstones`] drops them, and a tombstone that
+//! arrives already older than the grace is never stored (it still deletes an older value), so
+//! a dropped tombstone is dropped once and not brought back by a replica that still held it.
 
 use crate::config::Durability;
 use crate::limits::ENGINE_MAX_KEY;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, KvSeparationOptions, PersistMode};
+use std::ops::{Bound, RangeInclusive};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -30,6 +38,9 @@ pub enum StorageError {
     /// (`max_key_bytes`), so this is the last line, not the limit.
     #[error("key of {0} bytes is above the engine's limit of {ENGINE_MAX_KEY} bytes")]
     KeyTooLong(usize),
+    /// A blocking storage task did not finish (it panicked).
+    #[error("storage task failed: {0}")]
+    Task(String),
 }
 
 /// Refuse a key the engine would panic on.
@@ -49,14 +60,39 @@ pub struct Versioned {
     pub value: Option<Vec<u8>>,
 }
 
+/// One key's entry in the token-ordered `versions` keyspace.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyVersion {
+    /// The client key.
+    pub key: Vec<u8>,
+    /// Its newest version.
+    pub version: u64,
+    /// Whether that version is a delete.
+    pub tombstone: bool,
+}
+
+/// What one page of [`Storage::purge_tombstones`] did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Purged {
+    /// Keys scanned.
+    pub scanned: u64,
+    /// Tombstones dropped.
+    pub purged: u64,
+    /// Where the next page starts (`None`: the scan is done).
+    pub next: Option<Vec<u8>>,
+}
+
 const STRIPES: usize = 64;
 
 /// The node's persistent key-value store.
 pub struct Storage {
     db: Database,
     data: Keyspace,
-    meta: Keyspace,
+    /// `token ++ key` → `version ++ flag ++ size`.
+    versions: Keyspace,
     durability: Durability,
+    /// Tombstones older than this many µs are dropped (`u64::MAX`: kept forever).
+    grace_us: AtomicU64,
     /// Serialises version check + write per key stripe so concurrent writers cannot interleave.
     stripes: Vec<Mutex<()>>,
     /// Group commit: writes committed to the journal so far (a sequence number).
@@ -72,6 +108,29 @@ fn stripe_of(key: &[u8]) -> usize {
     (crate::key_hash(key) % STRIPES as u64) as usize
 }
 
+/// `key`'s entry name in the `versions` keyspace: its token first.
+fn versions_key(key: &[u8]) -> Result<Vec<u8>, StorageError> {
+    let key = engine_key(key)?;
+    let mut out = Vec::with_capacity(8 + key.len());
+    out.extend_from_slice(&crate::token(key).to_be_bytes());
+    out.extend_from_slice(key);
+    Ok(out)
+}
+
+/// A `versions` record: (version, tombstone, size).
+fn parse_meta(key_len: usize, m: &[u8]) -> Result<(u64, bool, u64), StorageError> {
+    let corrupt = || StorageError::Corrupt(key_len);
+    let version = u64::from_le_bytes(m.get(0..8).ok_or_else(corrupt)?.try_into().map_err(|_| corrupt())?);
+    let flag = *m.get(8).ok_or_else(corrupt)?;
+    let size = u64::from_le_bytes(m.get(9..17).ok_or_else(corrupt)?.try_into().map_err(|_| corrupt())?);
+    Ok((version, flag == META_TOMBSTONE, size))
+}
+
+/// Microseconds since the Unix epoch.
+fn now_us() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
+}
+
 impl Storage {
     /// Open (or create) the database under `dir`.
     pub fn open(dir: &Path, durability: Durability) -> Result<Storage, StorageError> {
@@ -81,43 +140,48 @@ impl Storage {
             KeyspaceCreateOptions::default()
                 .with_kv_separation(Some(KvSeparationOptions::default().separation_threshold(4096)))
         })?;
-        let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
+        let versions = db.keyspace("versions", KeyspaceCreateOptions::default)?;
+        migrate_meta(&db, &versions)?;
         Ok(Storage {
             db,
             data,
-            meta,
+            versions,
             durability,
+            grace_us: AtomicU64::new(u64::MAX),
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             committed: AtomicU64::new(0),
             synced: Mutex::new(0),
         })
     }
 
+    /// Drop tombstones older than `grace` (by their version's physical time) from now on.
+    pub fn set_gc_grace(&self, grace: std::time::Duration) {
+        self.grace_us.store(grace.as_micros().min(u64::MAX as u128 - 1) as u64, Ordering::Relaxed);
+    }
+
+    /// Versions below this are of tombstones to drop (0: none).
+    pub fn gc_cutoff(&self) -> u64 {
+        match self.grace_us.load(Ordering::Relaxed) {
+            u64::MAX => 0,
+            grace => crate::hlc::first_version_at(now_us().saturating_sub(grace)),
+        }
+    }
+
+    /// (version, tombstone, size) of `key`'s newest write, if any.
+    fn meta(&self, key: &[u8]) -> Result<Option<(u64, bool, u64)>, StorageError> {
+        match self.versions.get(versions_key(key)?)? {
+            Some(m) => Ok(Some(parse_meta(key.len(), &m)?)),
+            None => Ok(None),
+        }
+    }
+
     /// Size in bytes and version of the value under `key`, without reading it.
     pub fn size_of(&self, key: &[u8]) -> Result<Option<(u64, u64)>, StorageError> {
-        Ok(match self.meta.get(engine_key(key)?)? {
-            Some(m) if m.len() >= 17 => {
-                let version = u64::from_le_bytes(m[0..8].try_into().map_err(|_| StorageError::Corrupt(key.len()))?);
-                if m[8] == META_TOMBSTONE {
-                    None
-                } else {
-                    let size = u64::from_le_bytes(m[9..17].try_into().map_err(|_| StorageError::Corrupt(key.len()))?);
-                    Some((size, version))
-                }
-            }
-            Some(_) => return Err(StorageError::Corrupt(key.len())),
-            None => None,
-        })
+        Ok(self.meta(key)?.and_then(|(version, tombstone, size)| (!tombstone).then_some((size, version))))
     }
 
     fn meta_version(&self, key: &[u8]) -> Result<u64, StorageError> {
-        Ok(match self.meta.get(engine_key(key)?)? {
-            Some(m) if m.len() >= 8 => {
-                u64::from_le_bytes(m[0..8].try_into().map_err(|_| StorageError::Corrupt(key.len()))?)
-            }
-            Some(_) => return Err(StorageError::Corrupt(key.len())),
-            None => 0,
-        })
+        Ok(self.meta(key)?.map_or(0, |m| m.0))
     }
 
     /// Read `key` with its version.
@@ -136,11 +200,18 @@ impl Storage {
     }
 
     /// Apply a write (`None` deletes) if `version` is newer than the stored one; durable per the
-    /// configured policy before returning. Returns whether it was applied.
+    /// configured policy before returning. Returns whether it was applied. A delete older than
+    /// the tombstone grace removes the key without leaving a tombstone.
     pub fn put(&self, key: &[u8], version: u64, value: Option<&[u8]>) -> Result<bool, StorageError> {
-        let key = engine_key(key)?;
+        let vkey = versions_key(key)?;
         let guard = self.stripes[stripe_of(key)].lock().unwrap_or_else(|p| p.into_inner());
-        if self.meta_version(key)? >= version {
+        let stored = self.meta_version(key)?;
+        if stored >= version {
+            return Ok(false);
+        }
+        let expired = value.is_none() && version < self.gc_cutoff();
+        if expired && stored == 0 {
+            // nothing to delete, and the tombstone would only be dropped again
             return Ok(false);
         }
         let mut batch = self.db.batch();
@@ -161,7 +232,11 @@ impl Storage {
                 batch.remove(&self.data, key);
             }
         }
-        batch.insert(&self.meta, key, meta);
+        if expired {
+            batch.remove(&self.versions, vkey);
+        } else {
+            batch.insert(&self.versions, vkey, meta);
+        }
         batch.commit()?;
         drop(guard);
         let mine = self.committed.fetch_add(1, Ordering::SeqCst) + 1;
@@ -188,34 +263,78 @@ impl Storage {
     }
 
     /// Hashes ([`crate::key_hash`]) of the keys whose live value is strictly larger than
-    /// `threshold` bytes: a scan of the small `meta` keyspace only, so values are never read.
+    /// `threshold` bytes: a scan of the small `versions` keyspace only, so values are never read.
     /// Not a snapshot: writes racing with the scan may or may not be seen.
     pub fn large_keys(&self, threshold: u64) -> Result<Vec<u64>, StorageError> {
         let mut out = Vec::new();
-        for item in self.meta.iter() {
-            let (key, m) = item.into_inner()?;
-            if m.len() < 17 {
-                return Err(StorageError::Corrupt(key.len()));
+        self.scan(0..=u64::MAX, None, |_, kv, size| {
+            if !kv.tombstone && size > threshold {
+                out.push(crate::key_hash(&kv.key));
             }
-            let size = u64::from_le_bytes(m[9..17].try_into().map_err(|_| StorageError::Corrupt(key.len()))?);
-            if m[8] == META_VALUE && size > threshold {
-                out.push(crate::key_hash(&key));
-            }
-        }
+            true
+        })?;
         Ok(out)
     }
 
-    /// Up to `n` keys (live or deleted) in key order after `after` (from the first with `None`):
-    /// a page of a repair sweep. Not a snapshot: writes racing with it may or may not be seen.
-    pub fn keys_after(&self, after: Option<&[u8]>, n: usize) -> Result<Vec<Vec<u8>>, StorageError> {
-        use std::ops::Bound;
-        let start = after.map_or(Bound::Unbounded, |k| Bound::Excluded(k.to_vec()));
-        let mut out = Vec::with_capacity(n);
-        for item in self.meta.range::<Vec<u8>, _>((start, Bound::Unbounded)).take(n) {
-            let (key, _) = item.into_inner()?;
-            out.push(key.to_vec());
+    /// Visit the keys (tombstones included) whose token is in `tokens`, in token order, after
+    /// `after` if given, with their token and value size, until `visit` returns false. Not a
+    /// snapshot: writes racing with the scan may or may not be seen.
+    pub fn scan(
+        &self,
+        tokens: RangeInclusive<u64>,
+        after: Option<&[u8]>,
+        mut visit: impl FnMut(u64, KeyVersion, u64) -> bool,
+    ) -> Result<(), StorageError> {
+        let (first, last) = (*tokens.start(), *tokens.end());
+        let lo = match after.map(versions_key).transpose()? {
+            Some(a) if a.as_slice() >= first.to_be_bytes().as_slice() => Bound::Excluded(a),
+            _ => Bound::Included(first.to_be_bytes().to_vec()),
+        };
+        let hi = last.checked_add(1).map_or(Bound::Unbounded, |n| Bound::Excluded(n.to_be_bytes().to_vec()));
+        let empty = match (&lo, &hi) {
+            (Bound::Excluded(l) | Bound::Included(l), Bound::Excluded(h)) => l >= h,
+            _ => false,
+        };
+        if first > last || empty {
+            return Ok(());
         }
-        Ok(out)
+        for item in self.versions.range::<Vec<u8>, _>((lo, hi)) {
+            let (vkey, m) = item.into_inner()?;
+            let (token, key) = vkey.split_at_checked(8).ok_or(StorageError::Corrupt(vkey.len()))?;
+            let token = u64::from_be_bytes(token.try_into().map_err(|_| StorageError::Corrupt(vkey.len()))?);
+            let (version, tombstone, size) = parse_meta(key.len(), &m)?;
+            if !visit(token, KeyVersion { key: key.to_vec(), version, tombstone }, size) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Scan up to `max` keys after `after` (in token order, from the first with `None`) and drop
+    /// the tombstones among them whose version is below `cutoff`.
+    pub fn purge_tombstones(&self, cutoff: u64, after: Option<&[u8]>, max: usize) -> Result<Purged, StorageError> {
+        let mut done = Purged::default();
+        let mut expired = Vec::new();
+        self.scan(0..=u64::MAX, after, |_, kv, _| {
+            done.scanned += 1;
+            if kv.tombstone && kv.version < cutoff {
+                expired.push(kv.clone());
+            }
+            done.next = Some(kv.key);
+            (done.scanned as usize) < max
+        })?;
+        if (done.scanned as usize) < max {
+            done.next = None;
+        }
+        for kv in expired {
+            let _guard = self.stripes[stripe_of(&kv.key)].lock().unwrap_or_else(|p| p.into_inner());
+            // only if no write replaced the tombstone since the scan
+            if self.meta(&kv.key)? == Some((kv.version, true, 0)) {
+                self.versions.remove(versions_key(&kv.key)?)?;
+                done.purged += 1;
+            }
+        }
+        Ok(done)
     }
 
     /// A keyspace of its own for another part of the node (hints), in the same journal.
@@ -241,6 +360,25 @@ impl Storage {
         self.db.persist(PersistMode::SyncAll)?;
         Ok(())
     }
+}
+
+/// Move a `meta` keyspace keyed by bare keys (before tokens led the key) into `versions`, then
+/// delete it; a crash halfway leaves `meta` in place and the copy is redone.
+fn migrate_meta(db: &Database, versions: &Keyspace) -> Result<(), StorageError> {
+    if !db.keyspace_exists("meta") {
+        return Ok(());
+    }
+    let meta = db.keyspace("meta", KeyspaceCreateOptions::default)?;
+    let mut batch = db.batch();
+    for item in meta.iter() {
+        let (key, m) = item.into_inner()?;
+        batch.insert(versions, versions_key(&key)?, m.to_vec());
+    }
+    batch.commit()?;
+    db.persist(PersistMode::SyncAll)?;
+    db.delete_keyspace(meta)?;
+    tracing::info!("storage: the meta keyspace moved to the token-ordered versions keyspace");
+    Ok(())
 }
 
 #[cfg(test)]
@@ -275,11 +413,88 @@ mod tests {
     }
 
     #[test]
+    fn scans_follow_token_order_and_bounds() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path(), Durability::Buffer).unwrap();
+        let keys: Vec<Vec<u8>> = (0..50).map(|i| format!("key{i}").into_bytes()).collect();
+        for (i, k) in keys.iter().enumerate() {
+            assert!(s.put(k, 1 + i as u64, (i % 5 != 0).then_some(b"v")).unwrap());
+        }
+        let scan = |tokens: RangeInclusive<u64>, after: Option<&[u8]>| {
+            let mut out = Vec::new();
+            s.scan(tokens, after, |t, kv, _| {
+                out.push((t, kv));
+                true
+            })
+            .unwrap();
+            out
+        };
+        let all = scan(0..=u64::MAX, None);
+        assert_eq!(all.len(), 50);
+        assert!(all.windows(2).all(|w| w[0].0 < w[1].0), "token order");
+        assert!(all.iter().all(|(t, kv)| *t == crate::token(&kv.key)));
+        assert_eq!(all.iter().filter(|(_, kv)| kv.tombstone).count(), 10);
+        let (lo, hi) = (all[10].0, all[19].0);
+        assert_eq!(scan(lo..=hi, None).len(), 10);
+        assert_eq!(scan(lo..=hi, Some(&all[14].1.key)).len(), 5, "after a key");
+        assert!(scan(lo..=hi, Some(&all[30].1.key)).is_empty(), "after the range's end");
+        assert_eq!(scan(lo..=hi, Some(&all[2].1.key)).len(), 10, "a cursor before the range is ignored");
+        assert!(scan(hi..=lo, None).is_empty());
+    }
+
+    #[test]
+    fn tombstones_past_their_grace_are_dropped_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path(), Durability::Buffer).unwrap();
+        let now = crate::hlc::first_version_at(now_us());
+        let hour_ago = crate::hlc::first_version_at(now_us() - 3_600_000_000);
+        assert!(s.put(b"gone", hour_ago, Some(b"v")).unwrap());
+        assert!(s.put(b"gone", hour_ago + 1, None).unwrap());
+        assert!(s.put(b"kept", now, None).unwrap());
+        assert!(s.put(b"live", hour_ago, Some(b"v")).unwrap());
+        assert_eq!(s.gc_cutoff(), 0, "no grace set: tombstones are kept");
+        s.set_gc_grace(std::time::Duration::from_secs(60));
+        let cutoff = s.gc_cutoff();
+        assert!(hour_ago < cutoff && cutoff < now);
+        let first = s.purge_tombstones(cutoff, None, 1).unwrap();
+        assert_eq!((first.scanned, first.next.is_some()), (1, true), "one key a page");
+        let rest = s.purge_tombstones(cutoff, first.next.as_deref(), 100).unwrap();
+        assert_eq!((first.scanned + rest.scanned, first.purged + rest.purged, rest.next), (3, 1, None));
+        assert_eq!(s.get(b"gone").unwrap(), Versioned::default(), "the old tombstone is gone");
+        assert_eq!(s.get(b"kept").unwrap(), Versioned { version: now, value: None });
+        assert_eq!(s.get(b"live").unwrap().value, Some(b"v".to_vec()));
+        // a tombstone already past its grace is not stored again, but still deletes older values
+        assert!(!s.put(b"gone", hour_ago + 1, None).unwrap());
+        assert_eq!(s.get(b"gone").unwrap(), Versioned::default());
+        assert!(s.put(b"live", hour_ago + 2, None).unwrap());
+        assert_eq!(s.get(b"live").unwrap(), Versioned::default());
+        assert_eq!(s.purge_tombstones(cutoff, None, 100).unwrap().purged, 0);
+    }
+
+    #[test]
+    fn a_meta_keyspace_of_bare_keys_moves_to_versions() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let db = Database::builder(dir.path()).open().unwrap();
+            let meta = db.keyspace("meta", KeyspaceCreateOptions::default).unwrap();
+            let mut rec = 7u64.to_le_bytes().to_vec();
+            rec.push(META_VALUE);
+            rec.extend_from_slice(&3u64.to_le_bytes());
+            meta.insert(b"old", rec).unwrap();
+            db.persist(PersistMode::SyncAll).unwrap();
+        }
+        let s = Storage::open(dir.path(), Durability::Sync).unwrap();
+        assert_eq!(s.size_of(b"old").unwrap(), Some((3, 7)));
+        assert!(!s.db.keyspace_exists("meta"), "the old keyspace is deleted");
+        assert!(!s.put(b"old", 6, Some(b"older")).unwrap(), "its version still wins");
+    }
+
+    #[test]
     fn keys_the_engine_would_panic_on_are_errors() {
         let dir = tempfile::tempdir().unwrap();
         let s = Storage::open(dir.path(), Durability::Buffer).unwrap();
         let long = vec![b'k'; ENGINE_MAX_KEY as usize + 1];
-        assert!(matches!(s.put(&long, 1, Some(b"v")), Err(StorageError::KeyTooLong(65_536))));
+        assert!(matches!(s.put(&long, 1, Some(b"v")), Err(StorageError::KeyTooLong(65_528))));
         assert!(matches!(s.get(&long), Err(StorageError::KeyTooLong(_))));
         assert!(matches!(s.size_of(&long), Err(StorageError::KeyTooLong(_))));
         let longest = vec![b'k'; ENGINE_MAX_KEY as usize];

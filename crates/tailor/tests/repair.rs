@@ -1,10 +1,15 @@
 //! Repair: a replica that was down catches up with the writes it missed — by hinted handoff
-//! when it comes back, and by blocking read repair when a QUORUM or ALL read finds it behind —
-//! checked on the replica's own data (internode reads), deletes included.
+//! when it comes back, by blocking read repair when a QUORUM or ALL read finds it behind, and
+//! by anti-entropy (Merkle trees per token range) — checked on the replica's own data
+//! (internode reads), deletes included; and tombstones are dropped after their grace without
+//! deleted keys coming back.
 
 mod common;
 use common::*;
+use std::collections::HashMap;
 use tailor_store::cluster::ClusterOptions;
+use tailor_store::config::NodeConfig;
+use tailor_store::internode::Message;
 
 /// Every key and what every replica must end up holding (`None`: deleted).
 type Expected = Vec<(String, Option<Vec<u8>>)>;
@@ -81,7 +86,7 @@ fn quorum_reads_repair_a_replica_that_missed_writes() {
 }
 
 #[test]
-fn a_repair_sweep_brings_a_replica_up_to_date() {
+fn an_anti_entropy_pass_brings_a_replica_up_to_date() {
     let (cl, expected) = back_without_hints();
     assert!(eventually(10, || cl.metric(0, "tailor_peer_up", &["peer=\"2\""]) == 1.0), "node 0 sees node 2");
     let out =
@@ -89,6 +94,125 @@ fn a_repair_sweep_brings_a_replica_up_to_date() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(text.lines().count(), 3, "one line per node: {text}");
-    assert!(text.contains("node 0: keys=60 failed=0 repaired="), "{text}");
-    assert_eq!(missing_on_node2(&cl, &expected), Vec::<String>::new(), "the sweep wrote the newest back");
+    // node 0 repairs the 60 keys node 2 is behind on; nodes 1 and 2 then find nothing to do
+    assert!(text.contains("node 0: ranges=3 mismatched=3 "), "{text}");
+    assert!(text.contains(" repaired=60 failed=0 purged=0"), "{text}");
+    assert!(text.contains("node 2: ranges=3 mismatched=0 "), "{text}");
+    assert_eq!(missing_on_node2(&cl, &expected), Vec::<String>::new(), "the pass wrote the newest back");
+}
+
+/// The fields of a `TAILOR.REPAIR` reply (`ranges=3 mismatched=1 ...`).
+fn repair(cl: &TestCluster, node: usize) -> HashMap<String, u64> {
+    let reply: String = redis::cmd("TAILOR.REPAIR").query(&mut cl.conn(node)).unwrap();
+    reply
+        .split(' ')
+        .map(|f| f.split_once('=').unwrap_or_else(|| panic!("bad reply {reply}")))
+        .map(|(k, v)| (k.to_string(), v.parse().unwrap()))
+        .collect()
+}
+
+/// The version node `i`'s own replica holds for `key` (0: none, not even a tombstone).
+fn replica_version(cl: &TestCluster, i: usize, key: &str) -> u64 {
+    let read = Message::Read { id: 1, key: key.as_bytes().to_vec(), tags: Default::default(), age: 0 };
+    match internode(cl.cfgs[i].peer_listen(), &read) {
+        Message::ReadReply { version, .. } => version,
+        other => panic!("node {i} answered a read with {other:?}"),
+    }
+}
+
+/// A 3-node cluster with hints off and 16 tokens per node (48 ranges), holding `keys` keys.
+fn cluster_of(keys: usize, tweak: impl Fn(&mut NodeConfig)) -> (TestCluster, Expected) {
+    let cl = TestCluster::start(ClusterOptions { nodes: 3, ..ClusterOptions::default() }, |c| {
+        c.hint_max_bytes = 0;
+        c.vnodes = 16;
+        tweak(c);
+    });
+    let mut con = cl.conn(0);
+    let expected: Expected = (0..keys).map(|i| (format!("key{i}"), Some(value(50, i as u64)))).collect();
+    for (k, v) in &expected {
+        set(&mut con, k, v.as_deref().unwrap()).unwrap();
+    }
+    (cl, expected)
+}
+
+/// Kill node 2, overwrite keys `0..n` and delete keys `n..2n` at QUORUM, restart it.
+fn change_while_down(cl: &mut TestCluster, expected: &mut Expected, n: usize) {
+    cl.kill(2);
+    assert!(eventually(10, || cl.metric(0, "tailor_peer_up", &["peer=\"2\""]) == 0.0), "node 0 sees node 2 down");
+    let mut con = cl.conn(0);
+    for (k, v) in expected.iter_mut().take(n) {
+        set(&mut con, k, b"changed").unwrap();
+        *v = Some(b"changed".to_vec());
+    }
+    for (k, v) in expected.iter_mut().skip(n).take(n) {
+        let _: i64 = redis::cmd("DEL").arg(&*k).query(&mut con).unwrap();
+        *v = None;
+    }
+    cl.restart(2);
+    assert!(eventually(10, || cl.metric(0, "tailor_peer_up", &["peer=\"2\""]) == 1.0), "node 0 sees node 2");
+}
+
+fn assert_current_everywhere(cl: &TestCluster, expected: &Expected) {
+    for i in 0..3 {
+        let mut con = cl.conn(i);
+        for (k, v) in expected {
+            assert_eq!(replica_value(cl, i, k), *v, "{k} on node {i}'s replica");
+            assert_eq!(get(&mut con, k).unwrap(), *v, "{k} at ONE through node {i}");
+        }
+    }
+}
+
+#[test]
+fn merkle_trees_exchange_only_the_keys_that_differ() {
+    const KEYS: usize = 1000;
+    const CHANGED: usize = 20;
+    let (mut cl, mut expected) = cluster_of(KEYS, |_| {});
+    change_while_down(&mut cl, &mut expected, CHANGED / 2);
+    let done = repair(&cl, 0);
+    eprintln!(
+        "anti-entropy: {} keys exchanged for {CHANGED} changed keys, of {KEYS} keys held ({} replicas); \
+         {} of {} ranges mismatched, {} leaves exchanged, {} keys repaired, {} keys scanned",
+        done["exchanged"],
+        KEYS * 3,
+        done["mismatched"],
+        done["ranges"],
+        done["leaves"],
+        done["repaired"],
+        done["scanned"],
+    );
+    assert_eq!(done["repaired"], CHANGED as u64, "{done:?}");
+    assert_eq!(done["failed"], 0, "{done:?}");
+    assert!(done["ranges"] >= 48 && done["mismatched"] <= CHANGED as u64, "{done:?}");
+    assert!(done["mismatched"] * 2 < done["ranges"], "only some ranges differ: {done:?}");
+    assert!(done["exchanged"] < 3 * CHANGED as u64, "only keys of differing leaves: {done:?}");
+    assert_eq!(done["scanned"], KEYS as u64, "node 0 scans each of its keys once");
+    assert_eq!(cl.metric(0, "tailor_repair_keys_repaired_total", &[]), CHANGED as f64);
+    assert_eq!(cl.metric(0, "tailor_repair_ranges_compared_total", &[]), done["ranges"] as f64);
+    assert_current_everywhere(&cl, &expected);
+    let again = repair(&cl, 1);
+    assert_eq!((again["mismatched"], again["exchanged"], again["repaired"]), (0, 0, 0), "{again:?}");
+}
+
+#[test]
+fn tombstones_are_dropped_after_their_grace_and_deletes_stay() {
+    const GRACE_S: u64 = 12;
+    let (mut cl, mut expected) = cluster_of(100, |c| {
+        c.gc_grace_s = GRACE_S;
+        c.gc_every_s = 1;
+    });
+    let deleted_at = std::time::Instant::now();
+    change_while_down(&mut cl, &mut expected, 20);
+    let done = repair(&cl, 0);
+    assert!(deleted_at.elapsed().as_secs() < GRACE_S, "the repair ran within the grace");
+    assert_eq!(done["repaired"], 40, "{done:?}");
+    let gone: Vec<&String> = expected.iter().filter(|(_, v)| v.is_none()).map(|(k, _)| k).collect();
+    assert!(gone.iter().all(|k| replica_version(&cl, 2, k) > 0), "node 2 got the tombstones");
+    let purged = eventually(60, || (0..3).all(|i| cl.metric(i, "tailor_tombstones_purged_total", &[]) >= 20.0));
+    assert!(purged, "every node drops its 20 tombstones after {GRACE_S} s");
+    for i in 0..3 {
+        assert!(gone.iter().all(|k| replica_version(&cl, i, k) == 0), "node {i} holds no tombstone");
+    }
+    let again = repair(&cl, 1);
+    assert_eq!((again["mismatched"], again["repaired"]), (0, 0), "{again:?}");
+    assert_current_everywhere(&cl, &expected);
 }

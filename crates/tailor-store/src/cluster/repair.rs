@@ -1,5 +1,8 @@
-//! `tailor cluster repair`: a repair sweep on every running node of a cluster directory, one
-//! node after the other (each reads every key it holds at ALL; see `repair.rs`).
+//! `tailor cluster repair`: an anti-entropy pass on every running node of a cluster directory,
+//! one node after the other (each compares the Merkle trees of the token ranges it replicates
+//! with the other replicas' and repairs the keys of differing leaves; see `anti_entropy.rs`).
+//! Each node's reply is its pass's report: `ranges=… mismatched=… leaves=… scanned=…
+//! exchanged=… repaired=… failed=… purged=…`.
 
 use super::pids::{config_path, live_nodes};
 use super::{io, ClusterError};
@@ -25,7 +28,7 @@ fn ask(con: &mut BufReader<TcpStream>, args: &[&str]) -> Result<String, ClusterE
     Ok(line.trim_end().to_string())
 }
 
-/// Run a sweep on every running node of the cluster in `dir`; each node's id and reply.
+/// Run a pass on every running node of the cluster in `dir`; each node's id and reply.
 pub fn repair(dir: &Path) -> Result<Vec<(u32, String)>, ClusterError> {
     let mut replies = Vec::new();
     for (id, _) in live_nodes(dir)? {

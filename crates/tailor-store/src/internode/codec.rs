@@ -4,6 +4,8 @@
 
 use super::message::Message;
 use crate::limits::Lease;
+use crate::merkle::{Hash, HASH_BYTES, MAX_DEPTH};
+use crate::storage::KeyVersion;
 use tailor_core::facts::Feedback;
 use tailor_core::model::Tags;
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -23,6 +25,13 @@ const WRITE_ACK: u8 = 5;
 const PONG: u8 = 6;
 const FAILED: u8 = 7;
 const HELLO: u8 = 8;
+const TREE_REQUEST: u8 = 9;
+const TREE_REPLY: u8 = 10;
+const KEYS_REQUEST: u8 = 11;
+const KEYS_REPLY: u8 = 12;
+
+/// Most keys one [`Message::KeysReply`] may list.
+pub const MAX_LISTED: usize = 4096;
 
 /// A frame that cannot be decoded.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -56,6 +65,16 @@ pub enum DecodeError {
     /// The node's input budget cannot hold the frame.
     #[error("internode frame refused: {0}")]
     Budget(String),
+    /// A count in the frame is above its limit.
+    #[error("internode frame lists {n} {what}, above the limit of {max}")]
+    TooMany {
+        /// What is counted.
+        what: &'static str,
+        /// The count.
+        n: u64,
+        /// The limit.
+        max: u64,
+    },
     /// The frame's tag does not verify with the cluster secret (or it has none).
     #[error("internode frame is not signed with this cluster's secret (cluster_secret)")]
     Forged,
@@ -153,13 +172,31 @@ impl<'a> R<'a> {
             bloom_generation: self.u32()?,
             bloom_bits: Vec::new(),
         };
-        let n = self.u32()? as usize;
-        // bound by what the frame can hold before allocating
-        if n > (self.buf.len() - self.pos) / 4 {
-            return Err(DecodeError::Truncated(self.pos));
-        }
+        let n = self.count("Bloom bits", u32::MAX as usize, 4)?;
         f.bloom_bits = (0..n).map(|_| self.u32()).collect::<Result<_, _>>()?;
         Ok(f)
+    }
+    /// A count of items of at least `least` bytes each, at most `max`, checked against what
+    /// the frame can still hold before anything is allocated for them.
+    fn count(&mut self, what: &'static str, max: usize, least: usize) -> Result<usize, DecodeError> {
+        let n = self.u32()? as usize;
+        if n > max {
+            return Err(DecodeError::TooMany { what, n: n as u64, max: max as u64 });
+        }
+        if n > (self.buf.len() - self.pos) / least {
+            return Err(DecodeError::Truncated(self.pos));
+        }
+        Ok(n)
+    }
+    fn leaves(&mut self) -> Result<Vec<Hash>, DecodeError> {
+        let n = self.count("tree leaves", 1 << MAX_DEPTH, HASH_BYTES)?;
+        (0..n).map(|_| Ok(self.take(HASH_BYTES)?.try_into().expect("took HASH_BYTES"))).collect()
+    }
+    fn entries(&mut self) -> Result<Vec<KeyVersion>, DecodeError> {
+        let n = self.count("keys", MAX_LISTED, 13)?;
+        (0..n)
+            .map(|_| Ok(KeyVersion { key: self.bytes()?, version: self.u64()?, tombstone: self.u8()? != 0 }))
+            .collect()
     }
 }
 
@@ -210,6 +247,38 @@ pub fn encode(msg: &Message) -> Vec<u8> {
             w.feedback(feedback);
             w.u8(*healthy as u8);
         }
+        Message::TreeRequest { id, first, last, depth, cutoff } => {
+            w.u8(TREE_REQUEST);
+            w.u64(*id);
+            w.u64(*first);
+            w.u64(*last);
+            w.u8(*depth);
+            w.u64(*cutoff);
+        }
+        Message::TreeReply { id, leaves } => {
+            w.u8(TREE_REPLY);
+            w.u64(*id);
+            w.u32(leaves.len() as u32);
+            leaves.iter().for_each(|l| w.0.extend_from_slice(l));
+        }
+        Message::KeysRequest { id, first, last, after } => {
+            w.u8(KEYS_REQUEST);
+            w.u64(*id);
+            w.u64(*first);
+            w.u64(*last);
+            w.opt(after);
+        }
+        Message::KeysReply { id, entries, more } => {
+            w.u8(KEYS_REPLY);
+            w.u64(*id);
+            w.u32(entries.len() as u32);
+            for e in entries {
+                w.bytes(&e.key);
+                w.u64(e.version);
+                w.u8(e.tombstone as u8);
+            }
+            w.u8(*more as u8);
+        }
         Message::Failed { id, reason } => {
             w.u8(FAILED);
             w.u64(*id);
@@ -242,6 +311,12 @@ pub fn decode(body: &[u8]) -> Result<Message, DecodeError> {
         READ_REPLY => Message::ReadReply { id: r.u64()?, version: r.u64()?, value: r.opt()?, feedback: r.feedback()? },
         WRITE_ACK => Message::WriteAck { id: r.u64()?, applied: r.u8()? != 0, feedback: r.feedback()? },
         PONG => Message::Pong { id: r.u64()?, feedback: r.feedback()?, healthy: r.u8()? != 0 },
+        TREE_REQUEST => {
+            Message::TreeRequest { id: r.u64()?, first: r.u64()?, last: r.u64()?, depth: r.u8()?, cutoff: r.u64()? }
+        }
+        TREE_REPLY => Message::TreeReply { id: r.u64()?, leaves: r.leaves()? },
+        KEYS_REQUEST => Message::KeysRequest { id: r.u64()?, first: r.u64()?, last: r.u64()?, after: r.opt()? },
+        KEYS_REPLY => Message::KeysReply { id: r.u64()?, entries: r.entries()?, more: r.u8()? != 0 },
         FAILED => {
             let id = r.u64()?;
             let reason = String::from_utf8(r.bytes()?).map_err(|_| DecodeError::Utf8)?;
@@ -332,6 +407,18 @@ mod tests {
             Message::Pong { id: 7, feedback: fb(), healthy: true },
             Message::Pong { id: 9, feedback: fb(), healthy: false },
             Message::Failed { id: 8, reason: "disk".into() },
+            Message::TreeRequest { id: 10, first: 5, last: u64::MAX, depth: 10, cutoff: 1 << 60 },
+            Message::TreeReply { id: 11, leaves: vec![[7; HASH_BYTES]; 1024] },
+            Message::KeysRequest { id: 12, first: 0, last: 99, after: Some(b"k".to_vec()) },
+            Message::KeysRequest { id: 13, first: 0, last: 99, after: None },
+            Message::KeysReply {
+                id: 14,
+                entries: vec![
+                    KeyVersion { key: b"a".to_vec(), version: 3, tombstone: false },
+                    KeyVersion { key: b"b".to_vec(), version: 4, tombstone: true },
+                ],
+                more: true,
+            },
         ];
         for m in msgs {
             let frame = encode(&m);
@@ -356,6 +443,38 @@ mod tests {
             decode(&[VERSION, READ, 0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255]),
             Err(DecodeError::Truncated(_))
         ));
+    }
+
+    #[test]
+    fn counts_a_peer_sends_are_bounded() {
+        let mut head = vec![VERSION, TREE_REPLY];
+        head.extend_from_slice(&1u64.to_le_bytes());
+        let mut too_deep = head.clone();
+        too_deep.extend_from_slice(&(1u32 << 15).to_le_bytes());
+        too_deep.extend(vec![0; HASH_BYTES << 15]);
+        let err = decode(&too_deep).unwrap_err();
+        assert_eq!(err, DecodeError::TooMany { what: "tree leaves", n: 1 << 15, max: 1 << 14 });
+        assert!(err.to_string().contains("above the limit"), "{err}");
+        // a count the frame cannot hold is refused before allocating
+        let mut short = head;
+        short.extend_from_slice(&1000u32.to_le_bytes());
+        assert_eq!(decode(&short), Err(DecodeError::Truncated(14)));
+        let mut keys = vec![VERSION, KEYS_REPLY];
+        keys.extend_from_slice(&1u64.to_le_bytes());
+        keys.extend_from_slice(&(MAX_LISTED as u32 + 1).to_le_bytes());
+        assert!(matches!(decode(&keys), Err(DecodeError::TooMany { what: "keys", .. })));
+        // garbage after a valid kind byte never panics
+        let mut rng = 0x1234_5678u64;
+        for kind in [TREE_REQUEST, TREE_REPLY, KEYS_REQUEST, KEYS_REPLY] {
+            for len in 0..64 {
+                let mut body = vec![VERSION, kind];
+                body.extend((0..len).map(|_| {
+                    rng = crate::key_hash(&rng.to_le_bytes());
+                    rng as u8
+                }));
+                let _ = decode(&body);
+            }
+        }
     }
 
     #[tokio::test]

@@ -1,6 +1,8 @@
 //! Messages between nodes: requests a coordinator sends to a replica and the replies that carry
 //! the replica's facts.
 
+use crate::merkle::Hash;
+use crate::storage::KeyVersion;
 use tailor_core::facts::Feedback;
 use tailor_core::model::Tags;
 
@@ -73,6 +75,49 @@ pub enum Message {
         /// down (routes around it) until it answers healthy again.
         healthy: bool,
     },
+    /// Anti-entropy: the Merkle tree of the replica's keys whose token is in `first..=last`
+    /// (a repairing node → a replica of that range).
+    TreeRequest {
+        /// Request id.
+        id: u64,
+        /// First token of the range.
+        first: u64,
+        /// Last token of the range (inclusive).
+        last: u64,
+        /// The tree has `2^depth` leaves (at most [`crate::merkle::MAX_DEPTH`]).
+        depth: u8,
+        /// Tombstones with a version below this are past their grace: left out of the tree, as
+        /// if already dropped (the repairing node's cutoff, so every replica uses the same).
+        cutoff: u64,
+    },
+    /// Answer to [`Message::TreeRequest`].
+    TreeReply {
+        /// Request id.
+        id: u64,
+        /// The tree's leaves, in token order.
+        leaves: Vec<Hash>,
+    },
+    /// Anti-entropy: the keys and versions the replica holds with tokens in `first..=last`, in
+    /// token order, after `after` (one page).
+    KeysRequest {
+        /// Request id.
+        id: u64,
+        /// First token.
+        first: u64,
+        /// Last token (inclusive).
+        last: u64,
+        /// The last key of the previous page (`None`: from the first).
+        after: Option<Vec<u8>>,
+    },
+    /// Answer to [`Message::KeysRequest`].
+    KeysReply {
+        /// Request id.
+        id: u64,
+        /// Keys with their versions (tombstones included), in token order.
+        entries: Vec<KeyVersion>,
+        /// The page is full: ask again after its last key.
+        more: bool,
+    },
     /// The replica could not execute the request.
     Failed {
         /// Request id.
@@ -93,6 +138,10 @@ impl Message {
             | Message::ReadReply { id, .. }
             | Message::WriteAck { id, .. }
             | Message::Pong { id, .. }
+            | Message::TreeRequest { id, .. }
+            | Message::TreeReply { id, .. }
+            | Message::KeysRequest { id, .. }
+            | Message::KeysReply { id, .. }
             | Message::Failed { id, .. } => *id,
         }
     }
