@@ -86,6 +86,8 @@ struct InFlight {
     answers: Vec<(NodeId, Versioned)>,
     /// Replicas a copy was sent to.
     sent: Vec<NodeId>,
+    /// Copies that failed.
+    failed: usize,
     last_error: String,
     done: Done,
 }
@@ -109,16 +111,22 @@ impl InFlight {
         }
         let mut answers = std::mem::take(&mut self.answers);
         if self.newest {
-            let order =
-                |a: &Versioned, b: &Versioned| (a.version, a.value.is_some()).cmp(&(b.version, b.value.is_some()));
-            let Some(i) = (0..answers.len()).max_by(|&a, &b| order(&answers[a].1, &answers[b].1)) else {
-                return (Versioned::default(), Vec::new());
-            };
+            let Some(i) = repair::newest(&answers) else { return (Versioned::default(), Vec::new()) };
             let stale = repair::stale(&answers, &answers[i].1);
             return (answers.swap_remove(i).1, stale);
         }
         let chosen = answers.into_iter().find(|(r, _)| *r == replica);
         (chosen.expect("the completing answer was kept").1, Vec::new())
+    }
+
+    /// A read at ONE answered while other copies (read-repair shadows, a hedge) are still out:
+    /// what to compare once they are in.
+    fn trailing(&self) -> Option<Trailing> {
+        if self.write.is_some() || self.newest || self.sent.len() < 2 {
+            return None;
+        }
+        let left = self.sent.len() - self.answers.len() - self.failed;
+        Some(Trailing { key: self.key.clone(), answers: self.answers.clone(), left })
     }
 
     /// The write this request carries, as a hint for a replica that missed it.
@@ -128,10 +136,23 @@ impl InFlight {
     }
 }
 
+/// A read at ONE that had more than one copy out (read-repair shadows, a hedge), answered to its
+/// client: the answers are compared once every copy is in, and replicas that answered an older
+/// version are written the newest one (background read repair, Cassandra's
+/// `read_repair_chance`).
+struct Trailing {
+    key: Vec<u8>,
+    answers: Vec<(NodeId, Versioned)>,
+    /// Copies not yet answered or failed.
+    left: usize,
+}
+
 /// The core and the requests it handles, under one lock.
 struct Inner {
     core: CoordinatorCore,
     in_flight: HashMap<RequestId, InFlight>,
+    /// Answered reads at ONE with copies still out.
+    trailing: HashMap<RequestId, Trailing>,
     /// The wake-up time the timer task sleeps towards.
     wake_at: Option<Nanos>,
 }
@@ -179,7 +200,12 @@ impl Coordinator {
         let c = Arc::new(Coordinator {
             clock: p.clock,
             ring: p.ring,
-            inner: Mutex::new(Inner { core: p.core, in_flight: HashMap::new(), wake_at: None }),
+            inner: Mutex::new(Inner {
+                core: p.core,
+                in_flight: HashMap::new(),
+                trailing: HashMap::new(),
+                wake_at: None,
+            }),
             wake: Arc::new(Notify::new()),
             transport: p.transport,
             ids: p.ids,
@@ -218,11 +244,12 @@ impl Coordinator {
         (node as usize) < self.transport.members() && self.transport.is_up(node)
     }
 
-    /// Requests this coordinator holds: (client requests awaiting a result, requests the core
+    /// Requests this coordinator holds: (client requests awaiting a result or their last copies,
+    /// requests the core
     /// has in flight or parked, reads parked). All three are 0 once a quiet node settled.
     pub fn pending(&self) -> (usize, usize, usize) {
         let inner = self.lock();
-        (inner.in_flight.len(), inner.core.in_flight(), inner.core.parked())
+        (inner.in_flight.len() + inner.trailing.len(), inner.core.in_flight(), inner.core.parked())
     }
 
     /// The size hint this coordinator's oracle gives for `key` (admin command `size_class`).
@@ -262,6 +289,9 @@ impl Coordinator {
                     if let Some(mut f) = inner.in_flight.remove(&request) {
                         if f.write.is_some() {
                             self.metrics.writes_acked.fetch_add(1, Ordering::Relaxed);
+                        }
+                        if let Some(t) = f.trailing() {
+                            self.trail(inner, request, t);
                         }
                         match f.result(replica) {
                             (result, stale) if stale.is_empty() => drop(f.done.send(Ok(result))),
@@ -322,6 +352,41 @@ impl Coordinator {
         self.metrics.hedges.load(Ordering::Relaxed)
     }
 
+    /// Keep answered read `id`'s trailing copies for comparison, or compare now if none is out.
+    fn trail(self: &Arc<Self>, inner: &mut Inner, id: RequestId, t: Trailing) {
+        if t.left == 0 {
+            return self.repair_in_background(t);
+        }
+        inner.trailing.insert(id, t);
+    }
+
+    /// A trailing copy of answered read `id` answered (`Some`) or failed (`None`).
+    fn trailing_copy(self: &Arc<Self>, inner: &mut Inner, id: RequestId, answer: Option<(NodeId, Versioned)>) {
+        let Some(t) = inner.trailing.get_mut(&id) else { return };
+        t.answers.extend(answer);
+        t.left -= 1;
+        if t.left == 0 {
+            let t = inner.trailing.remove(&id).expect("just seen");
+            self.repair_in_background(t);
+        }
+    }
+
+    /// Write the newest of a read's answers back to the replicas that answered older, without
+    /// anyone waiting for it.
+    fn repair_in_background(self: &Arc<Self>, t: Trailing) {
+        let Trailing { key, mut answers, .. } = t;
+        let Some(i) = repair::newest(&answers) else { return };
+        let stale = repair::stale(&answers, &answers[i].1);
+        if stale.is_empty() {
+            return;
+        }
+        let (newest, me) = (answers.swap_remove(i).1, self.clone());
+        tokio::spawn(async move {
+            let repaired = repair::write_back(me.transport.as_ref(), &key, &newest, &stale).await;
+            me.metrics.read_repairs.fetch_add(repaired as u64, Ordering::Relaxed);
+        });
+    }
+
     /// Replicas written back by read repair so far.
     pub fn read_repairs(&self) -> u64 {
         self.metrics.read_repairs.load(Ordering::Relaxed)
@@ -347,8 +412,9 @@ impl Coordinator {
                 if let Outcome::Read(v) = outcome {
                     self.hlc.observe(v.version);
                     value_size = v.value.as_ref().map(|v| v.len() as u64);
-                    if let Some(f) = inner.in_flight.get_mut(&ticket.id) {
-                        f.answers.push((replica, v));
+                    match inner.in_flight.get_mut(&ticket.id) {
+                        Some(f) => f.answers.push((replica, v)),
+                        None => self.trailing_copy(&mut inner, ticket.id, Some((replica, v))),
                     }
                 }
                 let answer = Answer { replica, feedback, value_size };
@@ -356,11 +422,15 @@ impl Coordinator {
             }
             Err(e) => {
                 tracing::debug!(replica, "request {} failed: {e}", ticket.id);
-                if let Some(f) = inner.in_flight.get_mut(&ticket.id) {
-                    f.last_error = e;
-                    if let (Some(hints), Some(hint)) = (&self.hints, f.hint()) {
-                        repair::keep(hints, vec![(replica, hint)]);
+                match inner.in_flight.get_mut(&ticket.id) {
+                    Some(f) => {
+                        f.last_error = e;
+                        f.failed += 1;
+                        if let (Some(hints), Some(hint)) = (&self.hints, f.hint()) {
+                            repair::keep(hints, vec![(replica, hint)]);
+                        }
                     }
+                    None => self.trailing_copy(&mut inner, ticket.id, None),
                 }
                 inner.core.failed(now, ticket, replica, &Blind, &mut out);
             }
@@ -404,6 +474,7 @@ impl Coordinator {
                 newest,
                 answers: Vec::new(),
                 sent: Vec::new(),
+                failed: 0,
                 last_error: String::new(),
                 done,
             };

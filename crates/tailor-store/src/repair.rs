@@ -8,6 +8,11 @@
 //! client gets its value once they acknowledged (or failed), so a value a client has read is
 //! on every replica that answered. These write-backs are not scheduling decisions: they bypass
 //! the coordinator core, like hint replays.
+//!
+//! Background read repair (Cassandra's `read_repair_chance`): a read at ONE that had more than
+//! one copy out (the `read_repair` fraction of reads also goes to every other replica; a hedge is
+//! a second copy too) answers its client at once, and once every copy is in, the replicas that
+//! answered older get the newest version, with no one waiting (`coordinator.rs`).
 
 use crate::hints::{Hint, Hints};
 use crate::replica::Work;
@@ -17,6 +22,13 @@ use std::sync::Arc;
 use tailor_core::coordinator::{Send, SendKind, Ticket};
 use tailor_core::model::NodeId;
 
+/// The index of the newest of `answers` (a higher version; at one version, a value over a
+/// tombstone), if there is one.
+pub fn newest(answers: &[(NodeId, Versioned)]) -> Option<usize> {
+    let order = |a: &Versioned| (a.version, a.value.is_some());
+    (0..answers.len()).max_by_key(|&i| order(&answers[i].1))
+}
+
 /// The replicas among `answers` whose version is older than `newest`'s.
 pub fn stale(answers: &[(NodeId, Versioned)], newest: &Versioned) -> Vec<NodeId> {
     answers.iter().filter(|(_, v)| v.version < newest.version).map(|(r, _)| *r).collect()
@@ -25,6 +37,11 @@ pub fn stale(answers: &[(NodeId, Versioned)], newest: &Versioned) -> Vec<NodeId>
 /// A write copy that goes around the coordinator core (a read repair, a hint replay).
 pub fn side_send(replica: NodeId) -> Send {
     Send { ticket: Ticket { slot: u32::MAX, id: 0 }, replica, tags: Default::default(), age: 0, kind: SendKind::Write }
+}
+
+/// Whether `s` is a copy [`side_send`] made (no scheduling decision stands behind it).
+pub fn is_side_send(s: &Send) -> bool {
+    s.ticket.slot == u32::MAX
 }
 
 /// Write `newest` of `key` back to each of `stale`, concurrently; returns how many acknowledged.

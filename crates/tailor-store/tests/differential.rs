@@ -23,6 +23,7 @@ use tailor_sim::script::{self, Copy, Decision, Driver, Log, Request, Script, Sim
 use tailor_store::coordinator::{Coordinator, CoordinatorParts};
 use tailor_store::hlc::Hlc;
 use tailor_store::metrics::Metrics;
+use tailor_store::repair;
 use tailor_store::replica::{Outcome, Work};
 use tailor_store::storage::Versioned;
 use tailor_store::transport::{Exchange, Exchanged, Transport};
@@ -59,6 +60,10 @@ impl Transport for ScriptedReplicas {
     }
 
     fn exchange(&self, node: NodeId, _work: Work, s: Send) -> Exchange<'_> {
+        if repair::is_side_send(&s) {
+            // a read repair's write-back: the store's own, not a decision of the core
+            return Box::pin(async { Ok((Outcome::Written(true), Feedback::default())) });
+        }
         let handle = self.next.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.waiting.lock().unwrap().insert(handle, tx);

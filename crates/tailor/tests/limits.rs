@@ -310,3 +310,58 @@ fn slow_and_idle_senders_are_disconnected() {
     }
     assert!(cl.metric(0, "tailor_connections_timed_out_total", &[]) >= 3.0);
 }
+
+/// Raise this process's open-file limit to `want` (children inherit it); false if the hard
+/// limit is lower.
+fn raise_fd_limit(want: u64) -> bool {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit/setrlimit on a local struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 || lim.rlim_max < want {
+            return false;
+        }
+        lim.rlim_cur = lim.rlim_cur.max(want);
+        libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0
+    }
+}
+
+#[test]
+fn ten_thousand_clients_are_served_at_the_default_cap() {
+    let cap = tailor_store::config::NodeConfig::default().max_clients;
+    if !raise_fd_limit(cap as u64 + 1_000) {
+        eprintln!("skipped: the open-file hard limit is below {} (ulimit -Hn)", cap + 1_000);
+        return;
+    }
+    let cl = one(|_| {});
+    let mut con = cl.conn(0);
+    let base = settle_rss(&cl);
+    let addr = cl.cfgs[0].client_addr;
+    let started = Instant::now();
+    let held: Vec<TcpStream> = (0..cap - 1)
+        .map(|i| {
+            let mut s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connection {i}: {e}"));
+            s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            s.write_all(b"PING\r\n").unwrap();
+            let mut pong = [0u8; 7];
+            s.read_exact(&mut pong).unwrap_or_else(|e| panic!("connection {i}: no PONG: {e}"));
+            assert_eq!(&pong, b"+PONG\r\n");
+            s
+        })
+        .collect();
+    let full = settle_rss(&cl);
+    eprintln!(
+        "{} clients connected and answered in {:.1} s; node RSS {base:.1} MB at rest, {full:.1} MB with them",
+        held.len() + 1,
+        started.elapsed().as_secs_f64()
+    );
+    set(&mut con, "busy", &value(1000, 3)).unwrap();
+    assert_eq!(get(&mut con, "busy").unwrap(), Some(value(1000, 3)));
+    let mut over = TcpStream::connect(addr).unwrap();
+    assert_eq!(read_to_close(&mut over), ("-ERR max number of clients reached\r\n".to_string(), true));
+    drop(held);
+    let url = format!("redis://{addr}/");
+    assert!(eventually(10, || {
+        let con = redis::Client::open(url.as_str()).ok().and_then(|c| c.get_connection().ok());
+        con.is_some_and(|mut c| redis::cmd("PING").query::<String>(&mut c).is_ok())
+    }));
+}
