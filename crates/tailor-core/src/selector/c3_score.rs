@@ -169,14 +169,23 @@ fn cube(x: f64) -> Option<f64> {
 
 /// The slot for `node` in a per-server vector, growing it with `fill` on first use; `None` for
 /// ids at or beyond [`MAX_NODES`].
-pub fn node_slot<T>(v: &mut Vec<T>, node: NodeId, mut fill: impl FnMut() -> T) -> Option<&mut T> {
+#[inline]
+pub fn node_slot<T>(v: &mut Vec<T>, node: NodeId, fill: impl FnMut() -> T) -> Option<&mut T> {
     let i = node as usize;
+    if i < v.len() {
+        // the common case: selectors create a slot for every server up front
+        return v.get_mut(i);
+    }
+    grow_to_slot(v, i, fill)
+}
+
+/// [`node_slot`]'s rare path, kept out of line so that the lookup inlines.
+#[cold]
+fn grow_to_slot<T>(v: &mut Vec<T>, i: usize, fill: impl FnMut() -> T) -> Option<&mut T> {
     if i >= MAX_NODES {
         return None;
     }
-    if i >= v.len() {
-        v.resize_with(i + 1, &mut fill);
-    }
+    v.resize_with(i + 1, fill);
     v.get_mut(i)
 }
 
