@@ -211,6 +211,7 @@ impl C3 {
 
     /// The state kept for `node` and the rate constants, borrowed together: copying the
     /// constants (88 bytes) for every send and response cost more than using them.
+    #[inline]
     fn server_and_params(&mut self, node: NodeId) -> Option<(&mut Server, &RateParams)> {
         let (w, params) = (self.ewma_weight, &self.params);
         let server = node_slot(&mut self.servers, node, || Server {

@@ -143,7 +143,7 @@ pub fn pow(x: f64, b: f64) -> f64 {
 /// libm's `pow` (glibc, from ARM's optimized routines) is within 0.54 ulp of the exact value, so
 /// it returns the correctly rounded result whenever the exact value lies more than 0.04 ulp away
 /// from a rounding boundary (the midpoint between two doubles). Here `x³` is computed as
-/// `p + tail` with an error near 2^-100 relative (exact products via fused multiply-add), rounded
+/// `p + tail` with an error near 2^-100 relative (exact products, [`two_product`]), rounded
 /// once, and accepted only if it lies within 0.45 ulp of the result (at least 0.05 ulp from a
 /// boundary); the rest (about a tenth) and every `x` outside a range where no product can
 /// overflow or lose bits to underflow fall back to `powf`.
@@ -155,10 +155,9 @@ fn cube(x: f64) -> Option<f64> {
     if !(LOW..=HIGH).contains(&x) {
         return None;
     }
-    let x2 = x * x;
-    let e2 = x.mul_add(x, -x2); // x² = x2 + e2 exactly
-    let p = x2 * x;
-    let ep = x2.mul_add(x, -p); // x2·x = p + ep exactly
+    let xs = split(x);
+    let (x2, e2) = two_product(x, xs, x, xs); // x² = x2 + e2 exactly
+    let (p, ep) = two_product(x2, split(x2), x, xs); // x2·x = p + ep exactly
     let tail = ep + e2 * x; // x³ = p + tail, up to ~2^-100 relative
     let r = p + tail;
     let err = (p - r) + tail; // exact (|p| ≥ |tail|): p + tail = r + err
@@ -167,16 +166,44 @@ fn cube(x: f64) -> Option<f64> {
     (err.abs() <= 0.45 * spacing).then_some(r)
 }
 
+/// `(a·b rounded, its rounding error)`: `a·b` exactly as a sum of two doubles (Dekker), given
+/// `a` and `b` with their [`split`]s. The same pair a fused multiply-add gives, but inline: without
+/// the `fma` target feature `mul_add` is a library call, which cost more than this.
+/// Exact while no product overflows or underflows (as for what [`cube`] admits).
+#[inline]
+fn two_product(a: f64, (ah, al): (f64, f64), b: f64, (bh, bl): (f64, f64)) -> (f64, f64) {
+    let p = a * b;
+    (p, ((ah * bh - p) + ah * bl + al * bh) + al * bl)
+}
+
+/// `a` as `hi + lo` exactly, each half with at most 26 significant bits (Veltkamp), so that the
+/// halves multiply without rounding.
+#[inline]
+fn split(a: f64) -> (f64, f64) {
+    let c = 134_217_729.0 * a; // 2^27 + 1
+    let hi = c - (c - a);
+    (hi, a - hi)
+}
+
 /// The slot for `node` in a per-server vector, growing it with `fill` on first use; `None` for
 /// ids at or beyond [`MAX_NODES`].
-pub fn node_slot<T>(v: &mut Vec<T>, node: NodeId, mut fill: impl FnMut() -> T) -> Option<&mut T> {
+#[inline]
+pub fn node_slot<T>(v: &mut Vec<T>, node: NodeId, fill: impl FnMut() -> T) -> Option<&mut T> {
     let i = node as usize;
+    if i < v.len() {
+        // the common case: selectors create a slot for every server up front
+        return v.get_mut(i);
+    }
+    grow_to_slot(v, i, fill)
+}
+
+/// [`node_slot`]'s rare path, kept out of line so that the lookup inlines.
+#[cold]
+fn grow_to_slot<T>(v: &mut Vec<T>, i: usize, fill: impl FnMut() -> T) -> Option<&mut T> {
     if i >= MAX_NODES {
         return None;
     }
-    if i >= v.len() {
-        v.resize_with(i + 1, &mut fill);
-    }
+    v.resize_with(i + 1, fill);
     v.get_mut(i)
 }
 
@@ -260,6 +287,22 @@ mod tests {
             assert_eq!(pow(x, 3.0).to_bits(), x.powf(3.0).to_bits(), "x = {x:e}");
         }
         assert_eq!(pow(2.5, 2.0), 6.25, "other exponents go to powf");
+    }
+
+    /// Dekker's product gives a fused multiply-add's error term, over the magnitudes `cube` uses.
+    #[test]
+    fn two_product_matches_mul_add() {
+        let mut rng = crate::selector::Rng::new(5, 6);
+        let mut draw = |max_exp: usize| (rng.unit() + 0.5) * 2f64.powi(rng.below(2 * max_exp) as i32 - max_exp as i32);
+        for _ in 0..500_000 {
+            let (a, b) = (draw(200), draw(100));
+            let (p, e) = two_product(a, split(a), b, split(b));
+            assert_eq!(
+                (p.to_bits(), e.to_bits()),
+                ((a * b).to_bits(), a.mul_add(b, -(a * b)).to_bits()),
+                "{a:e} {b:e}"
+            );
+        }
     }
 
     #[test]

@@ -17,7 +17,8 @@
 //!   (oldest dropped) so a long trend stays bounded.
 //! - The least-squares line through a single point (or points at one instant) is flat at their mean.
 //! - The stable prediction is an EWMA (weight `stable_ewma_weight` on the new point) over the
-//!   points kept since the trend became stable.
+//!   points since the trend became stable. Only the newest of them is kept: the EWMA summarises
+//!   the others, and only the newest can start the next trend.
 //! - An increasing prediction is not capped: a stale server in *increase* keeps getting worse
 //!   until fresh feedback (e.g. from read repair) arrives, as the paper's rule implies.
 
@@ -117,7 +118,7 @@ fn ms_between(from: Nanos, to: Nanos) -> f64 {
 pub struct TrendTracker {
     state: Trend,
     dq_last: i64,
-    /// Kept `(receipt time, Q_f)` points of the current trend, oldest first.
+    /// Kept `(receipt time, Q_f)` points of the current trend, oldest first (one while stable).
     points: VecDeque<(Nanos, f64)>,
     /// EWMA of the points kept while stable.
     stable: Ewma,
@@ -184,6 +185,10 @@ impl TrendTracker {
                 }
             }
             self.stable = Ewma::new(self.stable_weight);
+        }
+        if next == Trend::Stable {
+            // the EWMA holds the older points; keeping them all cost memory and cache misses
+            self.points.clear();
         }
         self.points.push_back((now, q_f));
         while self.points.len() > self.max_points {
@@ -269,6 +274,7 @@ impl Tap {
         tap
     }
 
+    #[inline]
     fn server_mut(&mut self, node: NodeId) -> Option<&mut Server> {
         let (w, thr, sw, mp) = (self.ewma_weight, self.threshold, self.stable_weight, self.max_points);
         node_slot(&mut self.servers, node, || Server {
@@ -475,7 +481,7 @@ mod tests {
         t.observe(60 * MS, 20.0, -10);
         t.observe(70 * MS, 10.0, -2);
         assert_eq!(t.state(), Trend::Stable);
-        assert_eq!(t.points().count(), 2);
+        assert_eq!(t.points().collect::<Vec<_>>(), vec![(70 * MS, 10.0)]);
         assert!(close(t.predict(900 * MS).unwrap(), 0.9 * 10.0 + 0.1 * 20.0));
         // stable → decrease needs dq < 0 and d2 < 0 (here d2 = −3 − (−2) = −1)
         t.observe(80 * MS, 35.0, -3);
