@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use tailor_core::coordinator::speculation::{SpeculationConfig, SpeculativeRetry};
 use tailor_core::local::LocalConfig;
 use tailor_core::oracle::bloom::{BloomConfig, BloomFilter};
+use tailor_core::selector::c3::C3Config;
 use tailor_core::selector::SelectorConfig;
 
 /// Errors loading or validating a node configuration.
@@ -39,6 +40,10 @@ pub enum ConfigError {
 
 pub use tailor_core::model::Consistency;
 
+/// Service time assumed for a read of a real node (fjall, a value in its cache) when sizing C3's
+/// rates: 50 µs **(choice)**, about what `tailor_service_seconds` shows on these machines.
+pub const STORE_READ_NS: f64 = 50_000.0;
+
 /// Largest connection cap or queue length a config may ask for.
 pub const MAX_COUNT: usize = 10_000_000;
 
@@ -54,6 +59,19 @@ pub enum Durability {
 }
 
 pub use tailor_core::oracle::size::OracleKind;
+
+/// Which rate constants the `c3` selector runs with in a node.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum C3Rates {
+    /// `selectors.c3`'s rates scaled by the servers' capacity over absim's
+    /// (`C3Config::capacity_scale`: workers, and the emulated service time or 50 µs): absim's
+    /// constants were chosen for 4 ms requests and park almost every read of a real node.
+    #[default]
+    Scaled,
+    /// `selectors.c3` exactly as written (live experiments, which compare with the simulator).
+    AsConfigured,
+}
 
 /// One cluster member as every node sees it (static membership).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -230,6 +248,8 @@ pub struct NodeConfig {
     pub emulation: EmulationConfig,
     /// Selector tunables.
     pub selectors: SelectorConfig,
+    /// `scaled` (default) or `as-configured`: see [`C3Rates`].
+    pub c3_rates: C3Rates,
     /// Local policy tunables.
     pub locals: LocalConfig,
 }
@@ -286,6 +306,7 @@ impl Default for NodeConfig {
             seed: 1,
             emulation: EmulationConfig::default(),
             selectors: SelectorConfig::default(),
+            c3_rates: C3Rates::Scaled,
             locals: LocalConfig::default(),
         }
     }
@@ -426,6 +447,24 @@ impl NodeConfig {
         Ok(())
     }
 
+    /// The selector tunables the node runs with: `selectors`, with C3's rates scaled to this
+    /// node's capacity unless `c3_rates = "as-configured"`.
+    pub fn effective_selectors(&self) -> SelectorConfig {
+        let mut s = self.selectors.clone();
+        if self.c3_rates == C3Rates::Scaled {
+            let k = C3Config::capacity_scale(self.workers, self.expected_service_ns());
+            s.c3 = s.c3.scaled(k);
+        }
+        s
+    }
+
+    /// A request's expected service time in ns: the emulated one for a 1 KiB value, at least
+    /// [`STORE_READ_NS`].
+    fn expected_service_ns(&self) -> f64 {
+        let e = &self.emulation;
+        (e.beta_us * 1e3 + e.alpha_ns_per_byte * 1024.0).max(STORE_READ_NS)
+    }
+
     /// The speculative-retry rule (`None`: off).
     pub fn speculation(&self) -> Result<Option<SpeculationConfig>, String> {
         let rule = SpeculativeRetry::parse(&self.speculative_retry)?;
@@ -454,6 +493,17 @@ mod tests {
         cfg.validate().unwrap();
         let err = toml::from_str::<NodeConfig>("bogus = 1").unwrap_err();
         assert!(err.to_string().contains("bogus"), "{err}");
+    }
+
+    #[test]
+    fn c3_rates_are_scaled_to_the_node_unless_asked_not_to() {
+        let mut cfg = NodeConfig::default();
+        assert_eq!(cfg.effective_selectors().c3.initial_rate, 400.0, "4 workers, 50 µs reads");
+        cfg.emulation.beta_us = 4000.0;
+        assert_eq!(cfg.effective_selectors().c3.initial_rate, 5.0, "absim's own setup");
+        cfg.c3_rates = C3Rates::AsConfigured;
+        cfg.emulation.beta_us = 0.0;
+        assert_eq!(cfg.effective_selectors(), cfg.selectors);
     }
 
     #[test]

@@ -239,7 +239,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
 /// The coordinator core this node's configuration asks for.
 fn coordinator_core(cfg: &NodeConfig, env: &SelectorEnv, emulation: &Emulation) -> Result<CoordinatorCore, NodeError> {
     let err = |e: &dyn std::fmt::Display| NodeError::Build(e.to_string());
-    let selector = tailor_core::selector::build(&cfg.selector, &cfg.selectors, env).map_err(|e| err(&e))?;
+    let selector = tailor_core::selector::build(&cfg.selector, &cfg.effective_selectors(), env).map_err(|e| err(&e))?;
     let knowledge = Knowledge::Live { servers: cfg.members.len() };
     let service = emulation.service_model();
     let oracle = size::build(cfg.size_oracle, cfg.large_value_bytes, service, &cfg.bloom, knowledge)

@@ -96,6 +96,8 @@ impl LiveCluster {
         let exe = std::env::current_exe().context("finding the tailor executable")?;
         let (cfgs, children) = plan_and_start(&exe, &opts, dir, Duration::from_secs(30), |cfg| {
             cfg.selectors = spec.selector.clone();
+            // the spec's C3 constants as the simulator runs them, not rescaled for a real node
+            cfg.c3_rates = tailor_store::config::C3Rates::AsConfigured;
             cfg.locals = spec.local.clone();
             cfg.large_value_bytes = spec.workload.large_threshold;
             cfg.size_oracle = spec.workload.oracle;

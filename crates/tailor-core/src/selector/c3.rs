@@ -115,7 +115,40 @@ pub(crate) fn check(
     }
 }
 
+/// Workers of one absim server, the setup absim's rate constants were chosen for.
+pub const ABSIM_WORKERS: f64 = 4.0;
+/// Mean service time of one absim request in ns (its slow base rate, as the `c3` preset).
+pub const ABSIM_SERVICE_NS: f64 = 4e6;
+
 impl C3Config {
+    /// These constants moved to a server `k` times as fast as absim's: the rates (initial,
+    /// saturation, receive, floor), the token cap, the largest increase and the cubic's scale
+    /// `γ` are multiplied by `k`; time constants stay. The cubic's shape in time is unchanged
+    /// (`cbrt(β·R0/γ)`, the time to climb back to `R0`, does not depend on `k`), so the limiter
+    /// behaves at the new rates as absim's does at its own.
+    pub fn scaled(&self, k: f64) -> C3Config {
+        assert!(k.is_finite() && k > 0.0, "a rate scale is a positive number, got {k}");
+        C3Config {
+            initial_rate: self.initial_rate * k,
+            max_tokens: self.max_tokens * k,
+            initial_r0: self.initial_r0 * k,
+            initial_rrate: self.initial_rrate * k,
+            cubic_gamma: self.cubic_gamma * k,
+            cubic_s_max: self.cubic_s_max * k,
+            rate_floor: self.rate_floor * k,
+            ..self.clone()
+        }
+    }
+
+    /// The scale [`C3Config::scaled`] needs for servers of `workers` workers serving a request in
+    /// `service_ns` on average: their capacity over absim's (4 workers, 4 ms). A store node with
+    /// 4 workers and 50 µs reads gets 80: 400 tokens per 20 ms interval to start, as C3's
+    /// Cassandra implementation used a few hundred.
+    pub fn capacity_scale(workers: usize, service_ns: f64) -> f64 {
+        assert!(workers > 0 && service_ns > 0.0, "a server has workers and a service time");
+        (workers as f64 / ABSIM_WORKERS) * (ABSIM_SERVICE_NS / service_ns)
+    }
+
     /// Hector's C3 variant: scoring only, no rate control or backpressure, concurrency weight 5.
     pub fn hector() -> Self {
         C3Config { rate_control: false, backpressure: false, concurrency_weight: Some(5.0), ..C3Config::default() }
@@ -322,6 +355,20 @@ mod tests {
 
     fn scoring_only(w: Option<f64>) -> C3Config {
         C3Config { rate_control: false, backpressure: false, concurrency_weight: w, ..C3Config::default() }
+    }
+
+    #[test]
+    fn scaling_multiplies_rates_and_keeps_time_constants() {
+        let k = C3Config::capacity_scale(4, 50_000.0);
+        assert!((k - 80.0).abs() < 1e-9, "{k}");
+        assert_eq!(C3Config::capacity_scale(4, ABSIM_SERVICE_NS), 1.0);
+        let (a, b) = (C3Config::default(), C3Config::default().scaled(k));
+        assert_eq!(b.initial_rate, 400.0);
+        assert_eq!((b.max_tokens, b.cubic_s_max), (a.max_tokens * k, a.cubic_s_max * k));
+        assert_eq!((b.rate_interval_ms, b.cubic_beta, b.hysteresis_intervals), (20.0, a.cubic_beta, 2.0));
+        let climb = |c: &C3Config| (c.cubic_beta * c.initial_r0 / c.cubic_gamma).cbrt();
+        assert!((climb(&a) - climb(&b)).abs() < 1e-9 * climb(&a), "the cubic's time shape is kept");
+        b.validate().unwrap();
     }
 
     /// Hand-computed scores with w = 1:
