@@ -51,6 +51,8 @@ pub struct Metrics {
     pub limit_refusals: AtomicU64,
     /// Requests the replica answered "busy" (its queue at `max_queue`).
     pub busy_refusals: AtomicU64,
+    /// TLS client handshakes that failed or did not finish within `tls_handshake_timeout_ms`.
+    pub tls_handshake_failures: AtomicU64,
     service_buckets: Vec<AtomicU64>,
     service_sum_ns: AtomicU64,
     service_count: AtomicU64,
@@ -87,7 +89,7 @@ impl Metrics {
     pub fn render(&self, node: u32, selector: &str, local: &str, gauges: &[(String, f64)]) -> String {
         let mut o = String::new();
         let l = format!("node=\"{node}\",selector=\"{selector}\",local=\"{local}\"");
-        let counters: [(&str, &str, &AtomicU64); 18] = [
+        let counters: [(&str, &str, &AtomicU64); 19] = [
             ("tailor_reads_served_total", "Reads executed by this replica.", &self.reads_served),
             ("tailor_writes_served_total", "Writes executed by this replica.", &self.writes_served),
             ("tailor_client_commands_total", "RESP commands handled.", &self.client_commands),
@@ -110,6 +112,11 @@ impl Metrics {
             ("tailor_auth_failures_total", "AUTH attempts with a wrong password.", &self.auth_failures),
             ("tailor_read_repairs_total", "Replicas written back by read repair.", &self.read_repairs),
             ("tailor_forged_frames_total", "Internode frames not signed with the cluster secret.", &self.forged_frames),
+            (
+                "tailor_tls_handshake_failures_total",
+                "TLS client handshakes failed or timed out.",
+                &self.tls_handshake_failures,
+            ),
         ];
         for (name, help, c) in counters {
             let _ =
