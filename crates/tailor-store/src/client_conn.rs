@@ -2,9 +2,13 @@
 //! bounded input buffer, pipelining and timeouts. Parsing is [`crate::resp`]'s job, executing
 //! a command [`crate::commands`]'s.
 //!
+//! Plain-text and TLS clients share this code once the TLS handshake is done ([`crate::tls`]),
+//! and so every limit below.
+//!
 //! Limits, each from the node's config:
-//! - `max_clients`: a connection over the cap gets `-ERR max number of clients reached` and is
-//!   closed (as Redis does).
+//! - `max_clients`, over both listeners together: a plain connection over the cap gets
+//!   `-ERR max number of clients reached` and is closed (as Redis does), a TLS one is closed.
+//! - `tls_handshake_timeout_ms`: a TLS client must finish its handshake within it.
 //! - The buffer holds at most one partial command: complete ones are executed before reading
 //!   more, and the parser refuses an argument above `max_value_bytes` or a command above
 //!   `max_command_bytes` from its declared length, before buffering it (its bytes are then
@@ -19,13 +23,15 @@ use crate::limits::{accept_capped, Exhausted, Lease};
 use crate::node::Node;
 use crate::resp::{parse_bulk_header, parse_command, Limits, Parsed, Reply, TooLarge};
 use crate::session::Session;
+use crate::tls;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
+use tokio_rustls::TlsAcceptor;
 
 /// Free space a connection's buffer has before each read.
 const MIN_SPARE: usize = 4 * 1024;
@@ -34,11 +40,39 @@ const IDLE_BUFFER: usize = 16 * 1024;
 /// Reply bytes a connection keeps allocated between commands.
 const IDLE_OUT: usize = 64 * 1024;
 
-/// Accept clients until the task is dropped, at most `max_clients` at once.
-pub async fn serve(node: Arc<Node>, listener: TcpListener) {
-    let serve = |sock, slot| drop(tokio::spawn(run(node.clone(), sock, slot)));
-    let turn_away = |sock, _| drop(tokio::spawn(refuse(sock, "max number of clients reached".into())));
-    accept_capped(listener, node.cfg.max_clients, &node.metrics.connections_refused, serve, turn_away).await
+/// Accept clients on the plain-text listener and the TLS one (either may be off) until the task
+/// is dropped, at most `max_clients` at once over both.
+pub async fn serve(node: Arc<Node>, plain: Option<TcpListener>, tls: Option<(TcpListener, TlsAcceptor)>) {
+    let slots = Arc::new(Semaphore::new(node.cfg.max_clients));
+    let refused = &node.metrics.connections_refused;
+    let plain = async {
+        let Some(listener) = plain else { return };
+        let serve = |sock, slot| drop(tokio::spawn(run(node.clone(), sock, slot)));
+        let turn_away = |sock, _| drop(tokio::spawn(refuse(sock, "max number of clients reached".into())));
+        accept_capped(listener, slots.clone(), refused, serve, turn_away).await
+    };
+    let tls = async {
+        let Some((listener, acceptor)) = tls else { return };
+        let serve = |sock, slot| drop(tokio::spawn(run_tls(node.clone(), acceptor.clone(), sock, slot)));
+        // closed at once: the error could only be sent after a handshake, which costs the node
+        // CPU for a client it will not serve
+        accept_capped(listener, slots.clone(), refused, serve, |sock, _| drop(sock)).await
+    };
+    tokio::join!(plain, tls);
+}
+
+/// Serve a TLS client once its handshake is done; a failed or late handshake is counted in
+/// `tailor_tls_handshake_failures_total` and closed (its slot is held meanwhile, so the
+/// handshake timeout bounds how long a silent client keeps one).
+async fn run_tls(node: Arc<Node>, acceptor: TlsAcceptor, sock: TcpStream, slot: OwnedSemaphorePermit) {
+    let within = Duration::from_millis(node.cfg.tls_handshake_timeout_ms);
+    match tls::handshake(&acceptor, sock, within).await {
+        Ok(stream) => run(node, stream, slot).await,
+        Err(e) => {
+            node.metrics.tls_handshake_failures.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!("TLS handshake failed: {e}");
+        }
+    }
 }
 
 /// Tell a client why it is not served, then close (bounded: a client that does not read
@@ -57,10 +91,10 @@ struct Discard {
     refusal: String,
 }
 
-/// One client connection.
-struct Conn {
+/// One client connection, over plain TCP or TLS.
+struct Conn<S> {
     node: Arc<Node>,
-    sock: TcpStream,
+    sock: S,
     limits: Limits,
     /// Received bytes; `buf[start..]` are not consumed yet (at most one partial command).
     buf: Vec<u8>,
@@ -79,7 +113,7 @@ struct Conn {
     _slot: OwnedSemaphorePermit,
 }
 
-async fn run(node: Arc<Node>, sock: TcpStream, slot: OwnedSemaphorePermit) {
+async fn run<S: AsyncRead + AsyncWrite + Unpin>(node: Arc<Node>, sock: S, slot: OwnedSemaphorePermit) {
     let cfg = &node.cfg;
     let mut c = Conn {
         limits: Limits::new(cfg.max_value_bytes, cfg.max_command_bytes),
@@ -110,7 +144,7 @@ async fn run(node: Arc<Node>, sock: TcpStream, slot: OwnedSemaphorePermit) {
     let _ = c.sock.shutdown().await;
 }
 
-impl Conn {
+impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     /// Execute every complete command in the buffer, encoding the replies (pipelining); true
     /// when the connection must close after them.
     async fn execute_ready(&mut self) -> bool {
@@ -187,7 +221,8 @@ impl Conn {
         if self.out.is_empty() {
             return true;
         }
-        let ok = self.sock.write_all(&self.out).await.is_ok();
+        // flush: TLS may hold the last record back until asked
+        let ok = self.sock.write_all(&self.out).await.is_ok() && self.sock.flush().await.is_ok();
         self.out.clear();
         self.out.shrink_to(IDLE_OUT);
         ok

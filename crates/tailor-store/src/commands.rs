@@ -331,9 +331,11 @@ fn tailor_get(node: &Arc<Node>, knob: &[u8]) -> Reply {
 fn info(node: &Arc<Node>) -> String {
     let c = &node.cfg;
     format!(
-        "# Server\r\nredis_version:7.0.0\r\ntailor_version:{}\r\nredis_mode:standalone\r\nnode_id:{}\r\nrole:master\r\n\r\n# Tailor\r\nmembers:{}\r\nreplication:{}\r\nselector:{}\r\nlocal:{}\r\nworkers:{}\r\nqueue_len:{}\r\n",
+        "# Server\r\nredis_version:7.0.0\r\ntailor_version:{}\r\nredis_mode:standalone\r\nnode_id:{}\r\nrole:master\r\ntcp_port:{}\r\ntls_port:{}\r\n\r\n# Tailor\r\nmembers:{}\r\nreplication:{}\r\nselector:{}\r\nlocal:{}\r\nworkers:{}\r\nqueue_len:{}\r\n",
         env!("CARGO_PKG_VERSION"),
         c.id,
+        c.client_addr.port(),
+        c.tls_addr.map_or(0, |a| a.port()),
         c.members.len(),
         c.replication,
         c.selector,

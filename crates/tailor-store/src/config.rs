@@ -123,8 +123,25 @@ pub struct NodeConfig {
     pub id: u32,
     /// Directory of the storage engine's files.
     pub data_dir: PathBuf,
-    /// Address of the RESP2 client endpoint.
+    /// Address of the plain-text RESP2 client endpoint; port 0 turns it off (as Redis's `port 0`),
+    /// leaving only `tls_addr`.
     pub client_addr: SocketAddr,
+    /// Address of the TLS client endpoint (Redis's `tls-port`); none (the default) turns TLS off.
+    /// Needs `tls_cert_file` and `tls_key_file`.
+    pub tls_addr: Option<SocketAddr>,
+    /// PEM file of the server's certificate chain, leaf first.
+    pub tls_cert_file: Option<PathBuf>,
+    /// PEM file of the private key of `tls_cert_file` (PKCS#8, PKCS#1 or SEC1).
+    pub tls_key_file: Option<PathBuf>,
+    /// PEM file of the CA certificates client certificates are checked against; set alone,
+    /// clients may present a certificate (checked if they do) or not.
+    pub tls_ca_cert_file: Option<PathBuf>,
+    /// Require a client certificate signed by `tls_ca_cert_file` (mutual TLS). Off by default
+    /// (unlike Redis's `tls-auth-clients`): passwords authenticate clients unless this is set.
+    pub tls_auth_clients: bool,
+    /// A TLS client must finish its handshake within this many ms (default 10,000), or the
+    /// connection is closed (a client that never sends its hello does not keep a slot).
+    pub tls_handshake_timeout_ms: u64,
     /// Address of the internode endpoint; defaults to this node's `members` entry.
     pub peer_addr: Option<SocketAddr>,
     /// Address of the Prometheus text endpoint (plain HTTP); none disables it.
@@ -260,6 +277,12 @@ impl Default for NodeConfig {
             id: 0,
             data_dir: PathBuf::from("tailor-data"),
             client_addr: SocketAddr::from(([127, 0, 0, 1], 6379)),
+            tls_addr: None,
+            tls_cert_file: None,
+            tls_key_file: None,
+            tls_ca_cert_file: None,
+            tls_auth_clients: false,
+            tls_handshake_timeout_ms: 10_000,
             peer_addr: None,
             metrics_addr: None,
             members: Vec::new(),
@@ -378,6 +401,7 @@ impl NodeConfig {
             return bad("max_value_bytes", "must fit in 32 bits (the engine's value limit)".into());
         }
         self.validate_limits()?;
+        self.validate_tls()?;
         if let Err(reason) = crate::emulation::validate(&self.emulation) {
             return bad("emulation", reason);
         }
@@ -471,6 +495,41 @@ impl NodeConfig {
         Ok(rule.map(|rule| SpeculationConfig { rule, budget: self.speculative_budget }))
     }
 
+    /// Check that the TLS fields go together (the files themselves are read by [`crate::tls`]
+    /// when the node starts).
+    fn validate_tls(&self) -> Result<(), ConfigError> {
+        let bad = |field, reason: &str| Err(ConfigError::Invalid { field, reason: reason.into() });
+        let tls = self.tls_addr.is_some();
+        if !tls && self.client_addr.port() == 0 {
+            return bad("client_addr", "port 0 turns the plain-text listener off, so tls_addr must be set");
+        }
+        for (field, set) in [("tls_cert_file", &self.tls_cert_file), ("tls_key_file", &self.tls_key_file)] {
+            if tls && set.is_none() {
+                return bad(field, "is required when tls_addr is set");
+            }
+        }
+        let files = [&self.tls_cert_file, &self.tls_key_file, &self.tls_ca_cert_file];
+        if !tls && (files.iter().any(|f| f.is_some()) || self.tls_auth_clients) {
+            return bad("tls_addr", "must be set for the tls_* fields to take effect");
+        }
+        if self.tls_auth_clients && self.tls_ca_cert_file.is_none() {
+            return bad("tls_ca_cert_file", "is required when tls_auth_clients is true");
+        }
+        if self.tls_handshake_timeout_ms == 0 {
+            return bad("tls_handshake_timeout_ms", "must be > 0");
+        }
+        Ok(())
+    }
+
+    /// The address a client (or a tool waiting for the node) reaches: the plain-text endpoint,
+    /// or the TLS one when the plain one is off.
+    pub fn client_listen(&self) -> SocketAddr {
+        match self.tls_addr {
+            Some(tls) if self.client_addr.port() == 0 => tls,
+            _ => self.client_addr,
+        }
+    }
+
     /// The internode address this node listens on.
     pub fn peer_listen(&self) -> SocketAddr {
         self.peer_addr.unwrap_or(self.members[self.id as usize].peer)
@@ -544,6 +603,29 @@ mod tests {
         assert!(field(&|c| c.max_peer_connections = 0).contains("`max_peer_connections`"));
         assert!(field(&|c| c.max_queue = 0).contains("`max_queue`"));
         assert!(field(&|c| c.slow_sender_timeout_ms = 0).contains("`slow_sender_timeout_ms`"));
+        assert!(field(&|c| c.client_addr.set_port(0)).contains("`client_addr`"));
+        let tls = |c: &mut NodeConfig| {
+            c.tls_addr = Some("127.0.0.1:2".parse().unwrap());
+            c.tls_cert_file = Some("cert.pem".into());
+            c.tls_key_file = Some("key.pem".into());
+        };
+        assert!(field(&|c| c.tls_auth_clients = true).contains("`tls_addr`"));
+        assert!(field(&|c| c.tls_addr = Some("127.0.0.1:2".parse().unwrap())).contains("`tls_cert_file`"));
+        assert!(field(&|c| {
+            tls(c);
+            c.tls_auth_clients = true
+        })
+        .contains("`tls_ca_cert_file`"));
+        assert!(field(&|c| {
+            tls(c);
+            c.tls_handshake_timeout_ms = 0
+        })
+        .contains("`tls_handshake_timeout_ms`"));
+        let mut tls_only = ok.clone();
+        tls(&mut tls_only);
+        tls_only.client_addr.set_port(0);
+        tls_only.validate().unwrap();
+        assert_eq!(tls_only.client_listen(), "127.0.0.1:2".parse().unwrap());
         let e = field(&|c| c.emulation.fluct_period_ms = 288_230_376_151_711_744);
         assert!(e.contains("`emulation`") && e.contains("fluct_period_ms"), "{e}");
     }

@@ -8,7 +8,7 @@
 //! worker threads over the fjall storage engine ([`storage`]), and piggyback their facts
 //! ([`tailor_core::facts::Feedback`]) on every response.
 //!
-//! One job per module: [`config`], [`storage`], [`resp`], [`client_conn`], [`commands`],
+//! One job per module: [`config`], [`storage`], [`resp`], [`client_conn`], [`tls`], [`commands`],
 //! [`internode`], [`peer`], [`peer_conn`], [`limits`], [`coordinator`], [`replica`],
 //! [`emulation`], [`metrics`], [`node`], [`cli`], [`cluster`]; repair in [`hints`], [`repair`],
 //! [`anti_entropy`] (over [`merkle`] trees) and [`gc`] (tombstones).
@@ -38,6 +38,7 @@ pub mod replica;
 pub mod resp;
 pub mod session;
 pub mod storage;
+pub mod tls;
 pub mod transport;
 
 /// A stable 64-bit hash of a client key (FNV-1a); the ring mixes it again.

@@ -135,17 +135,16 @@ pub fn check_key(key: &[u8], max: u64) -> Result<(), String> {
     Ok(())
 }
 
-/// Accept connections until the task is dropped, at most `cap` at once: each goes to `serve`
-/// with a slot its task holds until it ends; one over the cap is counted in `refused` and goes
-/// to `refuse`.
+/// Accept connections until the task is dropped, while `slots` has one free (several listeners
+/// may share them: one cap over all): each goes to `serve` with a slot its task holds until it
+/// ends; one over the cap is counted in `refused` and goes to `refuse`.
 pub async fn accept_capped(
     listener: TcpListener,
-    cap: usize,
+    slots: Arc<Semaphore>,
     refused: &AtomicU64,
     mut serve: impl FnMut(TcpStream, OwnedSemaphorePermit),
     mut refuse: impl FnMut(TcpStream, SocketAddr),
 ) {
-    let slots = Arc::new(Semaphore::new(cap));
     loop {
         match listener.accept().await {
             Ok((sock, from)) => {

@@ -63,6 +63,8 @@ pub struct Metrics {
     pub limit_refusals: AtomicU64,
     /// Requests the replica answered "busy" (its queue at `max_queue`).
     pub busy_refusals: AtomicU64,
+    /// TLS client handshakes that failed or did not finish within `tls_handshake_timeout_ms`.
+    pub tls_handshake_failures: AtomicU64,
     service_buckets: Vec<AtomicU64>,
     service_sum_ns: AtomicU64,
     service_count: AtomicU64,
@@ -99,7 +101,7 @@ impl Metrics {
     pub fn render(&self, node: u32, selector: &str, local: &str, gauges: &[(String, f64)]) -> String {
         let mut o = String::new();
         let l = format!("node=\"{node}\",selector=\"{selector}\",local=\"{local}\"");
-        let counters: [(&str, &str, &AtomicU64); 24] = [
+        let counters: [(&str, &str, &AtomicU64); 25] = [
             ("tailor_reads_served_total", "Reads executed by this replica.", &self.reads_served),
             ("tailor_writes_served_total", "Writes executed by this replica.", &self.writes_served),
             ("tailor_client_commands_total", "RESP commands handled.", &self.client_commands),
@@ -144,6 +146,11 @@ impl Metrics {
             ),
             ("tailor_tombstones_purged_total", "Tombstones dropped past gc_grace_s.", &self.tombstones_purged),
             ("tailor_forged_frames_total", "Internode frames not signed with the cluster secret.", &self.forged_frames),
+            (
+                "tailor_tls_handshake_failures_total",
+                "TLS client handshakes failed or timed out.",
+                &self.tls_handshake_failures,
+            ),
         ];
         for (name, help, c) in counters {
             let _ =

@@ -1,5 +1,5 @@
-//! A node: wires storage, replica, coordinator, peers and the three listeners (RESP clients,
-//! internode, metrics), and runs until asked to stop.
+//! A node: wires storage, replica, coordinator, peers and the listeners (RESP clients in plain
+//! text and over TLS, internode, metrics), and runs until asked to stop.
 
 use crate::config::NodeConfig;
 use crate::coordinator::{Coordinator, CoordinatorParts};
@@ -91,6 +91,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
     cfg.validate()?;
     let clock = Instant::now();
     let m = cfg.members.len();
+    let tls = crate::tls::acceptor(&cfg)?;
     std::fs::create_dir_all(&cfg.data_dir).map_err(|e| NodeError::Build(format!("data_dir: {e}")))?;
     let storage = Arc::new(Storage::open(&cfg.data_dir, cfg.durability)?);
     storage.set_gc_grace(Duration::from_secs(cfg.gc_grace_s));
@@ -147,7 +148,14 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
     };
     // listening only once the storage is open: a node whose ports answer is past creating its
     // keyspaces, which a kill cut short left unopenable (seen in the repair tests under load)
-    let client = bind(cfg.client_addr).await?;
+    let client = match cfg.client_addr.port() {
+        0 => None,
+        _ => Some(bind(cfg.client_addr).await?),
+    };
+    let tls_client = match (cfg.tls_addr, tls) {
+        (Some(addr), Some(acceptor)) => Some((bind(addr).await?, acceptor)),
+        _ => None,
+    };
     let internode = bind(cfg.peer_listen()).await?;
     let metrics_l = match cfg.metrics_addr {
         Some(a) => Some(bind(a).await?),
@@ -218,14 +226,14 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
     if let Some(h) = node.hints.clone() {
         tasks.push(tokio::spawn(replay_hints(h, network, Duration::from_millis(node.cfg.hint_replay_ms))));
     }
-    tasks.push(tokio::spawn(crate::client_conn::serve(node.clone(), client)));
+    tasks.push(tokio::spawn(crate::client_conn::serve(node.clone(), client, tls_client)));
     tasks.push(tokio::spawn(crate::peer_conn::serve(node.clone(), internode, max_frame)));
     if let Some(l) = metrics_l {
         let n = node.clone();
         let render = Arc::new(move || render_metrics(&n));
         tasks.push(tokio::spawn(crate::metrics::serve(l, render)));
     }
-    tracing::info!(id = node.cfg.id, client = %node.cfg.client_addr, selector = %node.cfg.selector, local = %node.cfg.local, "node up");
+    tracing::info!(id = node.cfg.id, client = %node.cfg.client_addr, tls = ?node.cfg.tls_addr, selector = %node.cfg.selector, local = %node.cfg.local, "node up");
     shutdown.await;
     tracing::info!(id = node.cfg.id, "node stopping");
     for t in tasks {

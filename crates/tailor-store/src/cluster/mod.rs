@@ -70,7 +70,7 @@ pub fn start_nodes(
                 return Err(ClusterError::NodeExited(cfg.id));
             }
             let up = |a: SocketAddr| TcpStream::connect_timeout(&a, Duration::from_millis(200)).is_ok();
-            if up(cfg.client_addr) && up(cfg.peer_listen()) {
+            if up(cfg.client_listen()) && up(cfg.peer_listen()) {
                 break;
             }
             if Instant::now() > deadline {

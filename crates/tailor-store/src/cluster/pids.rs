@@ -139,9 +139,9 @@ pub fn restart(dir: &Path, id: u32, wait: Duration) -> Result<std::net::SocketAd
     let exe = std::env::current_exe().map_err(io("find the tailor executable"))?;
     let child = spawn_node(&exe, &cfg, dir, 0)?;
     let deadline = Instant::now() + wait;
-    if !(wait_listening(cfg.client_addr, deadline) && wait_listening(cfg.peer_listen(), deadline)) {
+    if !(wait_listening(cfg.client_listen(), deadline) && wait_listening(cfg.peer_listen(), deadline)) {
         stop_pids(&[child.id() as i32]);
         return Err(ClusterError::StartTimeout(id, wait));
     }
-    Ok(cfg.client_addr)
+    Ok(cfg.client_listen())
 }

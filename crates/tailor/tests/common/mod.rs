@@ -34,7 +34,7 @@ impl TestCluster {
 
     pub fn wait_up(&self, i: usize) {
         let deadline = Instant::now() + Duration::from_secs(30);
-        assert!(wait_listening(self.cfgs[i].client_addr, deadline), "node {i} did not start: {}", self.log(i));
+        assert!(wait_listening(self.cfgs[i].client_listen(), deadline), "node {i} did not start: {}", self.log(i));
         assert!(wait_listening(self.cfgs[i].peer_listen(), deadline), "node {i} internode did not start");
     }
 
