@@ -16,7 +16,11 @@
 //!   length, and its capacity is leased from the node's `max_buffered_bytes` budget.
 //! - `slow_sender_timeout_ms`: a command that started arriving must be complete within it, or
 //!   the client gets an error and is disconnected (slowloris); `idle_timeout_ms` (0 = off)
-//!   closes a connection that sends nothing, as Redis's `timeout`.
+//!   closes a connection that sends nothing, as Redis's `timeout`. A client that takes none of
+//!   its replies for `slow_sender_timeout_ms` is disconnected too.
+//! - Replies: pipelined commands run until 64 KiB of replies wait, which are then written before
+//!   more run, so a connection holds at most that plus one reply; an MGET reply's bytes are
+//!   leased from the `max_buffered_bytes` budget until written.
 
 use crate::commands;
 use crate::limits::{accept_capped, Exhausted, Lease};
@@ -39,6 +43,19 @@ const MIN_SPARE: usize = 4 * 1024;
 const IDLE_BUFFER: usize = 16 * 1024;
 /// Reply bytes a connection keeps allocated between commands.
 const IDLE_OUT: usize = 64 * 1024;
+/// Replies buffered before the connection stops executing commands and writes them.
+const OUT_HIGH_WATER: usize = 64 * 1024;
+
+/// What a connection does once the commands that were ready ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Next {
+    /// Write the replies, then read more.
+    Read,
+    /// Write the replies, then run the commands still buffered.
+    Write,
+    /// Write the replies, then close.
+    Close,
+}
 
 /// Accept clients on the plain-text listener and the TLS one (either may be off) until the task
 /// is dropped, at most `max_clients` at once over both.
@@ -101,6 +118,8 @@ struct Conn<S> {
     start: usize,
     /// Replies not yet written.
     out: Vec<u8>,
+    /// The budget share of large replies in `out` (MGET), given back once they are written.
+    out_leases: Vec<Lease>,
     discard: Option<Discard>,
     /// The budget share `buf`'s capacity holds.
     lease: Lease,
@@ -120,6 +139,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(node: Arc<Node>, sock: S, slot: 
         buf: Vec::new(),
         start: 0,
         out: Vec::new(),
+        out_leases: Vec::new(),
         discard: None,
         lease: node.budget.lease(),
         partial_since: None,
@@ -131,9 +151,12 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(node: Arc<Node>, sock: S, slot: 
         sock,
     };
     loop {
-        let close = c.execute_ready().await;
-        if !c.flush().await || close {
+        let next = c.execute_ready().await;
+        if !c.flush().await || next == Next::Close {
             break;
+        }
+        if next == Next::Write {
+            continue;
         }
         c.compact();
         if !c.fill().await {
@@ -145,27 +168,32 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(node: Arc<Node>, sock: S, slot: 
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
-    /// Execute every complete command in the buffer, encoding the replies (pipelining); true
-    /// when the connection must close after them.
-    async fn execute_ready(&mut self) -> bool {
+    /// Execute the complete commands in the buffer, encoding the replies (pipelining), until
+    /// none is left or the replies reach [`OUT_HIGH_WATER`] (a client that pipelines reads of
+    /// large values must take its replies before more are executed).
+    async fn execute_ready(&mut self) -> Next {
         loop {
             if self.discard.is_some() {
                 match self.discard_more() {
                     Ok(true) => continue,
-                    Ok(false) => return false,
+                    Ok(false) => return Next::Read,
                     Err(e) => return self.protocol_error(e),
                 }
             }
+            if self.out.len() >= OUT_HIGH_WATER {
+                return Next::Write;
+            }
             match parse_command(&self.buf[self.start..], &self.limits) {
-                Ok(Parsed::Incomplete) => return false,
+                Ok(Parsed::Incomplete) => return Next::Read,
                 Ok(Parsed::Skip { used }) => self.start += used,
                 Ok(Parsed::Command { args, used }) => {
                     self.start += used;
                     self.partial_since = None;
                     let done = commands::execute(&self.node, &mut self.session, args).await;
                     done.reply.encode(&mut self.out);
+                    self.out_leases.extend(done.lease);
                     if done.close {
-                        return true;
+                        return Next::Close;
                     }
                 }
                 Ok(Parsed::TooLarge(t)) => self.start_discard(t),
@@ -210,21 +238,35 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     }
 
     /// Reply to input that is not RESP; the connection closes after it.
-    fn protocol_error(&mut self, e: crate::resp::ProtocolError) -> bool {
+    fn protocol_error(&mut self, e: crate::resp::ProtocolError) -> Next {
         self.node.metrics.protocol_errors.fetch_add(1, Ordering::Relaxed);
         Reply::err(e).encode(&mut self.out);
-        true
+        Next::Close
     }
 
-    /// Write the pending replies; false if the client is gone.
+    /// Write the pending replies; false if the client is gone, or took none of them for
+    /// `slow_sender_timeout_ms` (a client that stops reading its replies is closed).
     async fn flush(&mut self) -> bool {
         if self.out.is_empty() {
             return true;
         }
+        let mut written = 0;
+        let mut ok = true;
+        while ok && written < self.out.len() {
+            match tokio::time::timeout(self.slow, self.sock.write(&self.out[written..])).await {
+                Ok(Ok(n)) if n > 0 => written += n,
+                Ok(_) => ok = false,
+                Err(_) => {
+                    self.node.metrics.connections_timed_out.fetch_add(1, Ordering::Relaxed);
+                    ok = false;
+                }
+            }
+        }
         // flush: TLS may hold the last record back until asked
-        let ok = self.sock.write_all(&self.out).await.is_ok() && self.sock.flush().await.is_ok();
+        ok = ok && matches!(tokio::time::timeout(self.slow, self.sock.flush()).await, Ok(Ok(())));
         self.out.clear();
         self.out.shrink_to(IDLE_OUT);
+        self.out_leases.clear();
         ok
     }
 

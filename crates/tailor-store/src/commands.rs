@@ -16,6 +16,7 @@
 //! against its knob's range; each refusal names the limit or knob.
 
 use crate::config::Consistency;
+use crate::limits::Lease;
 use crate::node::Node;
 use crate::resp::Reply;
 use crate::session::Session;
@@ -28,6 +29,8 @@ pub struct Executed {
     pub reply: Reply,
     /// Close after sending (QUIT).
     pub close: bool,
+    /// The share of the node's buffer budget a large reply holds until it is written (MGET).
+    pub lease: Option<Lease>,
 }
 
 fn wrong_args(name: &str) -> Reply {
@@ -71,7 +74,7 @@ fn check_keys(node: &Node, name: &str, args: &[Vec<u8>]) -> Result<(), Reply> {
 /// Execute one command (`args[0]` is its name, any case).
 pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>) -> Executed {
     node.metrics.client_commands.fetch_add(1, Ordering::Relaxed);
-    let reply = |reply| Executed { reply, close: false };
+    let reply = |reply| Executed { reply, close: false, lease: None };
     if args.is_empty() {
         return reply(Reply::err("empty command"));
     }
@@ -90,7 +93,7 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
         },
         "echo" if n == 2 => Reply::Bulk(args[1].clone()),
         "echo" => wrong_args("echo"),
-        "quit" => return Executed { reply: Reply::ok(), close: true },
+        "quit" => return Executed { reply: Reply::ok(), close: true, lease: None },
         "consistency" => consistency(node, session, &args),
         "auth" => match session.auth(&node.cfg, &args) {
             Ok(_) => Reply::ok(),
@@ -123,16 +126,7 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
         }
         "set" if n > 3 => Reply::err("syntax error"),
         "set" => wrong_args("set"),
-        "mget" if n >= 2 => {
-            let mut out = Vec::with_capacity(n - 1);
-            for k in &args[1..] {
-                match coord.read(k, session.consistency()).await {
-                    Ok(v) => out.push(v.value.map_or(Reply::Null, Reply::Bulk)),
-                    Err(e) => return reply(err(e)),
-                }
-            }
-            Reply::Array(out)
-        }
+        "mget" if n >= 2 => return mget(node, session, &args[1..]).await,
         "mget" => wrong_args("mget"),
         "exists" | "del" if n >= 2 => {
             let mut count = 0;
@@ -343,4 +337,31 @@ fn info(node: &Arc<Node>) -> String {
         node.replica.workers(),
         node.replica.queue_len()
     )
+}
+
+/// Bytes a reply element costs beyond its value (the RESP header, the element itself).
+const REPLY_OVERHEAD: u64 = 64;
+
+/// MGET: each key read in turn; the reply's bytes are leased from the node's buffer budget as
+/// they arrive, so many keys of large values cannot grow the node without bound.
+async fn mget(node: &Arc<Node>, session: &Session, keys: &[Vec<u8>]) -> Executed {
+    let mut lease = node.budget.lease();
+    let mut out = Vec::with_capacity(keys.len());
+    for k in keys {
+        let value = match node.coordinator.read(k, session.consistency()).await {
+            Ok(v) => v.value,
+            Err(e) => return Executed { reply: Reply::err(e.to_string()), close: false, lease: None },
+        };
+        let bytes = value.as_ref().map_or(0, |v| v.len() as u64) + REPLY_OVERHEAD;
+        if lease.resize(lease.held() + bytes).is_err() {
+            node.metrics.limit_refusals.fetch_add(1, Ordering::Relaxed);
+            let budget = node.cfg.max_buffered_bytes;
+            let text = format!(
+                "MGET reply would go over the node's {budget}-byte buffer budget (max_buffered_bytes); ask for fewer keys"
+            );
+            return Executed { reply: Reply::err(text), close: false, lease: None };
+        }
+        out.push(value.map_or(Reply::Null, Reply::Bulk));
+    }
+    Executed { reply: Reply::Array(out), close: false, lease: Some(lease) }
 }

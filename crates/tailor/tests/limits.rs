@@ -365,3 +365,32 @@ fn ten_thousand_clients_are_served_at_the_default_cap() {
         con.is_some_and(|mut c| redis::cmd("PING").query::<String>(&mut c).is_ok())
     }));
 }
+
+#[test]
+fn replies_a_client_does_not_read_and_huge_mgets_stay_bounded() {
+    let cl = one(|c| {
+        c.max_buffered_bytes = 64 << 20;
+        c.slow_sender_timeout_ms = 2000;
+    });
+    let mut con = cl.conn(0);
+    set(&mut con, "big", &value(1 << 20, 5)).unwrap();
+    let base = settle_rss(&cl);
+    // 2,000 pipelined GETs of a 1 MiB value (2 GB of replies), never read
+    let mut greedy = TcpStream::connect(cl.cfgs[0].client_addr).unwrap();
+    greedy.write_all(&b"GET big\r\n".repeat(2000)).unwrap();
+    let during = settle_rss(&cl);
+    eprintln!("RSS: {base:.1} MB before, {during:.1} MB with 2 GB of replies pipelined and not read");
+    assert!(during - base < 100.0, "RSS grew from {base:.1} to {during:.1} MB");
+    assert_eq!(get(&mut con, "big").unwrap(), Some(value(1 << 20, 5)), "others are served");
+    let closed = eventually(10, || cl.metric(0, "tailor_connections_timed_out_total", &[]) >= 1.0);
+    assert!(closed, "a client that takes no replies is closed after slow_sender_timeout_ms");
+    // an MGET whose reply would pass the 64 MiB budget is refused, a smaller one answered
+    let mut mget = redis::cmd("MGET");
+    for _ in 0..100 {
+        mget.arg("big");
+    }
+    let text = err_text(mget.query::<Vec<Option<Vec<u8>>>>(&mut con));
+    assert!(text.contains("max_buffered_bytes"), "{text}");
+    let some: Vec<Option<Vec<u8>>> = redis::cmd("MGET").arg("big").arg("none").query(&mut con).unwrap();
+    assert_eq!(some, [Some(value(1 << 20, 5)), None]);
+}
