@@ -32,7 +32,11 @@ pub fn catch_interrupts() {
     }
     std::thread::spawn(|| loop {
         if INTERRUPTED.load(Ordering::Relaxed) {
-            let pids = RUNNING_NODES.lock().map(|p| p.clone()).unwrap_or_default();
+            let mut pids = RUNNING_NODES.lock().map(|p| p.clone()).unwrap_or_default();
+            // nodes of a cluster still starting are not registered yet: every child goes too
+            pids.extend(children());
+            pids.sort_unstable();
+            pids.dedup();
             stop_pids(&pids);
             eprintln!("\ninterrupted: {} node(s) stopped", pids.len());
             std::process::exit(130);
@@ -55,6 +59,19 @@ fn stop_pids(pids: &[u32]) {
         // SAFETY: as above.
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     }
+}
+
+/// Pids of this process's children (from /proc: the parent pid follows the state in `stat`).
+fn children() -> Vec<u32> {
+    let me = std::process::id();
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse().ok());
+            ppid == Some(me)
+        })
+        .collect()
 }
 
 /// Whether `pid` runs (an exited child that was not reaped yet, a zombie, does not).
