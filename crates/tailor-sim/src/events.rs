@@ -28,7 +28,8 @@ pub struct EventQueue<E> {
     heap: BinaryHeap<Reverse<u128>>,
     slab: Vec<Option<E>>,
     free: Vec<u32>,
-    lanes: [VecDeque<(Nanos, u64, E)>; LANES],
+    /// Each entry holds its order (see [`order`]) computed once, when pushed.
+    lanes: [VecDeque<(u128, E)>; LANES],
     seq: u64,
 }
 
@@ -69,8 +70,9 @@ impl<E> EventQueue<E> {
     pub fn push_in_order(&mut self, lane: usize, time: Nanos, event: E) {
         self.seq += 1;
         let fifo = &mut self.lanes[lane];
-        assert!(fifo.back().is_none_or(|b| b.0 <= time), "in-order events never go back in time");
-        fifo.push_back((time, self.seq, event));
+        let key = order(time, self.seq);
+        assert!(fifo.back().is_none_or(|b| b.0 <= key), "in-order events never go back in time");
+        fifo.push_back((key, event));
     }
 
     /// The lane whose front is the earliest of all lane fronts, with that front's order.
@@ -78,8 +80,7 @@ impl<E> EventQueue<E> {
     fn earliest_lane(&self) -> Option<(u128, usize)> {
         let mut best: Option<(u128, usize)> = None;
         for (i, lane) in self.lanes.iter().enumerate() {
-            if let Some(&(time, seq, _)) = lane.front() {
-                let key = order(time, seq);
+            if let Some(&(key, _)) = lane.front() {
                 if best.is_none_or(|(b, _)| key < b) {
                     best = Some((key, i));
                 }
@@ -100,8 +101,8 @@ impl<E> EventQueue<E> {
             (Some(Reverse(key)), Some((front, _))) => *key < front,
         };
         if let (false, Some((_, i))) = (heap_first, lane) {
-            let (time, _, event) = self.lanes[i].pop_front().expect("peeked");
-            return Some((time, event));
+            let (key, event) = self.lanes[i].pop_front().expect("peeked");
+            return Some(((key >> 64) as Nanos, event));
         }
         let Reverse(key) = self.heap.pop().expect("peeked");
         let (time, slot) = ((key >> 64) as Nanos, (key as u32) & ((1 << SLOT_BITS) - 1));
@@ -113,7 +114,7 @@ impl<E> EventQueue<E> {
     /// The time of the earliest event, if any.
     pub fn next_time(&self) -> Option<Nanos> {
         let heap = self.heap.peek().map(|k| (k.0 >> 64) as Nanos);
-        let lanes = self.lanes.iter().filter_map(|l| l.front().map(|f| f.0));
+        let lanes = self.lanes.iter().filter_map(|l| l.front().map(|f| (f.0 >> 64) as Nanos));
         heap.into_iter().chain(lanes).min()
     }
 
