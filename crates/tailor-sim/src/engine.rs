@@ -279,9 +279,10 @@ impl<'a> Engine<'a> {
 
     /// Carry out what `client`'s core asked for, then arm its next wake-up.
     fn carry_out(&mut self, client: u32) {
-        let mut actions = std::mem::take(&mut self.actions);
-        for action in actions.drain(..) {
-            match action {
+        // by index, in place: actions are `Copy` and carrying one out never adds another, so the
+        // buffer need not be taken out of `self` and put back for every event
+        for i in 0..self.actions.len() {
+            match self.actions[i] {
                 Action::Send(s) => {
                     let job = Job { req: s.ticket.id as u32, ticket: s.ticket, kind: s.kind, tags: s.tags, age: s.age };
                     self.events.push_in_order(
@@ -296,7 +297,7 @@ impl<'a> Engine<'a> {
                 }
             }
         }
-        self.actions = actions;
+        self.actions.clear();
         if let Some(t) = self.clients[client as usize].arm(self.now) {
             self.events.push(t, Event::Wake { client });
         }
