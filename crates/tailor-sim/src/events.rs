@@ -14,6 +14,10 @@ fn order(time: Nanos, seq: u64) -> u128 {
     ((time as u128) << 64) | ((seq as u128) << SLOT_BITS)
 }
 
+/// The order of "no event": above every real key, whose time is below `Nanos::MAX`, so an
+/// empty part of the queue never wins a comparison and the hot path needs no `Option`s.
+const NONE: u128 = u128::MAX;
+
 /// Number of in-order lanes beside the heap (see [`EventQueue::push_in_order`]).
 pub const LANES: usize = 2;
 
@@ -75,15 +79,15 @@ impl<E> EventQueue<E> {
         fifo.push_back((key, event));
     }
 
-    /// The lane whose front is the earliest of all lane fronts, with that front's order.
+    /// The lane whose front is the earliest of all lane fronts, with that front's order
+    /// ([`NONE`] when every lane is empty).
     #[inline]
-    fn earliest_lane(&self) -> Option<(u128, usize)> {
-        let mut best: Option<(u128, usize)> = None;
+    fn earliest_lane(&self) -> (u128, usize) {
+        let mut best = (NONE, 0);
         for (i, lane) in self.lanes.iter().enumerate() {
-            if let Some(&(key, _)) = lane.front() {
-                if best.is_none_or(|(b, _)| key < b) {
-                    best = Some((key, i));
-                }
+            let key = lane.front().map_or(NONE, |f| f.0);
+            if key < best.0 {
+                best = (key, i);
             }
         }
         best
@@ -92,17 +96,15 @@ impl<E> EventQueue<E> {
     /// The earliest event, if any.
     #[inline]
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
-        let lane = self.earliest_lane();
         // sequence numbers are unique, so a heap key (with its slot bits) never ties a lane's
-        let heap_first = match (self.heap.peek(), lane) {
-            (None, None) => return None,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (Some(Reverse(key)), Some((front, _))) => *key < front,
-        };
-        if let (false, Some((_, i))) = (heap_first, lane) {
-            let (key, event) = self.lanes[i].pop_front().expect("peeked");
+        let (lane_key, i) = self.earliest_lane();
+        let heap_key = self.heap.peek().map_or(NONE, |k| k.0);
+        if lane_key < heap_key {
+            let (key, event) = self.lanes[i].pop_front().expect("its front is the earliest");
             return Some(((key >> 64) as Nanos, event));
+        }
+        if heap_key == NONE {
+            return None;
         }
         let Reverse(key) = self.heap.pop().expect("peeked");
         let (time, slot) = ((key >> 64) as Nanos, (key as u32) & ((1 << SLOT_BITS) - 1));
