@@ -17,7 +17,7 @@ use tailor_core::facts::Feedback;
 use tailor_core::oracle::bloom::BloomConfig;
 use tailor_core::oracle::size::{self, Knowledge};
 use tailor_core::replica::{Arrival, ReplicaCore};
-use tailor_core::ring::{ReplicaSet, Ring};
+use tailor_core::ring::Ring;
 use tailor_core::selector::{self, SelectorEnv};
 use tailor_core::time::{from_ms, round_nonneg, Nanos};
 use tailor_core::{local, Consistency, NodeId, Op, RequestId};
@@ -36,14 +36,14 @@ fn service_model(spec: &Spec) -> size::ServiceModel {
 }
 
 /// A request's life in the simulator (what the cores do not keep: the truth and the times
-/// the recorder needs).
+/// the recorder needs). Its replicas are not kept: the ring never changes during a run, and
+/// only the rare bound sample needs them again.
 struct Req {
     key: u64,
     size: u64,
     op: Op,
     client: u32,
     release: Nanos,
-    replicas: ReplicaSet,
     /// Nominal processing time at a replica (stretch denominator, local policies' `p`).
     nominal: Nanos,
 }
@@ -265,7 +265,7 @@ impl<'a> Engine<'a> {
         let replicas = self.ring.replicas(d.key);
         let nominal = self.nominal(d.size);
         let (now, op, client) = (self.now, d.op, d.client);
-        self.reqs.push(Req { key: d.key, size: d.size, op, client, release: now, replicas, nominal });
+        self.reqs.push(Req { key: d.key, size: d.size, op, client, release: now, nominal });
         let req = ClientRequest { id: id as RequestId, key: d.key, replicas, size: Some(d.size) };
         let world = world(&self.servers, now, self.spec, self.base_service_ns);
         self.clients[client as usize].request(now, op, req, &world, &mut self.actions);
@@ -279,9 +279,10 @@ impl<'a> Engine<'a> {
 
     /// Carry out what `client`'s core asked for, then arm its next wake-up.
     fn carry_out(&mut self, client: u32) {
-        let mut actions = std::mem::take(&mut self.actions);
-        for action in actions.drain(..) {
-            match action {
+        // by index, in place: actions are `Copy` and carrying one out never adds another, so the
+        // buffer need not be taken out of `self` and put back for every event
+        for i in 0..self.actions.len() {
+            match self.actions[i] {
                 Action::Send(s) => {
                     let job = Job { req: s.ticket.id as u32, ticket: s.ticket, kind: s.kind, tags: s.tags, age: s.age };
                     self.events.push_in_order(
@@ -296,7 +297,7 @@ impl<'a> Engine<'a> {
                 }
             }
         }
-        self.actions = actions;
+        self.actions.clear();
         if let Some(t) = self.clients[client as usize].arm(self.now) {
             self.events.push(t, Event::Wake { client });
         }
@@ -363,7 +364,8 @@ impl<'a> Engine<'a> {
             self.rec.served(server, self.now);
             if self.rec.wants_bound(job.req) {
                 let r = &self.reqs[job.req as usize];
-                self.rec.bound_job(job.req, r.release + self.net, start, service, self.now, &r.replicas);
+                let replicas = self.ring.replicas(r.key);
+                self.rec.bound_job(job.req, r.release + self.net, start, service, self.now, &replicas);
             }
         }
         self.answers.push_back((job.req, feedback));

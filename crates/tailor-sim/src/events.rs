@@ -14,6 +14,10 @@ fn order(time: Nanos, seq: u64) -> u128 {
     ((time as u128) << 64) | ((seq as u128) << SLOT_BITS)
 }
 
+/// The order of "no event": above every real key, whose time is below `Nanos::MAX`, so an
+/// empty part of the queue never wins a comparison and the hot path needs no `Option`s.
+const NONE: u128 = u128::MAX;
+
 /// Number of in-order lanes beside the heap (see [`EventQueue::push_in_order`]).
 pub const LANES: usize = 2;
 
@@ -28,7 +32,8 @@ pub struct EventQueue<E> {
     heap: BinaryHeap<Reverse<u128>>,
     slab: Vec<Option<E>>,
     free: Vec<u32>,
-    lanes: [VecDeque<(Nanos, u64, E)>; LANES],
+    /// Each entry holds its order (see [`order`]) computed once, when pushed.
+    lanes: [VecDeque<(u128, E)>; LANES],
     seq: u64,
 }
 
@@ -69,20 +74,20 @@ impl<E> EventQueue<E> {
     pub fn push_in_order(&mut self, lane: usize, time: Nanos, event: E) {
         self.seq += 1;
         let fifo = &mut self.lanes[lane];
-        assert!(fifo.back().is_none_or(|b| b.0 <= time), "in-order events never go back in time");
-        fifo.push_back((time, self.seq, event));
+        let key = order(time, self.seq);
+        assert!(fifo.back().is_none_or(|b| b.0 <= key), "in-order events never go back in time");
+        fifo.push_back((key, event));
     }
 
-    /// The lane whose front is the earliest of all lane fronts, with that front's order.
+    /// The lane whose front is the earliest of all lane fronts, with that front's order
+    /// ([`NONE`] when every lane is empty).
     #[inline]
-    fn earliest_lane(&self) -> Option<(u128, usize)> {
-        let mut best: Option<(u128, usize)> = None;
+    fn earliest_lane(&self) -> (u128, usize) {
+        let mut best = (NONE, 0);
         for (i, lane) in self.lanes.iter().enumerate() {
-            if let Some(&(time, seq, _)) = lane.front() {
-                let key = order(time, seq);
-                if best.is_none_or(|(b, _)| key < b) {
-                    best = Some((key, i));
-                }
+            let key = lane.front().map_or(NONE, |f| f.0);
+            if key < best.0 {
+                best = (key, i);
             }
         }
         best
@@ -91,17 +96,15 @@ impl<E> EventQueue<E> {
     /// The earliest event, if any.
     #[inline]
     pub fn pop(&mut self) -> Option<(Nanos, E)> {
-        let lane = self.earliest_lane();
         // sequence numbers are unique, so a heap key (with its slot bits) never ties a lane's
-        let heap_first = match (self.heap.peek(), lane) {
-            (None, None) => return None,
-            (Some(_), None) => true,
-            (None, Some(_)) => false,
-            (Some(Reverse(key)), Some((front, _))) => *key < front,
-        };
-        if let (false, Some((_, i))) = (heap_first, lane) {
-            let (time, _, event) = self.lanes[i].pop_front().expect("peeked");
-            return Some((time, event));
+        let (lane_key, i) = self.earliest_lane();
+        let heap_key = self.heap.peek().map_or(NONE, |k| k.0);
+        if lane_key < heap_key {
+            let (key, event) = self.lanes[i].pop_front().expect("its front is the earliest");
+            return Some(((key >> 64) as Nanos, event));
+        }
+        if heap_key == NONE {
+            return None;
         }
         let Reverse(key) = self.heap.pop().expect("peeked");
         let (time, slot) = ((key >> 64) as Nanos, (key as u32) & ((1 << SLOT_BITS) - 1));
@@ -113,7 +116,7 @@ impl<E> EventQueue<E> {
     /// The time of the earliest event, if any.
     pub fn next_time(&self) -> Option<Nanos> {
         let heap = self.heap.peek().map(|k| (k.0 >> 64) as Nanos);
-        let lanes = self.lanes.iter().filter_map(|l| l.front().map(|f| f.0));
+        let lanes = self.lanes.iter().filter_map(|l| l.front().map(|f| (f.0 >> 64) as Nanos));
         heap.into_iter().chain(lanes).min()
     }
 

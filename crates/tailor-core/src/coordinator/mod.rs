@@ -486,10 +486,16 @@ impl CoordinatorCore {
     }
 
     /// Offer every group's parked heads again, in FIFO order, failing those past the timeout.
+    /// Inlined: it runs after every answer, and the backlog is almost always empty.
+    #[inline]
     fn drain(&mut self, now: Nanos, world: &dyn World, out: &mut Vec<Action>) {
-        if self.backlog.is_empty() {
-            return;
+        if !self.backlog.is_empty() {
+            self.drain_parked(now, world, out);
         }
+    }
+
+    /// [`CoordinatorCore::drain`] with reads parked (off the common path).
+    fn drain_parked(&mut self, now: Nanos, world: &dyn World, out: &mut Vec<Action>) {
         for g in 0..self.backlog.groups() {
             while let Some(head) = self.backlog.head(g) {
                 if self.cfg.park_timeout.is_some_and(|limit| head.since.saturating_add(limit) <= now) {
