@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 use tailor_spec::{FluctuationMode, Spec};
-use tailor_store::cluster::{plan_and_start, stop_children, ClusterOptions};
+use tailor_store::cluster::{self, plan_and_start, stop_children, ClusterOptions};
 use tailor_store::config::{Consistency, Durability};
 
 /// Set by SIGINT/SIGTERM while an experiment runs.
@@ -32,54 +32,18 @@ pub fn catch_interrupts() {
     }
     std::thread::spawn(|| loop {
         if INTERRUPTED.load(Ordering::Relaxed) {
-            let mut pids = RUNNING_NODES.lock().map(|p| p.clone()).unwrap_or_default();
+            let mut pids: Vec<i32> =
+                RUNNING_NODES.lock().map(|p| p.iter().map(|&p| p as i32).collect()).unwrap_or_default();
             // nodes of a cluster still starting are not registered yet: every child goes too
-            pids.extend(children());
+            pids.extend(cluster::children());
             pids.sort_unstable();
             pids.dedup();
-            stop_pids(&pids);
+            cluster::stop_pids_within(&pids, Duration::from_secs(5));
             eprintln!("\ninterrupted: {} node(s) stopped", pids.len());
             std::process::exit(130);
         }
         std::thread::sleep(Duration::from_millis(50));
     });
-}
-
-/// SIGTERM every pid, then SIGKILL those still running after 5 s.
-fn stop_pids(pids: &[u32]) {
-    for &pid in pids {
-        // SAFETY: kill(2) has no memory effects; a stale pid only yields ESRCH.
-        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
-    }
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while pids.iter().any(|&p| alive(p)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    for &pid in pids.iter().filter(|&&p| alive(p)) {
-        // SAFETY: as above.
-        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-    }
-}
-
-/// Pids of this process's children (from /proc: the parent pid follows the state in `stat`).
-fn children() -> Vec<u32> {
-    let me = std::process::id();
-    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
-    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse().ok());
-            ppid == Some(me)
-        })
-        .collect()
-}
-
-/// Whether `pid` runs (an exited child that was not reaped yet, a zombie, does not).
-fn alive(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-        Err(_) => false,
-    }
 }
 
 /// A running local cluster; dropping it stops every node.

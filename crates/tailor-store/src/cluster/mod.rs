@@ -7,7 +7,7 @@ mod pids;
 mod repair;
 mod supervise;
 
-pub use pids::{down, restart};
+pub use pids::{children, down, restart, stop_pids_within};
 pub use repair::repair;
 pub use supervise::{stop_children, up};
 

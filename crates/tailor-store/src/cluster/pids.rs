@@ -73,10 +73,15 @@ fn alive(pid: i32) -> bool {
 /// SIGTERM to each pid, then SIGKILL to those still running after [`STOP_GRACE`] (an exited
 /// process that waits to be reaped counts as stopped).
 pub(crate) fn stop_pids(pids: &[i32]) {
+    stop_pids_within(pids, STOP_GRACE);
+}
+
+/// SIGTERM to each pid, then SIGKILL to those still running after `grace`.
+pub fn stop_pids_within(pids: &[i32], grace: Duration) {
     for &pid in pids {
         signal(pid, libc::SIGTERM);
     }
-    let deadline = Instant::now() + STOP_GRACE;
+    let deadline = Instant::now() + grace;
     for &pid in pids {
         while alive(pid) && !is_zombie(pid) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
@@ -89,10 +94,24 @@ pub(crate) fn stop_pids(pids: &[i32]) {
 
 /// Whether `pid` has exited and waits for its parent (another process: `cluster up`) to reap it.
 fn is_zombie(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('Z')))
-        .unwrap_or(false)
+    stat_fields(pid).is_some_and(|f| f.first().is_some_and(|s| s == "Z"))
+}
+
+/// The fields of `/proc/<pid>/stat` after the command name (state, parent pid, ...).
+fn stat_fields(pid: i32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    Some(rest.split_whitespace().take(2).map(str::to_string).collect())
+}
+
+/// Pids of this process's children (a process still starting its cluster holds nodes that are
+/// not registered anywhere yet).
+pub fn children() -> Vec<i32> {
+    let me = std::process::id().to_string();
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| stat_fields(pid).is_some_and(|f| f.get(1).is_some_and(|p| *p == me)))
+        .collect()
 }
 
 /// The live nodes of the cluster in `dir` (id, pid); pid files naming anything else are
