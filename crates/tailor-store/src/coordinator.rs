@@ -245,8 +245,7 @@ impl Coordinator {
     }
 
     /// Requests this coordinator holds: (client requests awaiting a result or their last copies,
-    /// requests the core
-    /// has in flight or parked, reads parked). All three are 0 once a quiet node settled.
+    /// requests the core has in flight or parked, reads parked). All three are 0 once a quiet node settled.
     pub fn pending(&self) -> (usize, usize, usize) {
         let inner = self.lock();
         (inner.in_flight.len() + inner.trailing.len(), inner.core.in_flight(), inner.core.parked())
@@ -341,8 +340,7 @@ impl Coordinator {
     fn repair_then_reply(self: &Arc<Self>, key: Vec<u8>, newest: Versioned, stale: Vec<NodeId>, done: Done) {
         let me = self.clone();
         tokio::spawn(async move {
-            let repaired = repair::write_back(me.transport.as_ref(), &key, &newest, &stale).await;
-            me.metrics.read_repairs.fetch_add(repaired as u64, Ordering::Relaxed);
+            me.write_back(&key, &newest, &stale).await;
             let _ = done.send(Ok(newest));
         });
     }
@@ -381,10 +379,13 @@ impl Coordinator {
             return;
         }
         let (newest, me) = (answers.swap_remove(i).1, self.clone());
-        tokio::spawn(async move {
-            let repaired = repair::write_back(me.transport.as_ref(), &key, &newest, &stale).await;
-            me.metrics.read_repairs.fetch_add(repaired as u64, Ordering::Relaxed);
-        });
+        tokio::spawn(async move { me.write_back(&key, &newest, &stale).await });
+    }
+
+    /// Write `newest` of `key` back to the `stale` replicas, counting those that acknowledged.
+    async fn write_back(&self, key: &[u8], newest: &Versioned, stale: &[NodeId]) {
+        let repaired = repair::write_back(self.transport.as_ref(), key, newest, stale).await;
+        self.metrics.read_repairs.fetch_add(repaired as u64, Ordering::Relaxed);
     }
 
     /// Replicas written back by read repair so far.

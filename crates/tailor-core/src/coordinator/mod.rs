@@ -364,11 +364,7 @@ impl CoordinatorCore {
         // borrowed, not copied: a `Pending` is over 100 bytes and this runs for every read
         let p = self.pending.held(t);
         let Mode::Selected { tried, .. } = p.mode else { unreachable!("only selected reads are routed") };
-        let up = if tried == 0 && !self.down.contains(&true) {
-            p.replicas
-        } else {
-            p.replicas.retain_up(|n| self.is_down(n) || p.position(n).is_some_and(|i| tried & (1 << i) != 0))
-        };
+        let up = if tried == 0 && !self.down.contains(&true) { p.replicas } else { self.untried_up(p, tried, None) };
         if up.is_empty() {
             let failure = if tried == 0 { Failure::NoReplica } else { Failure::NotEnough { need: 1, got: 0 } };
             self.give_up(t, failure, out);
@@ -433,14 +429,18 @@ impl CoordinatorCore {
             if sent_at == sent)
     }
 
+    /// `p`'s replicas that are up, not in the `tried` mask, and not `except`.
+    fn untried_up(&self, p: &Pending, tried: u8, except: Option<NodeId>) -> ReplicaSet {
+        let tried = |n| p.position(n).is_some_and(|i| tried & (1 << i) != 0);
+        p.replicas.retain_up(|n| Some(n) == except || self.is_down(n) || tried(n))
+    }
+
     /// Offer read `t` to the selector among its other untried up replicas; send a hedge there if
     /// it chooses one and the budget allows.
     fn hedge(&mut self, now: Nanos, t: Ticket, world: &dyn World, out: &mut Vec<Action>) {
         let p = self.pending.held(t);
         let Mode::Selected { chosen: Some(first), tried, .. } = p.mode else { unreachable!("checked hedgeable") };
-        let others = p
-            .replicas
-            .retain_up(|n| n == first || self.is_down(n) || p.position(n).is_some_and(|i| tried & (1 << i) != 0));
+        let others = self.untried_up(p, tried, Some(first));
         if others.is_empty() {
             return;
         }
