@@ -71,6 +71,17 @@ fn tiny_experiment_writes_results_for_both_engines_and_a_report() {
 
 #[test]
 fn interrupting_a_live_experiment_leaves_no_node_behind() {
+    stopping_a_live_experiment_leaves_no_node_behind(libc::SIGINT);
+}
+
+/// SIGKILL gives the experiment no chance to stop its nodes: the kernel's parent-death signal
+/// must.
+#[test]
+fn killing_a_live_experiment_leaves_no_node_behind() {
+    stopping_a_live_experiment_leaves_no_node_behind(libc::SIGKILL);
+}
+
+fn stopping_a_live_experiment_leaves_no_node_behind(sig: i32) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("exp");
     let mut child = Command::new(env!("CARGO_BIN_EXE_tailor"))
@@ -87,13 +98,13 @@ fn interrupting_a_live_experiment_leaves_no_node_behind() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     // SAFETY: signalling our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    unsafe { libc::kill(child.id() as i32, sig) };
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }
-        assert!(std::time::Instant::now() < deadline, "the experiment did not stop on SIGINT");
+        assert!(std::time::Instant::now() < deadline, "the experiment did not stop on signal {sig}");
         std::thread::sleep(std::time::Duration::from_millis(50));
     };
     assert!(!status.success());

@@ -54,7 +54,7 @@ pub fn start_nodes(
 ) -> Result<Vec<Child>, ClusterError> {
     let mut children = Vec::with_capacity(cfgs.len());
     for cfg in cfgs {
-        match spawn_node(exe, cfg, dir, niceness) {
+        match spawn_node(exe, cfg, dir, niceness, Lifetime::WithParent) {
             Ok(c) => children.push(c),
             Err(e) => {
                 stop_children(&mut children);
@@ -158,6 +158,26 @@ impl Default for ClusterOptions {
 /// two clusters planned concurrently in one process (parallel tests, sweeps) must not share one.
 static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
 
+/// Ask the kernel to SIGTERM the child when its parent thread exits; kept across the `nice`
+/// exec. A parent that died between fork and the request is caught by comparing parent pids.
+fn die_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: getpid is async-signal-safe and runs before the fork.
+    let parent = unsafe { libc::getpid() };
+    // SAFETY: prctl, getppid and _exit are async-signal-safe, as a pre_exec hook requires.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                libc::_exit(0);
+            }
+            Ok(())
+        });
+    }
+}
+
 /// `n` distinct free loopback ports, never one this process handed out before (all bound at
 /// once, then released).
 pub fn free_ports(n: usize) -> Result<Vec<u16>, ClusterError> {
@@ -208,10 +228,27 @@ pub fn plan(opts: &ClusterOptions, dir: &Path) -> Result<Vec<NodeConfig>, Cluste
         .collect())
 }
 
+/// Whether a node process outlives the process that starts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lifetime {
+    /// The node gets SIGTERM when the thread that spawned it exits (Linux's parent-death
+    /// signal): `cluster up` and live experiments leave no node behind even when killed with
+    /// SIGKILL or interrupted while a start is being retried.
+    WithParent,
+    /// The node runs on after its starter exits (`cluster restart`, a one-shot command).
+    Detached,
+}
+
 /// Start one node process (`exe node --config dir/node{id}/node.toml`, under `nice -n
 /// niceness` when above 0, which execs it: the pid stays the node's), logging to `node.log`
 /// beside its config and writing `dir/node{id}.pid`.
-pub fn spawn_node(exe: &Path, cfg: &NodeConfig, dir: &Path, niceness: u8) -> Result<Child, ClusterError> {
+pub fn spawn_node(
+    exe: &Path,
+    cfg: &NodeConfig,
+    dir: &Path,
+    niceness: u8,
+    lifetime: Lifetime,
+) -> Result<Child, ClusterError> {
     let home = dir.join(format!("node{}", cfg.id));
     std::fs::create_dir_all(&home).map_err(io(format!("create {}", home.display())))?;
     let path = home.join("node.toml");
@@ -229,6 +266,9 @@ pub fn spawn_node(exe: &Path, cfg: &NodeConfig, dir: &Path, niceness: u8) -> Res
     } else {
         Command::new(exe)
     };
+    if lifetime == Lifetime::WithParent {
+        die_with_parent(&mut cmd);
+    }
     let child = cmd
         .arg("node")
         .arg("--config")

@@ -4,7 +4,7 @@
 //! so a pid is signalled only after `/proc/<pid>/cmdline` shows it is `tailor node --config
 //! dir/node{id}/node.toml`: this cluster's node, not whatever holds the number now.
 
-use super::{io, spawn_node, wait_listening, ClusterError};
+use super::{io, spawn_node, wait_listening, ClusterError, Lifetime};
 use crate::config::NodeConfig;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -156,7 +156,7 @@ pub fn restart(dir: &Path, id: u32, wait: Duration) -> Result<std::net::SocketAd
         stop_pids(&[pid]);
     }
     let exe = std::env::current_exe().map_err(io("find the tailor executable"))?;
-    let child = spawn_node(&exe, &cfg, dir, 0)?;
+    let child = spawn_node(&exe, &cfg, dir, 0, Lifetime::Detached)?;
     let deadline = Instant::now() + wait;
     if !(wait_listening(cfg.client_listen(), deadline) && wait_listening(cfg.peer_listen(), deadline)) {
         stop_pids(&[child.id() as i32]);

@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::Child;
 use std::time::{Duration, Instant};
-use tailor_store::cluster::{plan_and_start, spawn_node, wait_listening, ClusterOptions};
+use tailor_store::cluster::{plan_and_start, spawn_node, wait_listening, ClusterOptions, Lifetime};
 use tailor_store::config::NodeConfig;
 
 /// A cluster of node processes that dies with the test.
@@ -64,7 +64,7 @@ impl TestCluster {
     }
 
     pub fn restart(&mut self, i: usize) {
-        let child = spawn_node(&exe(), &self.cfgs[i], self.dir.path(), 0).expect("respawn node");
+        let child = spawn_node(&exe(), &self.cfgs[i], self.dir.path(), 0, Lifetime::WithParent).expect("respawn node");
         self.children[i] = Some(child);
         self.wait_up(i);
     }
