@@ -2,6 +2,7 @@
 
 mod cmd;
 mod live;
+mod reproduce;
 mod table;
 
 use clap::{Parser, Subcommand};
@@ -34,6 +35,8 @@ enum Command {
     Bench(cmd::bench::BenchArgs),
     /// Turn results files into one self-contained HTML page with plots.
     Report(cmd::report::ReportArgs),
+    /// Run the sources' headline claims in the simulator and judge each: theirs beside ours.
+    Reproduce(cmd::reproduce::ReproduceArgs),
 }
 
 fn main() {
@@ -52,6 +55,7 @@ fn main() {
         Command::Cluster(args) => tailor_store::cli::run_cluster(&args).map_err(Into::into),
         Command::Bench(args) => cmd::bench::run(args),
         Command::Report(args) => cmd::report::run(args),
+        Command::Reproduce(args) => cmd::reproduce::run(args),
     };
     if let Err(e) = outcome {
         eprintln!("error: {}", describe(&e));

@@ -6,5 +6,6 @@ pub mod demo;
 pub mod experiment;
 pub mod presets;
 pub mod report;
+pub mod reproduce;
 pub mod sim;
 pub mod spec_arg;

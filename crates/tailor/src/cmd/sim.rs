@@ -1,7 +1,7 @@
 //! `tailor sim`: run an experiment in the simulator, print the table, write results.
 
 use super::spec_arg::load_spec;
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -28,6 +28,10 @@ pub struct SimArgs {
     /// No progress bar.
     #[arg(long, short)]
     quiet: bool,
+    /// Refuse to run a spec with warnings (a `--set` shadowed by a sweep, a warm-up that
+    /// discards the run, an overload).
+    #[arg(long)]
+    strict: bool,
 }
 
 /// Run the experiment.
@@ -41,6 +45,7 @@ pub fn run(args: SimArgs) -> Result<()> {
         print!("{}", spec.to_toml());
         return Ok(());
     }
+    warn_or_refuse(&spec, &sets, args.strict)?;
     let plans = expand(&spec)?;
     let trace = match spec.workload.arrival {
         ArrivalKind::Trace => Some(
@@ -67,6 +72,12 @@ pub fn run(args: SimArgs) -> Result<()> {
     let elapsed = started.elapsed().as_secs_f64();
     let results = tailor_sim::results(&spec, &outputs);
     print!("{}", crate::table::render(&results.runs));
+    if results.runs.iter().all(|r| r.requests == 0) {
+        bail!(
+            "every run measured 0 requests after the {} ms warm-up: raise workload.requests",
+            spec.workload.warmup_ms
+        );
+    }
     let out = args.out.unwrap_or_else(|| Path::new("tailor-out").join(&spec.name));
     write_results(&out, &results)?;
     eprintln!(
@@ -77,6 +88,18 @@ pub fn run(args: SimArgs) -> Result<()> {
         rayon_threads(),
         out.join("results.json").display()
     );
+    Ok(())
+}
+
+/// Print the spec's warnings; with `strict`, refuse to run when there are any.
+pub fn warn_or_refuse(spec: &tailor_spec::Spec, sets: &[String], strict: bool) -> Result<()> {
+    let warnings = tailor_spec::lint::lint(spec, sets);
+    for w in &warnings {
+        eprintln!("warning: {w}");
+    }
+    if strict && !warnings.is_empty() {
+        bail!("{} warning(s) and --strict", warnings.len());
+    }
     Ok(())
 }
 

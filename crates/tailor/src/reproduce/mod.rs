@@ -1,0 +1,78 @@
+//! `tailor reproduce`: every source's headline claims run in the simulator and judged, theirs
+//! beside ours. `claims.rs` holds the data, `verdict.rs` the rule, `page.rs` the table and the
+//! HTML page.
+
+pub mod claims;
+pub mod page;
+pub mod verdict;
+
+use anyhow::{Context, Result};
+use claims::{Claim, ClaimsFile, Setup, Verdict};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use tailor_core::results::Results;
+use tailor_spec::{expand, presets, RunPlan};
+use verdict::Outcome;
+
+/// A claim and what it came to (or why it could not be judged).
+#[derive(Debug, Serialize)]
+pub struct Judged {
+    /// The claim as stated in the claims file.
+    pub claim: Claim,
+    /// Its outcome.
+    pub outcome: Result<Outcome, String>,
+}
+
+impl Judged {
+    /// The verdict, `None` when the claim could not be judged.
+    pub fn verdict(&self) -> Option<Verdict> {
+        self.outcome.as_ref().ok().map(|o| o.verdict)
+    }
+
+    /// Whether the verdict is worse than the one the project claims.
+    pub fn regressed(&self) -> bool {
+        self.verdict().is_none_or(|v| v < self.claim.expected)
+    }
+}
+
+/// The plans of every setup the claims need, in claim order, with the spec each expands.
+pub fn plan_setups(file: &ClaimsFile, claims: &[&Claim], quick: bool) -> Result<Vec<(String, Vec<RunPlan>)>> {
+    let mut names: Vec<&str> = Vec::new();
+    for c in claims {
+        if !names.contains(&c.setup.as_str()) {
+            names.push(&c.setup);
+        }
+    }
+    names
+        .into_iter()
+        .map(|name| {
+            let setup = &file.setup[name];
+            let spec = setup_spec(setup, quick).with_context(|| format!("setup `{name}`"))?;
+            // a curated setup with a warning measures something else than its claims say
+            if let Some(w) = tailor_spec::lint::lint(&spec, &setup.set).first() {
+                anyhow::bail!("setup `{name}`: {w}");
+            }
+            let plans = expand(&spec)?;
+            Ok((name.to_string(), plans))
+        })
+        .collect()
+}
+
+fn setup_spec(setup: &Setup, quick: bool) -> Result<tailor_spec::Spec> {
+    let mut sets = setup.set.clone();
+    if quick {
+        sets.extend(setup.quick.iter().cloned());
+    }
+    Ok(presets::preset(&setup.preset)?.with_overrides(&sets)?)
+}
+
+/// Judge each claim on the results of its setup.
+pub fn judge_all(claims: &[&Claim], results: &BTreeMap<String, Results>) -> Vec<Judged> {
+    claims
+        .iter()
+        .map(|&c| {
+            let runs = &results[&c.setup].runs;
+            Judged { claim: c.clone(), outcome: verdict::judge(c, runs).map_err(|e| format!("{e:#}")) }
+        })
+        .collect()
+}

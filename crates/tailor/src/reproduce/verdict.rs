@@ -1,0 +1,222 @@
+//! Judging a claim on the runs of its setup: one value per seed and side, the ratio seed by
+//! seed, its median and spread, and the verdict.
+//!
+//! The rule (a choice, documented on the reproduce page): a claim with a published effect
+//! holds when Tailor shows at least half of it (a 25 % reduction published, at least 12.5 %
+//! measured), is "sign only" when the direction holds with less, and fails otherwise. Seeds
+//! are compared pairwise (common random numbers: both sides of a seed saw the same requests),
+//! and the verdict reads the median over seeds.
+
+use super::claims::{Aggregate, Claim, Kind, Metric, Side, Verdict};
+use anyhow::{bail, Result};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use tailor_core::results::RunResult;
+
+/// What a claim came to.
+#[derive(Clone, Debug, Serialize)]
+pub struct Outcome {
+    /// The claim's figure per seed: `a / b`, or for `share` the metric of each run.
+    pub per_seed: BTreeMap<u64, f64>,
+    /// Median over seeds (for `share`: the share of runs within the threshold).
+    pub value: f64,
+    /// Smallest and largest over seeds.
+    pub min: f64,
+    /// See `min`.
+    pub max: f64,
+    /// The verdict.
+    pub verdict: Verdict,
+}
+
+/// Judge `claim` on `runs` (every run of its setup).
+pub fn judge(claim: &Claim, runs: &[RunResult]) -> Result<Outcome> {
+    let a = side_values(claim, &claim.a, runs)?;
+    let per_seed = match (&claim.b, claim.kind) {
+        (Some(b), Kind::Lower | Kind::Higher | Kind::Similar) => {
+            let b = side_values(claim, b, runs)?;
+            let mut ratios = BTreeMap::new();
+            for (seed, va) in &a {
+                let Some(vb) = b.get(seed) else { bail!("seed {seed} has no run for side b") };
+                if *vb <= 0.0 || !vb.is_finite() {
+                    bail!("side b's {:?} is {vb} on seed {seed}: the run measured nothing", claim.metric);
+                }
+                ratios.insert(*seed, va / vb);
+            }
+            ratios
+        }
+        _ => a,
+    };
+    let values: Vec<f64> = per_seed.values().copied().collect();
+    let value = match claim.kind {
+        Kind::Share => share_within(&values, claim.threshold.unwrap_or(f64::NAN)),
+        _ => median(&values),
+    };
+    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    Ok(Outcome { verdict: verdict(claim, value), per_seed, value, min, max })
+}
+
+/// The verdict for a claim whose figure (median ratio, or share) is `value`.
+pub fn verdict(claim: &Claim, value: f64) -> Verdict {
+    let holds_if = |ok: bool| if ok { Verdict::Holds } else { Verdict::Fails };
+    match claim.kind {
+        Kind::Lower => match claim.published {
+            _ if value >= 1.0 => Verdict::Fails,
+            Some(p) if value > 1.0 - (1.0 - p) / 2.0 => Verdict::SignOnly,
+            _ => Verdict::Holds,
+        },
+        Kind::Higher => match claim.published {
+            _ if value <= 1.0 => Verdict::Fails,
+            Some(p) if value < 1.0 + (p - 1.0) / 2.0 => Verdict::SignOnly,
+            _ => Verdict::Holds,
+        },
+        Kind::Similar => holds_if((value - 1.0).abs() <= claim.tolerance.unwrap_or(0.0)),
+        Kind::Share => holds_if(value >= claim.published.unwrap_or(f64::INFINITY)),
+    }
+}
+
+/// One value per seed for `side`: its runs at the claim's points, aggregated.
+fn side_values(claim: &Claim, side: &Side, runs: &[RunResult]) -> Result<BTreeMap<u64, f64>> {
+    let mut per_seed: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
+    for r in runs.iter().filter(|r| matches(claim, side, r)) {
+        per_seed.entry(r.seed).or_default().push(metric(claim.metric, r)?);
+    }
+    if per_seed.is_empty() {
+        bail!("no run of selector `{}` (local {:?}) at {:?}", side.selector, side.local, claim.at);
+    }
+    let mut out = BTreeMap::new();
+    for (seed, values) in per_seed {
+        let v = match claim.aggregate {
+            Aggregate::One if values.len() == 1 => values[0],
+            Aggregate::One if claim.kind == Kind::Share => values[0],
+            Aggregate::One => {
+                bail!("{} runs of `{}` match seed {seed}: narrow `at` or set `aggregate`", values.len(), side.selector)
+            }
+            Aggregate::Max => values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        };
+        out.insert(seed, v);
+    }
+    Ok(out)
+}
+
+fn matches(claim: &Claim, side: &Side, r: &RunResult) -> bool {
+    r.selector == side.selector
+        && side.local.as_ref().is_none_or(|l| *l == r.local)
+        && claim.at.iter().all(|(k, v)| r.params.get(k).is_some_and(|p| same_value(p, v)))
+}
+
+/// Whether a swept parameter's text equals a claim's: numerically when both are numbers
+/// (`40000` and `40000.0`), else ignoring spaces (`[0.9, 0.1]`).
+fn same_value(a: &str, b: &str) -> bool {
+    match (a.trim().parse::<f64>(), b.trim().parse::<f64>()) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => a.split_whitespace().collect::<String>() == b.split_whitespace().collect::<String>(),
+    }
+}
+
+fn metric(m: Metric, r: &RunResult) -> Result<f64> {
+    let l = &r.read_latency_ms;
+    Ok(match m {
+        Metric::P50 => l.p50,
+        Metric::P95 => l.p95,
+        Metric::P99 => l.p99,
+        Metric::P999 => l.p999,
+        Metric::Max => l.max,
+        Metric::Mean => l.mean,
+        Metric::Throughput => r.throughput_rps,
+        Metric::StretchP99 => r.stretch.p99,
+        Metric::BoundRatio => match r.bound {
+            Some(b) => b.ratio,
+            None => bail!("run {} seed {} has no lower bound: its setup needs bound.enabled", r.selector, r.seed),
+        },
+    })
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+fn share_within(values: &[f64], threshold: f64) -> f64 {
+    values.iter().filter(|&&v| v <= threshold).count() as f64 / values.len().max(1) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reproduce::claims::ClaimsFile;
+
+    fn claim(kind: &str, paper: Option<f64>) -> Claim {
+        let extra = match kind {
+            "similar" => "tolerance = 0.1".to_string(),
+            "share" => "threshold = 1.15".to_string(),
+            _ => String::new(),
+        };
+        let paper = paper.map(|p| format!("published = {p}")).unwrap_or_default();
+        let text = format!(
+            "[setup.s]\npreset = \"c3\"\nset = []\n[[claim]]\nid = \"x\"\npaper = \"C3\"\nsource = \"s\"\ntext = \"t\"\n\
+             setup = \"s\"\nkind = \"{kind}\"\nmetric = \"p99\"\na = {{ selector = \"c3\" }}\n\
+             b = {{ selector = \"lor\" }}\nexpected = \"holds\"\n{paper}\n{extra}\n"
+        );
+        ClaimsFile::parse(&text).unwrap().claim.remove(0)
+    }
+
+    #[test]
+    fn half_the_published_effect_is_the_line_between_holds_and_sign_only() {
+        let c = claim("lower", Some(0.75));
+        assert_eq!(verdict(&c, 0.70), Verdict::Holds);
+        assert_eq!(verdict(&c, 0.875), Verdict::Holds);
+        assert_eq!(verdict(&c, 0.90), Verdict::SignOnly);
+        assert_eq!(verdict(&c, 1.0), Verdict::Fails);
+        let c = claim("higher", Some(6.58));
+        assert_eq!(verdict(&c, 4.85), Verdict::Holds);
+        assert_eq!(verdict(&c, 2.0), Verdict::SignOnly);
+        assert_eq!(verdict(&c, 0.9), Verdict::Fails);
+        let bare = claim("lower", None);
+        assert_eq!(verdict(&bare, 0.99), Verdict::Holds);
+        assert_eq!(verdict(&claim("similar", None), 1.08), Verdict::Holds);
+        assert_eq!(verdict(&claim("similar", None), 0.85), Verdict::Fails);
+    }
+
+    fn run(selector: &str, seed: u64, p99: f64) -> RunResult {
+        let mut r = RunResult { selector: selector.into(), local: "fcfs".into(), seed, ..RunResult::default() };
+        r.read_latency_ms.p99 = p99;
+        r
+    }
+
+    #[test]
+    fn seeds_are_paired_and_the_median_ratio_decides() {
+        let c = claim("lower", Some(0.5));
+        let runs = [run("c3", 1, 40.0), run("lor", 1, 100.0), run("c3", 2, 90.0), run("lor", 2, 100.0)]
+            .into_iter()
+            .chain([run("c3", 3, 50.0), run("lor", 3, 100.0)])
+            .collect::<Vec<_>>();
+        let o = judge(&c, &runs).unwrap();
+        assert_eq!(o.per_seed.len(), 3);
+        assert!((o.value - 0.5).abs() < 1e-12 && (o.min - 0.4).abs() < 1e-12 && (o.max - 0.9).abs() < 1e-12);
+        assert_eq!(o.verdict, Verdict::Holds);
+        let missing = judge(&c, &runs[..3]).unwrap_err().to_string();
+        assert!(missing.contains("seed 2") || missing.contains("seed 3"), "{missing}");
+        let nothing = judge(&c, &[run("c3", 1, 1.0), run("lor", 1, 0.0)]).unwrap_err().to_string();
+        assert!(nothing.contains("measured nothing"), "{nothing}");
+    }
+
+    #[test]
+    fn a_share_claim_counts_runs_within_the_threshold() {
+        let mut c = claim("share", Some(0.5));
+        c.metric = Metric::BoundRatio;
+        let mut runs: Vec<RunResult> = (1..=4).map(|s| run("c3", s, 0.0)).collect();
+        for (r, ratio) in runs.iter_mut().zip([1.05, 1.10, 1.3, 1.2]) {
+            r.bound = Some(tailor_core::results::BoundRatio { ratio, ..Default::default() });
+        }
+        let o = judge(&c, &runs).unwrap();
+        assert_eq!((o.value, o.verdict), (0.5, Verdict::Holds));
+        runs[1].bound = None;
+        assert!(judge(&c, &runs).unwrap_err().to_string().contains("bound.enabled"));
+    }
+}

@@ -1,0 +1,40 @@
+//! `tailor reproduce all --quick` runs every source's claims and stands by the verdicts the
+//! project claims in `claims.toml`: a claim that stops holding makes this test (and CI) fail.
+
+use std::process::Command;
+
+#[test]
+fn every_claim_keeps_the_verdict_the_project_claims() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("repro");
+    let o = Command::new(env!("CARGO_BIN_EXE_tailor"))
+        .args(["reproduce", "all", "--quick", "-q", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    let judged: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("reproduce.json")).unwrap()).unwrap();
+    let claims = judged.as_array().unwrap();
+    assert!(claims.len() >= 15, "{} claims", claims.len());
+    let html = std::fs::read_to_string(out.join("reproduce.html")).unwrap();
+    for c in claims {
+        let id = c["claim"]["id"].as_str().unwrap();
+        assert!(stdout.contains(id) && html.contains(id), "claim {id} missing from the table or the page");
+        assert!(c["outcome"].get("Ok").is_some(), "claim {id} was not judged: {}", c["outcome"]);
+    }
+    for paper in ["C3", "TAP", "Héron", "Euro-Par", "Hector"] {
+        assert!(html.contains(paper), "{paper} missing from the page");
+    }
+    // each setup's runs are kept for `tailor report`
+    assert!(out.join("setups/c3-t500/results.json").is_file());
+}
+
+#[test]
+fn an_unknown_source_is_refused_with_the_known_ones() {
+    let o = Command::new(env!("CARGO_BIN_EXE_tailor")).args(["reproduce", "nope", "--quick"]).output().unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("known sources") && err.contains("Hector"), "{err}");
+}
