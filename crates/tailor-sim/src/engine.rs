@@ -262,6 +262,9 @@ impl<'a> Engine<'a> {
     fn issue(&mut self, d: Draw) {
         let id = self.reqs.len() as u32;
         self.generated += 1;
+        if self.generated == self.total {
+            self.rec.arrivals_ended(self.now);
+        }
         let replicas = self.ring.replicas(d.key);
         let nominal = self.nominal(d.size);
         let (now, op, client) = (self.now, d.op, d.client);

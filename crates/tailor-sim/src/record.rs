@@ -18,6 +18,11 @@ pub struct Recorder {
     measured: u64,
     first_measured: Nanos,
     last_done: Nanos,
+    /// When the workload issued its last request (`None` while it still issues): completions
+    /// after it are the queues draining, not the steady state the throughput describes.
+    arrivals_end: Option<Nanos>,
+    /// Requests (whenever released) completed between the warm-up and `arrivals_end`.
+    done_in_window: u64,
     small_behind_large: u64,
     cache_hits: u64,
     cache_misses: u64,
@@ -41,6 +46,8 @@ impl Recorder {
             measured: 0,
             first_measured: Nanos::MAX,
             last_done: 0,
+            arrivals_end: None,
+            done_in_window: 0,
             small_behind_large: 0,
             cache_hits: 0,
             cache_misses: 0,
@@ -61,6 +68,9 @@ impl Recorder {
     }
 
     fn measured_from(&mut self, release: Nanos, done: Nanos) -> bool {
+        if done >= self.warmup && self.arrivals_end.is_none() {
+            self.done_in_window += 1;
+        }
         if release < self.warmup {
             return false;
         }
@@ -68,6 +78,11 @@ impl Recorder {
         self.first_measured = self.first_measured.min(release);
         self.last_done = self.last_done.max(done);
         true
+    }
+
+    /// The workload issued its last request at `now`.
+    pub fn arrivals_ended(&mut self, now: Nanos) {
+        self.arrivals_end = Some(now);
     }
 
     /// A read released at `release` completed at `done`; `nominal` is its processing time.
@@ -148,8 +163,11 @@ impl Recorder {
         r.read_latency_ms = self.reads.summary();
         r.write_latency_ms = (self.writes.count() > 0).then(|| self.writes.summary());
         r.stretch = self.stretch.summary();
-        let span = self.last_done.saturating_sub(self.first_measured.min(self.last_done));
-        r.throughput_rps = if span > 0 { self.measured as f64 * SEC as f64 / span as f64 } else { 0.0 };
+        // steady state: completions between the warm-up and the last arrival, so that a run past
+        // saturation reports what the cluster completed, not that count diluted by the drain
+        let end = self.arrivals_end.unwrap_or(self.last_done);
+        let span = end.saturating_sub(self.warmup.min(end));
+        r.throughput_rps = if span > 0 { self.done_in_window as f64 * SEC as f64 / span as f64 } else { 0.0 };
         r.offered_rps = offered_rps;
         r.small_behind_large = self.small_behind_large;
         r.latency_cdf = self.reads.cdf(self.cdf_points);
@@ -169,5 +187,33 @@ impl Recorder {
         r.extra = extra;
         self.bound_jobs.sort_by_key(|j| j.req);
         RunOutput { result: self.result, bound_jobs: self.bound_jobs, events }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tailor_core::time::MS;
+
+    #[test]
+    fn throughput_counts_completions_between_the_warmup_and_the_last_arrival() {
+        let spec =
+            tailor_spec::presets::preset("hector-rml").unwrap().with_overrides(&["workload.warmup_ms=100"]).unwrap();
+        let plan = tailor_spec::expand(&spec).unwrap().remove(0);
+        let mut rec = Recorder::new(&spec, &plan, 3);
+        // released before the warm-up ends but completed inside the window: counted for
+        // throughput, not for latency
+        rec.read_done(50 * MS, 150 * MS, MS);
+        for i in 0..99 {
+            rec.read_done((100 + i) * MS, (200 + i) * MS, MS);
+        }
+        rec.arrivals_ended(300 * MS);
+        // the drain: measured for latency, not for throughput
+        for i in 0..1000 {
+            rec.read_done(299 * MS, (400 + i) * MS, MS);
+        }
+        let r = rec.finish(2000 * MS, 0.0, 0).result;
+        assert_eq!(r.requests, 1099);
+        assert!((r.throughput_rps - 100.0 / 0.2).abs() < 1e-6, "{}", r.throughput_rps);
     }
 }
