@@ -1,5 +1,6 @@
 //! The comparison table printed after a run: one row per swept point × selector × local policy,
-//! figures averaged over seeds. Live runs add `errors`, `timeouts` (summed over seeds) and
+//! each figure the median over seeds (one unlucky seed must not make a row: a mean p99 over seeds
+//! was dominated by the worst one), with the p99's range over seeds beside it. Live runs add `errors`, `timeouts` (summed over seeds) and
 //! `valid` (tailor-bench's validity verdict), so an invalid run cannot pass for a result.
 
 use std::collections::BTreeMap;
@@ -26,7 +27,7 @@ pub fn render(runs: &[RunResult]) -> String {
     let with_bound = runs.iter().any(|r| r.bound.is_some());
     let live = runs.iter().any(|r| r.valid.is_some());
     header.extend(
-        ["selector", "local", "p50 ms", "p95 ms", "p99 ms", "p99.9 ms", "max ms", "tput/s", "stretch p99"]
+        ["selector", "local", "p50 ms", "p95 ms", "p99 ms", "p99 range", "p99.9 ms", "max ms", "tput/s", "stretch p99"]
             .map(String::from),
     );
     if with_bound {
@@ -38,19 +39,16 @@ pub fn render(runs: &[RunResult]) -> String {
     }
     let mut rows: Vec<Vec<String>> = vec![header];
     for (_, group) in &groups {
-        let n = group.len() as f64;
-        let avg = |f: &dyn Fn(&RunResult) -> f64| group.iter().map(|r| f(r)).sum::<f64>() / n;
+        let avg = |f: &dyn Fn(&RunResult) -> f64| median(group.iter().map(|r| f(r)).collect());
         let first = group[0];
         let mut row: Vec<String> = param_names.iter().map(|p| first.params[p].clone()).collect();
         row.push(first.selector.clone());
         row.push(first.local.clone());
-        for v in [
-            avg(&|r| r.read_latency_ms.p50),
-            avg(&|r| r.read_latency_ms.p95),
-            avg(&|r| r.read_latency_ms.p99),
-            avg(&|r| r.read_latency_ms.p999),
-            avg(&|r| r.read_latency_ms.max),
-        ] {
+        for v in [avg(&|r| r.read_latency_ms.p50), avg(&|r| r.read_latency_ms.p95), avg(&|r| r.read_latency_ms.p99)] {
+            row.push(format!("{v:.2}"));
+        }
+        row.push(range(group.iter().map(|r| r.read_latency_ms.p99)));
+        for v in [avg(&|r| r.read_latency_ms.p999), avg(&|r| r.read_latency_ms.max)] {
             row.push(format!("{v:.2}"));
         }
         row.push(format!("{:.0}", avg(&|r| r.throughput_rps)));
@@ -87,6 +85,27 @@ pub fn render(runs: &[RunResult]) -> String {
     out
 }
 
+/// The median of `values` (the mean of the middle two for an even count).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
+/// `min-max` of the values, or `-` for a single one.
+fn range(values: impl Iterator<Item = f64>) -> String {
+    let (lo, hi, n) =
+        values.fold((f64::INFINITY, f64::NEG_INFINITY, 0), |(lo, hi, n), v| (lo.min(v), hi.max(v), n + 1));
+    if n < 2 {
+        "-".into()
+    } else {
+        format!("{lo:.1}-{hi:.1}")
+    }
+}
+
 /// `errors` (other than timeouts) and `timeouts` summed over the group, and "ok", "INVALID" or,
 /// when only some seeds are invalid, "INVALID k/n".
 fn validity_cells(group: &[&RunResult]) -> [String; 3] {
@@ -109,19 +128,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn averages_seeds_into_one_row() {
+    fn seeds_make_one_row_of_medians_with_the_p99_range() {
         let mut a = RunResult { selector: "c3".into(), local: "fcfs".into(), ..Default::default() };
         a.params.insert("workload.load".into(), "0.9".into());
         a.read_latency_ms.p99 = 10.0;
         let mut b = a.clone();
         b.seed = 2;
         b.read_latency_ms.p99 = 20.0;
-        let text = render(&[a, b]);
+        let text = render(&[a.clone(), b.clone()]);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines.len(), 3, "{text}");
         assert!(lines[0].starts_with("load") && lines[0].contains("p99 ms"));
         assert!(lines[2].contains("15.00") && lines[2].trim_end().ends_with('2'), "{text}");
+        assert!(lines[2].contains("10.0-20.0"), "{text}");
         assert!(!lines[0].contains("valid"), "simulator runs have no validity columns: {text}");
+        // one seed far off does not move the median
+        let mut c = b.clone();
+        c.seed = 3;
+        c.read_latency_ms.p99 = 900.0;
+        let text = render(&[a, b, c]);
+        let row = text.lines().nth(2).unwrap();
+        assert!(row.contains(" 20.00 ") && row.contains("10.0-900.0"), "{text}");
     }
 
     #[test]
