@@ -84,6 +84,10 @@ pub struct Side {
     /// Local policy (any when absent).
     #[serde(default)]
     pub local: Option<String>,
+    /// The setup whose runs this side reads, when not the claim's (a spec option such as
+    /// hedging compared with and without): both setups must run the same seeds.
+    #[serde(default)]
+    pub setup: Option<String>,
 }
 
 /// A verdict on a claim.
@@ -173,8 +177,10 @@ impl ClaimsFile {
             if !seen.insert(&c.id) {
                 bail!("claim `{}` appears twice", c.id);
             }
-            if !file.setup.contains_key(&c.setup) {
-                bail!("claim `{}` names setup `{}`, which the file does not define", c.id, c.setup);
+            for setup in c.setups() {
+                if !file.setup.contains_key(setup) {
+                    bail!("claim `{}` names setup `{setup}`, which the file does not define", c.id);
+                }
             }
             c.check().with_context(|| format!("claim `{}`", c.id))?;
         }
@@ -209,6 +215,23 @@ fn fold(name: &str) -> String {
 }
 
 impl Claim {
+    /// The setup whose runs `side` reads.
+    pub fn setup_of<'a>(&'a self, side: &'a Side) -> &'a str {
+        side.setup.as_deref().unwrap_or(&self.setup)
+    }
+
+    /// Every setup the claim reads, its own first.
+    pub fn setups(&self) -> Vec<&str> {
+        let mut all = vec![self.setup.as_str()];
+        for side in std::iter::once(&self.a).chain(self.b.as_ref()) {
+            let s = self.setup_of(side);
+            if !all.contains(&s) {
+                all.push(s);
+            }
+        }
+        all
+    }
+
     fn check(&self) -> Result<()> {
         let need = |what: &str, v: Option<f64>| match v {
             Some(x) if x.is_finite() && x > 0.0 => Ok(()),

@@ -38,9 +38,9 @@ impl Judged {
 /// The plans of every setup the claims need, in claim order, with the spec each expands.
 pub fn plan_setups(file: &ClaimsFile, claims: &[&Claim], quick: bool) -> Result<Vec<(String, Vec<RunPlan>)>> {
     let mut names: Vec<&str> = Vec::new();
-    for c in claims {
-        if !names.contains(&c.setup.as_str()) {
-            names.push(&c.setup);
+    for name in claims.iter().flat_map(|c| c.setups()) {
+        if !names.contains(&name) {
+            names.push(name);
         }
     }
     names
@@ -71,8 +71,10 @@ pub fn judge_all(claims: &[&Claim], results: &BTreeMap<String, Results>) -> Vec<
     claims
         .iter()
         .map(|&c| {
-            let runs = &results[&c.setup].runs;
-            Judged { claim: c.clone(), outcome: verdict::judge(c, runs).map_err(|e| format!("{e:#}")) }
+            let runs = |side: &claims::Side| results[c.setup_of(side)].runs.as_slice();
+            let b_runs = c.b.as_ref().map_or(&[][..], runs);
+            let outcome = verdict::judge(c, runs(&c.a), b_runs).map_err(|e| format!("{e:#}"));
+            Judged { claim: c.clone(), outcome }
         })
         .collect()
 }

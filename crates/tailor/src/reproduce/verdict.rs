@@ -28,12 +28,12 @@ pub struct Outcome {
     pub verdict: Verdict,
 }
 
-/// Judge `claim` on `runs` (every run of its setup).
-pub fn judge(claim: &Claim, runs: &[RunResult]) -> Result<Outcome> {
-    let a = side_values(claim, &claim.a, runs)?;
+/// Judge `claim` on the runs of the setups its sides read (`a_runs`, `b_runs`).
+pub fn judge(claim: &Claim, a_runs: &[RunResult], b_runs: &[RunResult]) -> Result<Outcome> {
+    let a = side_values(claim, &claim.a, a_runs)?;
     let per_seed = match (&claim.b, claim.kind) {
         (Some(b), Kind::Lower | Kind::Higher | Kind::Similar) => {
-            let b = side_values(claim, b, runs)?;
+            let b = side_values(claim, b, b_runs)?;
             let mut ratios = BTreeMap::new();
             for (seed, va) in &a {
                 let Some(vb) = b.get(seed) else { bail!("seed {seed} has no run for side b") };
@@ -196,13 +196,14 @@ mod tests {
             .into_iter()
             .chain([run("c3", 3, 50.0), run("lor", 3, 100.0)])
             .collect::<Vec<_>>();
-        let o = judge(&c, &runs).unwrap();
+        let o = judge(&c, &runs, &runs).unwrap();
         assert_eq!(o.per_seed.len(), 3);
         assert!((o.value - 0.5).abs() < 1e-12 && (o.min - 0.4).abs() < 1e-12 && (o.max - 0.9).abs() < 1e-12);
         assert_eq!(o.verdict, Verdict::Holds);
-        let missing = judge(&c, &runs[..3]).unwrap_err().to_string();
+        let missing = judge(&c, &runs[..3], &runs[..3]).unwrap_err().to_string();
         assert!(missing.contains("seed 2") || missing.contains("seed 3"), "{missing}");
-        let nothing = judge(&c, &[run("c3", 1, 1.0), run("lor", 1, 0.0)]).unwrap_err().to_string();
+        let pair = [run("c3", 1, 1.0), run("lor", 1, 0.0)];
+        let nothing = judge(&c, &pair, &pair).unwrap_err().to_string();
         assert!(nothing.contains("measured nothing"), "{nothing}");
     }
 
@@ -214,9 +215,9 @@ mod tests {
         for (r, ratio) in runs.iter_mut().zip([1.05, 1.10, 1.3, 1.2]) {
             r.bound = Some(tailor_core::results::BoundRatio { ratio, ..Default::default() });
         }
-        let o = judge(&c, &runs).unwrap();
+        let o = judge(&c, &runs, &[]).unwrap();
         assert_eq!((o.value, o.verdict), (0.5, Verdict::Holds));
         runs[1].bound = None;
-        assert!(judge(&c, &runs).unwrap_err().to_string().contains("bound.enabled"));
+        assert!(judge(&c, &runs, &[]).unwrap_err().to_string().contains("bound.enabled"));
     }
 }
