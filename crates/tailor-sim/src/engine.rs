@@ -149,7 +149,11 @@ impl<'a> Engine<'a> {
                 park_timeout: None,
                 seed,
             };
-            clients.push(SimCoordinator::new(CoordinatorCore::new(cfg, selector, oracle)));
+            let mut core = CoordinatorCore::new(cfg, selector, oracle);
+            if let Some(hedging) = c.speculation().map_err(|e| bad(&e))? {
+                core = core.with_speculation(hedging);
+            }
+            clients.push(SimCoordinator::new(core));
         }
         let base_service_ns = mean_service_ns(spec, &gen.sizes);
         let rec = Recorder::new(spec, plan, c.servers);
@@ -210,7 +214,20 @@ impl<'a> Engine<'a> {
         }
         let offered = self.gen.offered_rps;
         let events = self.events.scheduled();
-        self.rec.finish(self.now, offered, events)
+        let hedging = self.spec.cluster.speculative_retry != "none";
+        let hedge_ratio = hedging.then(|| self.hedge_ratio());
+        let mut out = self.rec.finish(self.now, offered, events);
+        if let Some(ratio) = hedge_ratio {
+            out.result.extra.insert("hedge_ratio".into(), ratio);
+        }
+        out
+    }
+
+    /// Hedges sent per read issued: the extra load speculative retry spent.
+    fn hedge_ratio(&self) -> f64 {
+        let hedges: u64 = self.clients.iter().map(|c| c.core.stats().hedges).sum();
+        let reads = self.reqs.iter().filter(|r| r.op == Op::Read).count();
+        hedges as f64 / reads.max(1) as f64
     }
 
     fn handle(&mut self, event: Event) {
@@ -360,6 +377,9 @@ impl<'a> Engine<'a> {
     fn on_service_done(&mut self, server: NodeId, job: Job, service: Nanos) {
         let start = self.now - service;
         let feedback = self.servers[server as usize].core.finish(self.now, job.req as RequestId, service);
+        if job.kind == SendKind::Hedge {
+            self.rec.served(server, self.now);
+        }
         if job.kind == SendKind::Read {
             self.rec.served(server, self.now);
             if self.rec.wants_bound(job.req) {
