@@ -7,7 +7,7 @@ use crate::time::Nanos;
 use std::collections::HashMap;
 
 /// The facts themselves are defined where they are measured, in the one accountant.
-pub use crate::replica::accountant::Feedback;
+pub use crate::replica::accountant::{Feedback, ProbeReply};
 
 /// A response as the coordinator's selector sees it.
 #[derive(Clone, Debug, PartialEq)]

@@ -12,8 +12,8 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp1};
 use std::collections::VecDeque;
-use tailor_core::coordinator::{Action, ClientRequest, CoordinatorConfig, CoordinatorCore, SendKind};
-use tailor_core::facts::Feedback;
+use tailor_core::coordinator::{Action, ClientRequest, CoordinatorConfig, CoordinatorCore, CoreStats, SendKind};
+use tailor_core::facts::{Feedback, ProbeReply};
 use tailor_core::oracle::bloom::BloomConfig;
 use tailor_core::oracle::size::{self, Knowledge};
 use tailor_core::replica::{Arrival, ReplicaCore};
@@ -60,7 +60,7 @@ enum Event {
     /// A server finishes a job that ran for `service` (so it started `service` ago).
     ServiceDone { server: NodeId, job: Job, service: Nanos },
     /// A server's answer (read, shadow or write ack) reaches the coordinator; its facts are the
-    /// front of [`Engine::answers`].
+    /// front of [`Engine::answers`] (a probe's reply: the front of [`Engine::probe_replies`]).
     Answer { server: NodeId, job: Job },
     /// A coordinator's wake-up time.
     Wake { client: u32 },
@@ -93,6 +93,8 @@ pub struct Engine<'a> {
     /// answers take the same network delay through the queue's FIFO, so they arrive in this
     /// order too. Kept out of [`Event::Answer`] so that events stay small.
     answers: VecDeque<(u32, Feedback)>,
+    /// The same for probe answers (Prequal), which carry a [`ProbeReply`] instead.
+    probe_replies: VecDeque<ProbeReply>,
     /// Actions a core returned, reused between calls.
     actions: Vec<Action>,
     service_rng: SmallRng,
@@ -121,7 +123,11 @@ impl<'a> Engine<'a> {
         for s in 0..c.servers {
             let queue = local::build::<Job>(&plan.local, &spec.local, plan.seed ^ (s as u64).wrapping_mul(0x9E37))
                 .map_err(|e| bad(&e))?;
-            servers.push(Server::new(ReplicaCore::new(s as NodeId, queue, c.workers, large), c.cache.capacity));
+            let mut core = ReplicaCore::new(s as NodeId, queue, c.workers, large);
+            if selector::probing(&plan.selector) {
+                core = core.with_probe_estimates();
+            }
+            servers.push(Server::new(core, c.cache.capacity));
         }
         let coordinators = c.coordinators();
         let mut clients = Vec::with_capacity(coordinators);
@@ -149,7 +155,11 @@ impl<'a> Engine<'a> {
                 park_timeout: None,
                 seed,
             };
-            clients.push(SimCoordinator::new(CoordinatorCore::new(cfg, selector, oracle)));
+            let mut core = CoordinatorCore::new(cfg, selector, oracle);
+            if let Some(hedging) = c.speculation().map_err(|e| bad(&e))? {
+                core = core.with_speculation(hedging);
+            }
+            clients.push(SimCoordinator::new(core));
         }
         let base_service_ns = mean_service_ns(spec, &gen.sizes);
         let rec = Recorder::new(spec, plan, c.servers);
@@ -162,6 +172,7 @@ impl<'a> Engine<'a> {
             clients,
             reqs: Vec::with_capacity(spec.workload.requests as usize),
             answers: VecDeque::new(),
+            probe_replies: VecDeque::new(),
             actions: Vec::new(),
             service_rng: SmallRng::seed_from_u64(plan.seed ^ 0x0053_4552_5649_4345),
             total: match spec.workload.arrival {
@@ -210,7 +221,30 @@ impl<'a> Engine<'a> {
         }
         let offered = self.gen.offered_rps;
         let events = self.events.scheduled();
-        self.rec.finish(self.now, offered, events)
+        let hedging = self.spec.cluster.speculative_retry != "none";
+        let hedge_ratio = hedging.then(|| self.per_read(|s| s.hedges));
+        let probe_ratio = self.probe_replies_seen().then(|| self.per_read(|s| s.probes));
+        let mut out = self.rec.finish(self.now, offered, events);
+        if let Some(ratio) = hedge_ratio {
+            out.result.extra.insert("hedge_ratio".into(), ratio);
+        }
+        if let Some(ratio) = probe_ratio {
+            out.result.extra.insert("probes_per_read".into(), ratio);
+        }
+        out
+    }
+
+    /// Whether the coordinators sent probes (a probing selector).
+    fn probe_replies_seen(&self) -> bool {
+        self.clients.iter().any(|c| c.core.stats().probes > 0)
+    }
+
+    /// A core counter summed over coordinators, per read issued (hedges: the extra load
+    /// speculative retry spent).
+    fn per_read(&self, counter: fn(&CoreStats) -> u64) -> f64 {
+        let total: u64 = self.clients.iter().map(|c| counter(&c.core.stats())).sum();
+        let reads = self.reqs.iter().filter(|r| r.op == Op::Read).count();
+        total as f64 / reads.max(1) as f64
     }
 
     fn handle(&mut self, event: Event) {
@@ -319,6 +353,9 @@ impl<'a> Engine<'a> {
     }
 
     fn on_server_arrive(&mut self, server: NodeId, job: Job) {
+        if job.kind == SendKind::Probe {
+            return self.on_probe_arrive(server, job);
+        }
         let r = &self.reqs[job.req as usize];
         let arrival =
             Arrival { id: job.req as RequestId, age: job.age, service: r.nominal, size: r.size, tags: job.tags };
@@ -363,6 +400,9 @@ impl<'a> Engine<'a> {
     fn on_service_done(&mut self, server: NodeId, job: Job, service: Nanos) {
         let start = self.now - service;
         let feedback = self.servers[server as usize].core.finish(self.now, job.req as RequestId, service);
+        if job.kind == SendKind::Hedge {
+            self.rec.served(server, self.now);
+        }
         if job.kind == SendKind::Read {
             self.rec.served(server, self.now);
             if self.rec.wants_bound(job.req) {
@@ -376,7 +416,20 @@ impl<'a> Engine<'a> {
         self.start_jobs(server);
     }
 
+    /// A probe reaches `server`: answered at once, unqueued, with the network delay back.
+    fn on_probe_arrive(&mut self, server: NodeId, job: Job) {
+        self.probe_replies.push_back(self.servers[server as usize].core.probe(self.now));
+        self.events.push_in_order(HOPS, self.now + self.net, Event::Answer { server, job });
+    }
+
     fn on_answer(&mut self, server: NodeId, job: Job) {
+        if job.kind == SendKind::Probe {
+            let reply = self.probe_replies.pop_front().expect("a probe answer event has its reply");
+            let client = self.reqs[job.req as usize].client;
+            let world = world(&self.servers, self.now, self.spec, self.base_service_ns);
+            self.clients[client as usize].core.probed(self.now, server, reply, &world, &mut self.actions);
+            return self.carry_out(client);
+        }
         let (req, feedback) = self.answers.pop_front().expect("an answer event has its facts");
         assert_eq!(req, job.req, "answers arrive in the order they were sent");
         let client = self.reqs[job.req as usize].client;

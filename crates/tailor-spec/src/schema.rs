@@ -2,6 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use tailor_core::coordinator::speculation::{SpeculationConfig, SpeculativeRetry};
 use tailor_core::local::LocalConfig;
 use tailor_core::selector::SelectorConfig;
 use tailor_core::workload::clients::DemandSkew;
@@ -85,7 +86,15 @@ pub struct ClusterSpec {
     /// (piggybacked pending work, outstanding counts), so a simulated run and a live run of a
     /// live preset compare one implementation.
     pub omniscient: bool,
+    /// Hedge reads at ONE (Cassandra's `speculative_retry`): `none` (the default), a
+    /// percentile of the coordinator's recent read latencies like `95p`, or a delay like `10ms`.
+    pub speculative_retry: String,
+    /// Hedges allowed per read on average (the extra load hedging may spend), in [0, 1].
+    pub speculative_budget: f64,
 }
+
+/// Default hedge budget: at most 5 % more reads.
+pub const DEFAULT_SPECULATIVE_BUDGET: f64 = 0.05;
 
 impl Default for ClusterSpec {
     fn default() -> Self {
@@ -102,6 +111,8 @@ impl Default for ClusterSpec {
             fluctuation: FluctuationSpec::default(),
             cache: CacheSpec::default(),
             omniscient: true,
+            speculative_retry: "none".into(),
+            speculative_budget: DEFAULT_SPECULATIVE_BUDGET,
         }
     }
 }
@@ -122,6 +133,12 @@ impl ClusterSpec {
         } else {
             self.service.linear()
         }
+    }
+
+    /// The speculative-retry rule (`None`: off).
+    pub fn speculation(&self) -> Result<Option<SpeculationConfig>, String> {
+        let rule = SpeculativeRetry::parse(&self.speculative_retry)?;
+        Ok(rule.map(|rule| SpeculationConfig { rule, budget: self.speculative_budget }))
     }
 
     /// Coordinators actually used (`clients`, or one per server when 0).

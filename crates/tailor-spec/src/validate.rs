@@ -56,6 +56,8 @@ impl Spec {
         }
         non_negative("cluster.network_delay_ms", c.network_delay_ms)?;
         fraction("cluster.read_repair", c.read_repair)?;
+        fraction("cluster.speculative_budget", c.speculative_budget)?;
+        c.speculation().map_err(|reason| invalid("cluster.speculative_retry", reason))?;
         self.selector.validate().map_err(|e| invalid(&e.field, e.reason))?;
         self.local.validate().map_err(|e| invalid(&e.field, e.reason))?;
         positive("cluster.service.mean_ms", c.service.mean_ms)?;
@@ -158,6 +160,8 @@ mod tests {
             ("compare.locals=lifo", "compare.locals"),
             ("seeds=[]", "seeds"),
             ("workload.arrival=trace", "workload.trace"),
+            ("cluster.speculative_retry=soon", "cluster.speculative_retry"),
+            ("cluster.speculative_budget=2", "cluster.speculative_budget"),
         ] {
             let err = Spec::default().with_overrides(&[set]).unwrap_err().to_string();
             assert!(err.contains(field), "{set}: {err}");

@@ -377,6 +377,13 @@ impl NodeConfig {
         if !tailor_core::selector::SELECTORS.contains(&self.selector.as_str()) {
             return bad("selector", format!("unknown `{}`", self.selector));
         }
+        if tailor_core::selector::probing(&self.selector) {
+            let reason = format!(
+                "`{}` needs replicas that answer probes, which the store does not carry yet (simulator only)",
+                self.selector
+            );
+            return bad("selector", reason);
+        }
         if !tailor_core::local::LOCALS.contains(&self.local.as_str()) {
             return bad("local", format!("unknown `{}`", self.local));
         }
@@ -576,6 +583,9 @@ mod tests {
         cfg.replication = 1;
         cfg.selector = "nope".into();
         assert!(cfg.validate().unwrap_err().to_string().contains("selector"));
+        cfg.selector = "prequal".into();
+        let err = cfg.validate().unwrap_err().to_string();
+        assert!(err.contains("`prequal`") && err.contains("probes"), "{err}");
         cfg.selector = "heron".into();
         cfg.bloom.false_positive_rate = 0.0;
         assert!(cfg.validate().unwrap_err().to_string().contains("bloom"));

@@ -384,7 +384,7 @@ fn seeds() -> Vec<u64> {
 #[test]
 fn the_stores_coordinator_keeps_the_invariants_under_loss_delay_and_a_crash() {
     let mut hedges = 0;
-    for selector in SELECTORS {
+    for selector in SELECTORS.iter().filter(|s| !selector::probing(s)) {
         for seed in seeds() {
             let report = run(selector, seed, 300).unwrap_or_else(|v| panic!("{v}\nreplay: TAILOR_DST_SEED={seed}"));
             assert!(report.replied > report.failed * 3, "seed {seed}, {selector}: most requests succeed: {report:?}");
@@ -405,7 +405,7 @@ fn a_run_is_a_function_of_its_seed() {
 #[test]
 #[ignore = "prints one line per selector; run with --ignored --nocapture"]
 fn print_reports() {
-    for selector in SELECTORS {
+    for selector in SELECTORS.iter().filter(|s| !selector::probing(s)) {
         let r = run(selector, 1, 300).unwrap();
         eprintln!(
             "{selector}: replied {} failed {} hedges {} last {:?}",

@@ -18,7 +18,15 @@ pub enum SendKind {
     QuorumRead,
     /// One replica's share of a write.
     Write,
+    /// A probe the selector asked for (Prequal): the replica answers at once, without queueing
+    /// it, with a [`crate::facts::ProbeReply`] that the engine hands to
+    /// [`super::CoordinatorCore::probed`]. Its ticket's slot is [`PROBE_SLOT`] and its id the
+    /// read whose routing sent it.
+    Probe,
 }
+
+/// The ticket slot of every probe: probes hold no place in the core's table.
+pub const PROBE_SLOT: u32 = u32::MAX - 1;
 
 /// Send a copy of a request to `replica`.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -30,6 +30,9 @@
 //!   answered by the threshold is offered to the selector once more among the other untried up
 //!   replicas and sent there too (`Hedge`); the first answer replies, the other only feeds the
 //!   selector. A selector that says wait gets no hedge.
+//! - **Probes** (Prequal): after every `select`, the selector may ask for probes
+//!   ([`ReplicaSelector::probes`]); each leaves as a `Send` of kind `Probe`, and its answer comes
+//!   back through [`CoordinatorCore::probed`] to [`ReplicaSelector::on_probe`] only.
 //! - **Retries.** A failed attempt is reported to the selector as a stale response with empty
 //!   facts (its in-flight counts stay balanced), and the read is offered to the selector again
 //!   among the up replicas not yet tried, through the backlog if it says wait — unless its hedge
@@ -40,13 +43,13 @@ pub mod backlog;
 pub mod pending;
 pub mod speculation;
 
-use crate::facts::{Feedback, Freshness, Response};
+use crate::facts::{Feedback, Freshness, ProbeReply, Response};
 use crate::model::{Consistency, CoordinatorId, NodeId, Op, RequestId, SizeHint, Tags};
 use crate::oracle::size::SizeOracle;
 use crate::ring::ReplicaSet;
 use crate::selector::{Decision, ReplicaSelector, Rng, World};
 use crate::time::Nanos;
-pub use action::{Action, Failure, Send, SendKind};
+pub use action::{Action, Failure, Send, SendKind, PROBE_SLOT};
 use backlog::{Backlog, Parked};
 pub use pending::Ticket;
 use pending::{Mode, Pending, Slab};
@@ -117,6 +120,8 @@ pub struct CoreStats {
     pub hedges_refused: u64,
     /// Answers or failures for requests the core no longer knows (ignored).
     pub unknown: u64,
+    /// Probes sent for the selector.
+    pub probes: u64,
 }
 
 /// One coordinator's core.
@@ -132,6 +137,8 @@ pub struct CoordinatorCore {
     stats: CoreStats,
     /// Boxed: off on the simulator's hot path, where only the pointer is tested.
     speculation: Option<Box<Speculation>>,
+    /// Probes the selector asked for, reused between reads.
+    probe_to: Vec<NodeId>,
 }
 
 /// What offering a read to the selector led to.
@@ -156,6 +163,7 @@ impl CoordinatorCore {
             down: Vec::new(),
             stats: CoreStats::default(),
             speculation: None,
+            probe_to: Vec::new(),
         }
     }
 
@@ -359,6 +367,23 @@ impl CoordinatorCore {
         self.drain(now, world, out);
     }
 
+    /// A replica answered a probe: the answer goes to the selector only.
+    pub fn probed(&mut self, now: Nanos, replica: NodeId, reply: ProbeReply, world: &dyn World, out: &mut Vec<Action>) {
+        self.selector.on_probe(now, replica, &reply);
+        self.drain(now, world, out);
+    }
+
+    /// Send the probes the selector asked for while routing request `id`.
+    #[inline]
+    fn send_probes(&mut self, id: RequestId, out: &mut Vec<Action>) {
+        self.selector.probes(&mut self.probe_to);
+        for replica in self.probe_to.drain(..) {
+            let ticket = Ticket { slot: PROBE_SLOT, id };
+            out.push(Action::Send(Send { ticket, replica, tags: Tags::default(), age: 0, kind: SendKind::Probe }));
+            self.stats.probes += 1;
+        }
+    }
+
     /// Ask the selector where read `t` goes among its untried up replicas; send it if it says so.
     fn route(&mut self, now: Nanos, t: Ticket, world: &dyn World, out: &mut Vec<Action>) -> Routed {
         // borrowed, not copied: a `Pending` is over 100 bytes and this runs for every read
@@ -371,7 +396,9 @@ impl CoordinatorCore {
             return Routed::Failed;
         }
         let (view, large, release) = (p.view(self.cfg.id), p.hint.large, p.release);
-        let (replica, tags) = match self.selector.select(now, &view, &up, world) {
+        let decision = self.selector.select(now, &view, &up, world);
+        self.send_probes(view.id, out);
+        let (replica, tags) = match decision {
             Decision::Send { replica, tags } => (replica, tags),
             Decision::Wait { retry_at } => {
                 if let Some(at) = retry_at {
@@ -445,7 +472,9 @@ impl CoordinatorCore {
             return;
         }
         let (view, large, release, sent) = (p.view(self.cfg.id), p.hint.large, p.release, p.sent_at());
-        let (replica, tags) = match self.selector.select(now, &view, &others, world) {
+        let decision = self.selector.select(now, &view, &others, world);
+        self.send_probes(view.id, out);
+        let (replica, tags) = match decision {
             Decision::Send { replica, tags } => (replica, tags),
             Decision::Wait { retry_at } => {
                 let s = self.speculation.as_mut().expect("hedging is on");

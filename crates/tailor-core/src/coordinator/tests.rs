@@ -401,3 +401,30 @@ fn a_hedge_the_selector_holds_back_is_offered_again_at_its_retry_time() {
     c.wake(130, &Blind, &mut out);
     assert_eq!(sends(&out), [(1, 4, SendKind::Hedge)]);
 }
+
+#[test]
+fn probes_the_selector_asks_for_leave_with_the_read_and_their_answers_reach_only_it() {
+    use crate::selector::prequal::{Prequal, PrequalConfig};
+    use crate::selector::SelectorEnv;
+    let env = SelectorEnv { coordinator: 0, coordinators: 1, servers: 8, replication: 3, workers: 4, seed: 7 };
+    let cfg = PrequalConfig { probes_per_query: 3.0, ..PrequalConfig::default() };
+    let selector = Box::new(Prequal::new(&cfg, &env));
+    let mut c = CoordinatorCore::new(config(), selector, Box::new(SeenSizes::new(16, 100, None)));
+    let mut out = Vec::new();
+    c.read(10, req(1, 77, None), &Blind, &mut out);
+    let mut probed: Vec<NodeId> = sends(&out).iter().filter(|s| s.2 == SendKind::Probe).map(|s| s.1).collect();
+    probed.sort();
+    assert_eq!(probed, [3, 4, 5], "every replica of the key, once");
+    assert!(out
+        .iter()
+        .all(|a| !matches!(a, Action::Send(s) if s.kind == SendKind::Probe && s.ticket.slot != PROBE_SLOT)));
+    assert_eq!((c.stats().probes, c.in_flight()), (3, 1), "probes hold no place in the table");
+    // replica 5 says idle and fast, the others busy: the next read follows the probe
+    out.clear();
+    for (replica, rif, latency) in [(3, 9, 900), (4, 9, 900), (5, 0, 300)] {
+        c.probed(20, replica, ProbeReply { rif, latency }, &Blind, &mut out);
+    }
+    assert!(out.is_empty(), "a probe answer alone sends nothing");
+    c.read(30, req(2, 78, None), &Blind, &mut out);
+    assert!(sends(&out).contains(&(2, 5, SendKind::Read)), "{:?}", sends(&out));
+}

@@ -46,6 +46,64 @@ pub struct Feedback {
     pub bloom_generation: u32,
 }
 
+/// A replica's answer to a probe (Prequal): how loaded it is now, answered at once, unqueued.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ProbeReply {
+    /// Requests in flight (waiting or running) at the replica when the probe arrived.
+    pub rif: u32,
+    /// Its latency estimate for a request arriving at that many requests in flight, in ns (0:
+    /// nothing measured yet).
+    pub latency: Nanos,
+}
+
+/// Requests-in-flight levels [`RifLatency`] keeps apart; higher counts share the last level.
+pub const RIF_LEVELS: usize = 64;
+
+/// Weight of the newest sample in each level's moving average.
+pub const RIF_EWMA_WEIGHT: f64 = 0.2;
+
+/// Prequal's latency per requests-in-flight level: for every request, the time from its arrival
+/// at the replica to its completion, averaged (EWMA, [`RIF_EWMA_WEIGHT`]) over recent requests
+/// that arrived at the same number of requests in flight. A probe's estimate is the level of
+/// the current count, or the nearest level measured (a lower one first) while that one is
+/// empty. Kept only by replicas that answer probes ([`crate::replica::ReplicaCore::with_probe_estimates`]):
+/// it costs a map entry per request.
+#[derive(Clone, Debug, Default)]
+pub struct RifLatency {
+    /// Requests here: arrival time and requests in flight found on arrival.
+    arrived: std::collections::HashMap<u64, (Nanos, u32)>,
+    /// Average latency per level, ns (`None`: never measured).
+    levels: Vec<Option<f64>>,
+}
+
+impl RifLatency {
+    /// Request `id` arrived at `now` and found `rif` requests in flight.
+    pub fn arrives(&mut self, now: Nanos, id: u64, rif: u32) {
+        self.arrived.insert(id, (now, rif));
+    }
+
+    /// Request `id` completed at `now`.
+    pub fn finishes(&mut self, now: Nanos, id: u64) {
+        let Some((at, rif)) = self.arrived.remove(&id) else { return };
+        if self.levels.is_empty() {
+            self.levels = vec![None; RIF_LEVELS];
+        }
+        let sample = now.saturating_sub(at) as f64;
+        let level = &mut self.levels[(rif as usize).min(RIF_LEVELS - 1)];
+        *level = Some(level.map_or(sample, |avg| avg + RIF_EWMA_WEIGHT * (sample - avg)));
+    }
+
+    /// The latency estimate for a request arriving at `rif` requests in flight, in ns.
+    pub fn estimate(&self, rif: u32) -> Nanos {
+        let at = (rif as usize).min(RIF_LEVELS - 1);
+        let nearest = (0..RIF_LEVELS).find_map(|d| {
+            let below = at.checked_sub(d).and_then(|i| self.levels.get(i).copied().flatten());
+            below.or_else(|| self.levels.get(at + d).copied().flatten())
+        });
+        nearest.map_or(0, |ns| ns.round() as Nanos)
+    }
+}
+
 /// Window of TAP's `dq`.
 pub const DQ_WINDOW: Nanos = 20 * MS;
 
@@ -232,6 +290,25 @@ mod tests {
         assert_eq!(a.facts(40 * MS, 0).dq, -3);
         // long idle: nothing changed in the last 20 ms
         assert_eq!(a.facts(500 * MS, 0).dq, 0);
+    }
+
+    #[test]
+    fn rif_latency_averages_per_level_and_falls_back_to_the_nearest() {
+        let mut r = RifLatency::default();
+        assert_eq!(r.estimate(3), 0, "nothing measured");
+        r.arrives(0, 1, 2);
+        r.finishes(10 * MS, 1);
+        assert_eq!(r.estimate(2), 10 * MS);
+        assert_eq!(r.estimate(5), 10 * MS, "nearest level measured, below first");
+        assert_eq!(r.estimate(0), 10 * MS, "else above");
+        r.arrives(10 * MS, 2, 2);
+        r.finishes(30 * MS, 2);
+        assert_eq!(r.estimate(2), 12 * MS, "EWMA 0.2: 10 + 0.2 * (20 - 10)");
+        r.arrives(0, 3, 1_000);
+        r.finishes(MS, 3);
+        assert_eq!(r.estimate(500), MS, "high counts share the last level");
+        r.finishes(MS, 99);
+        assert_eq!(r.estimate(2), 12 * MS, "an unknown request is ignored");
     }
 
     #[test]

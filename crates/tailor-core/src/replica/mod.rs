@@ -18,7 +18,7 @@ use crate::facts::Feedback;
 use crate::local::LocalQueue;
 use crate::model::{JobMeta, NodeId, RequestId, Tags};
 use crate::time::Nanos;
-pub use accountant::Accountant;
+pub use accountant::{Accountant, ProbeReply, RifLatency};
 
 /// A request as it reaches a replica.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -41,6 +41,8 @@ pub struct ReplicaCore<T> {
     slots: usize,
     large_threshold: u64,
     accountant: Accountant,
+    /// Latency per requests-in-flight level, for probes (boxed: off unless asked for).
+    rif_latency: Option<Box<RifLatency>>,
 }
 
 impl<T> ReplicaCore<T> {
@@ -48,7 +50,21 @@ impl<T> ReplicaCore<T> {
     /// strictly above `large_threshold` bytes are large (Héron's busy status).
     pub fn new(id: NodeId, queue: Box<dyn LocalQueue<T>>, workers: usize, large_threshold: u64) -> Self {
         assert!(workers > 0, "a replica needs at least one worker");
-        ReplicaCore { queue, slots: workers, large_threshold, accountant: Accountant::new(id) }
+        ReplicaCore { queue, slots: workers, large_threshold, accountant: Accountant::new(id), rif_latency: None }
+    }
+
+    /// The same, keeping the latency per requests-in-flight level that probe answers carry
+    /// (Prequal); without it a probe's latency estimate is 0.
+    pub fn with_probe_estimates(mut self) -> Self {
+        self.rif_latency = Some(Box::default());
+        self
+    }
+
+    /// Answer a probe at `now`, at once and without queueing it: the requests in flight and the
+    /// latency estimate for a request arriving now.
+    pub fn probe(&self, _now: Nanos) -> ProbeReply {
+        let rif = self.queue.len() as u32 + self.accountant.running() as u32;
+        ProbeReply { rif, latency: self.rif_latency.as_ref().map_or(0, |r| r.estimate(rif)) }
     }
 
     /// Whether `size` bytes is a large value here.
@@ -62,6 +78,9 @@ impl<T> ReplicaCore<T> {
         let behind_large = self.accountant.running() >= self.slots && self.accountant.large_present();
         let release = now.saturating_sub(a.age);
         let meta = JobMeta { id: a.id, release, enqueued: now, service: a.service.max(1), size: a.size, tags: a.tags };
+        if let Some(r) = &mut self.rif_latency {
+            r.arrives(now, a.id, self.queue.len() as u32 + self.accountant.running() as u32);
+        }
         self.accountant.waits(now, meta.service, self.is_large(a.size));
         self.queue.push(now, meta, payload);
         behind_large
@@ -80,6 +99,9 @@ impl<T> ReplicaCore<T> {
     /// Job `id` finished at `now` after `service` of real work: the facts its reply carries.
     pub fn finish(&mut self, now: Nanos, id: RequestId, service: Nanos) -> Feedback {
         self.accountant.finishes(id);
+        if let Some(r) = &mut self.rif_latency {
+            r.finishes(now, id);
+        }
         self.accountant.facts(now, service)
     }
 
@@ -142,6 +164,24 @@ mod tests {
         assert!(c.facts(2 * MS).pending_work == 50 && c.running() == 1 && c.waiting() == 0);
         c.set_workers(3);
         assert_eq!(c.workers(), 3);
+    }
+
+    #[test]
+    fn a_probe_reads_requests_in_flight_and_the_latency_at_that_level() {
+        let mut c = core(1).with_probe_estimates();
+        assert_eq!(c.probe(0), ProbeReply { rif: 0, latency: 0 });
+        c.admit(0, arrival(1, 1), 'a');
+        c.admit(0, arrival(2, 1), 'b');
+        assert_eq!(c.probe(0).rif, 2, "waiting and running count alike");
+        c.start(0);
+        c.finish(4 * MS, 1, 4 * MS);
+        c.start(4 * MS);
+        c.finish(6 * MS, 2, 2 * MS);
+        // request 1 found 0 in flight and took 4 ms; request 2 found 1 and took 6 ms
+        assert_eq!(c.probe(6 * MS), ProbeReply { rif: 0, latency: 4 * MS });
+        c.admit(7 * MS, arrival(3, 1), 'c');
+        assert_eq!(c.probe(7 * MS), ProbeReply { rif: 1, latency: 6 * MS });
+        assert_eq!(core(1).probe(0).latency, 0, "no estimates unless asked for");
     }
 
     #[test]

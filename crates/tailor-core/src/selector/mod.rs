@@ -8,7 +8,7 @@
 //! whichever comes first. A selector that waits must therefore give a `retry_at` unless an
 //! outstanding response of its own will change its answer: nothing polls.
 
-use crate::facts::Response;
+use crate::facts::{ProbeReply, Response};
 use crate::model::{CoordinatorId, NodeId, RequestView, Tags};
 use crate::time::Nanos;
 use serde::{Deserialize, Serialize};
@@ -24,6 +24,7 @@ pub mod lor;
 pub mod oracle;
 pub mod p2c_peak_ewma;
 pub mod popularity_aware;
+pub mod prequal;
 pub mod random;
 pub mod round_robin;
 pub mod tap;
@@ -85,6 +86,17 @@ pub trait ReplicaSelector: Send {
     fn next_timer(&self) -> Option<Nanos> {
         None
     }
+    /// Probes to send now (Prequal): the core asks right after every `select` and sends one
+    /// probe to each replica appended to `out`.
+    fn probes(&mut self, _out: &mut Vec<NodeId>) {}
+    /// `replica` answered a probe with its requests in flight and latency estimate.
+    fn on_probe(&mut self, _now: Nanos, _replica: NodeId, _reply: &ProbeReply) {}
+}
+
+/// Whether selector `name` sends probes, which its engine's replicas must answer (the
+/// simulator does; the store does not yet).
+pub fn probing(name: &str) -> bool {
+    name == "prequal"
 }
 
 /// What a selector knows about its surroundings when it is built.
@@ -122,6 +134,8 @@ pub struct SelectorConfig {
     pub popularity_aware: popularity_aware::PopularityConfig,
     /// p2c with peak EWMA.
     pub p2c_peak_ewma: p2c_peak_ewma::P2cConfig,
+    /// Prequal.
+    pub prequal: prequal::PrequalConfig,
 }
 
 /// A strategy setting that cannot work as written, named by its path in a spec or config.
@@ -147,7 +161,8 @@ impl SelectorConfig {
         self.dynamic_snitch.validate().map_err(|e| named("dynamic_snitch", e))?;
         self.popularity_aware.validate().map_err(|e| named("popularity_aware", e))?;
         self.eft_sharded.validate().map_err(|e| named("eft_sharded", e))?;
-        self.p2c_peak_ewma.validate().map_err(|e| named("p2c_peak_ewma", e))
+        self.p2c_peak_ewma.validate().map_err(|e| named("p2c_peak_ewma", e))?;
+        self.prequal.validate().map_err(|e| named("prequal", e))
     }
 }
 
@@ -165,6 +180,7 @@ pub const SELECTORS: &[&str] = &[
     "popularity-aware",
     "oracle",
     "p2c-peak-ewma",
+    "prequal",
 ];
 
 /// A strategy name that does not exist.
@@ -194,6 +210,7 @@ pub fn build(name: &str, cfg: &SelectorConfig, env: &SelectorEnv) -> Result<Box<
         "popularity-aware" => Box::new(popularity_aware::PopularityAware::new(&cfg.popularity_aware, env)),
         "oracle" => Box::new(oracle::Oracle::new(env)),
         "p2c-peak-ewma" => Box::new(p2c_peak_ewma::P2cPeakEwma::new(&cfg.p2c_peak_ewma, env)),
+        "prequal" => Box::new(prequal::Prequal::new(&cfg.prequal, env)),
         _ => {
             return Err(UnknownStrategy { kind: "selector", name: name.to_string(), known: SELECTORS.join(", ") });
         }
