@@ -62,6 +62,8 @@ pub enum Metric {
     StretchP99,
     /// Max weighted flow over the LP lower bound.
     BoundRatio,
+    /// Hedged copies sent per read (speculative retry's extra load).
+    HedgeRatio,
 }
 
 /// How the runs of one seed that a side matches become one value.

@@ -32,9 +32,15 @@ pub fn tailor_figure(c: &Claim, o: &Outcome) -> String {
 
 /// `a vs b` of a claim, in words.
 fn sides(c: &Claim) -> String {
-    let side = |s: &super::claims::Side| match &s.local {
-        Some(l) => format!("{}+{l}", s.selector),
-        None => s.selector.clone(),
+    let side = |s: &super::claims::Side| {
+        let mut text = s.selector.clone();
+        if let Some(l) = &s.local {
+            text = format!("{text}+{l}");
+        }
+        match &s.setup {
+            Some(setup) => format!("{text}@{setup}"),
+            None => text,
+        }
     };
     match &c.b {
         Some(b) => format!("{} / {} {}", side(&c.a), side(b), c.metric),

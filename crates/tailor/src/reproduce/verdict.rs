@@ -129,6 +129,12 @@ fn metric(m: Metric, r: &RunResult) -> Result<f64> {
             Some(b) => b.ratio,
             None => bail!("run {} seed {} has no lower bound: its setup needs bound.enabled", r.selector, r.seed),
         },
+        Metric::HedgeRatio => match r.extra.get("hedge_ratio") {
+            Some(&v) => v,
+            None => {
+                bail!("run {} seed {} did not hedge: its setup needs cluster.speculative_retry", r.selector, r.seed)
+            }
+        },
     })
 }
 
