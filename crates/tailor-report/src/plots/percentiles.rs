@@ -1,7 +1,7 @@
 //! Latency percentiles against the swept parameter: one panel per percentile, one line per strategy.
 
 use super::{fill, Ctx, Plot, Section};
-use crate::chart::Figure;
+use crate::chart::{Figure, WIDTH};
 use crate::data::mean;
 use crate::scale::{format_value, Band, Scale};
 use crate::svg::Stroke;
@@ -56,7 +56,14 @@ pub fn section(ctx: &Ctx) -> Section {
         let strategies: Vec<_> = series.iter().map(|(s, _)| view.strategies[*s].clone()).collect();
         let name = format!("{}-{suffix}-vs-sweep", ctx.id);
         let title = format!("{label} read latency vs {x_title}");
-        let mut fig = Figure::new(&name, &title, &ctx.styles.line_legend(&strategies));
+        let legend = ctx.styles.line_legend(&strategies);
+        let mut fig = match &numeric {
+            Some(_) => Figure::new(&name, &title, &legend),
+            None => {
+                let names: Vec<String> = (0..view.points.len()).map(|p| view.point_label(p)).collect();
+                Figure::for_categories(&name, &title, &legend, WIDTH, &names)
+            }
+        };
         let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = values.iter().copied().fold(0.0, f64::max);
         let y = if lo > 0.0 && hi / lo > 10.0 {
