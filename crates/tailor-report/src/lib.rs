@@ -92,13 +92,17 @@ pub fn render(sources: &[Source], title: Option<&str>) -> Report {
             plots::sbl::section(&ctx, r.engine == "live"),
             plots::bound::section(&ctx),
         ];
+        let mut sections = sections;
+        if r.engine == "live" {
+            sections.push(plots::timeseries::section(&ctx, &source.timeseries));
+        }
         parts.push(html::Part {
             id: id.clone(),
             title: format!("{} ({})", r.experiment, engine_name(&r.engine)),
             meta,
             spec: r.spec.clone(),
             banners: validity::banners(&r.runs),
-            table: table::render(view, r.engine == "live"),
+            table: table::render(view),
             sections,
         });
     }
@@ -204,7 +208,11 @@ mod tests {
     use std::path::PathBuf;
 
     fn source(engine: &str) -> Source {
-        Source { path: PathBuf::from(format!("/tmp/x/results-{engine}.json")), results: results(engine) }
+        Source {
+            path: PathBuf::from(format!("/tmp/x/results-{engine}.json")),
+            results: results(engine),
+            timeseries: Vec::new(),
+        }
     }
 
     #[test]
