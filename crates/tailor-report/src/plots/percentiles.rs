@@ -111,7 +111,9 @@ pub fn section(ctx: &Ctx) -> Section {
             fig.svg().polyline(&pts, &stroke, None);
             for ((p, v, sp), (px, py)) in placed.iter().zip(&pts) {
                 if sp.n > 1 && sp.max > sp.min && y.accepts(sp.min) {
-                    error_bar(fig.svg(), *px, y.map(sp.min), y.map(sp.max), st.color);
+                    // strategies' bars at one point side by side, not on top of each other
+                    let dodge = (*s as f64 - (view.strategies.len() as f64 - 1.0) / 2.0) * 2.5;
+                    error_bar(fig.svg(), px + dodge, y.map(sp.min), y.map(sp.max), st.color);
                 }
                 let range = if sp.n > 1 {
                     format!(" (seeds {}–{})", format_value(sp.min), format_value(sp.max))
