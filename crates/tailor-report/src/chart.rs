@@ -67,6 +67,111 @@ pub struct Figure {
     svg: Svg,
     area: Area,
     clip: String,
+    /// Extra room under the plot area reserved for rotated category labels.
+    room: f64,
+}
+
+/// Rotation of category labels that do not fit their slot side by side, degrees (clockwise
+/// from horizontal in SVG's y-down frame, so the text runs down-left from its tick).
+const ROTATE: f64 = -40.0;
+/// Rotated labels are cut to this many characters (the full text stays in the table).
+const MAX_ROTATED_CHARS: usize = 28;
+const MIN_FONT: f64 = 8.0;
+
+/// One category label as laid out: anchor point, text, size and rotation (0 or [`ROTATE`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Placed {
+    /// Anchor x (the tick).
+    pub x: f64,
+    /// Anchor y (baseline).
+    pub y: f64,
+    /// The text drawn (possibly shortened).
+    pub text: String,
+    /// Font size.
+    pub size: f64,
+    /// Rotation in degrees.
+    pub angle: f64,
+}
+
+impl Placed {
+    /// The label's box in its own rotated frame, as (x0, y0, x1, y1) of the anchor rotated back by
+    /// the label's angle: labels of one layout share an angle, so two labels overlap exactly when
+    /// these boxes do.
+    pub fn frame_box(&self) -> (f64, f64, f64, f64) {
+        let (sin, cos) = (-self.angle).to_radians().sin_cos();
+        let (u, v) = (self.x * cos - self.y * sin, self.x * sin + self.y * cos);
+        let w = text_width(&self.text, self.size);
+        let h = self.size * 1.2;
+        if self.angle == 0.0 {
+            (u - w / 2.0, v - h, u + w / 2.0, v)
+        } else {
+            (u - w, v - h, u, v)
+        }
+    }
+}
+
+/// Lay category labels (tick x, text) out under a plot whose bottom is at `bottom`, each tick
+/// owning `slot` pixels: side by side, shrunk down to 8 px, when they fit; otherwise rotated,
+/// cut to [`MAX_ROTATED_CHARS`] and thinned to every k-th label so that none overlaps the next.
+pub fn category_layout(labels: &[(f64, String)], slot: f64, bottom: f64) -> Vec<Placed> {
+    let widest = |size: f64| labels.iter().map(|(_, l)| text_width(l, size)).fold(0.0, f64::max);
+    let mut size = FONT_SMALL;
+    while size > MIN_FONT && widest(size) > slot - 4.0 {
+        size -= 0.5;
+    }
+    if widest(size) <= slot - 4.0 {
+        return labels
+            .iter()
+            .map(|(x, l)| Placed { x: *x, y: bottom + 16.0, text: l.clone(), size, angle: 0.0 })
+            .collect();
+    }
+    let size = 10.0;
+    // parallel rotated baselines `slot` apart horizontally lie slot·sin(angle) apart
+    let gap = slot.max(1e-9) * ROTATE.to_radians().sin().abs();
+    let every = ((size * 1.25) / gap).ceil().max(1.0) as usize;
+    labels
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % every == 0)
+        .map(|(_, (x, l))| Placed { x: *x, y: bottom + 12.0, text: shorten(l, MAX_ROTATED_CHARS), size, angle: ROTATE })
+        .collect()
+}
+
+/// Extra room below a plot `plot_width` wide that `labels` (one per equal slot) need.
+pub fn category_room(labels: &[String], plot_width: f64) -> f64 {
+    let slot = plot_width / labels.len().max(1) as f64;
+    let tagged: Vec<(f64, String)> = labels.iter().map(|l| (0.0, l.clone())).collect();
+    let placed = category_layout(&tagged, slot, 0.0);
+    let depth = placed
+        .iter()
+        .map(|p| if p.angle == 0.0 { 0.0 } else { text_width(&p.text, p.size) * p.angle.to_radians().sin().abs() })
+        .fold(0.0, f64::max);
+    depth.ceil()
+}
+
+/// `text` cut to `max` characters with an ellipsis.
+fn shorten(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_string();
+    }
+    let mut out: String = text.chars().take(max - 1).collect();
+    out.push('…');
+    out
+}
+
+/// Keep labels at pixel positions `pos` (in drawing order of priority) no closer than `gap` to one
+/// already kept: the p50 … p99.99 guides of a tail plot squeeze together on short axes.
+pub fn declutter(pos: &[f64], gap: f64) -> Vec<bool> {
+    let mut kept: Vec<f64> = Vec::new();
+    pos.iter()
+        .map(|p| {
+            let free = kept.iter().all(|k| (k - p).abs() >= gap);
+            if free {
+                kept.push(*p);
+            }
+            free
+        })
+        .collect()
 }
 
 /// Rough text width for layout: DejaVu Sans averages about 0.6 em per character.
@@ -99,8 +204,20 @@ impl Figure {
 
     /// Like [`Figure::new`] with an explicit size (before legend rows).
     pub fn sized(id: &str, title: &str, legend: &[LegendItem], width: f64, height: f64) -> Figure {
+        Figure::sized_room(id, title, legend, width, height, 0.0)
+    }
+
+    /// A figure for category labels: the room rotated labels need is added under the plot.
+    pub fn for_categories(id: &str, title: &str, legend: &[LegendItem], width: f64, labels: &[String]) -> Figure {
+        let room = category_room(labels, width - MARGIN_LEFT - MARGIN_RIGHT);
+        Figure::sized_room(id, title, legend, width, HEIGHT, room)
+    }
+
+    /// Like [`Figure::sized`] with `room` extra pixels between the plot and the legend.
+    pub fn sized_room(id: &str, title: &str, legend: &[LegendItem], width: f64, height: f64, room: f64) -> Figure {
         let layout = legend_layout(legend, width);
         let rows = layout.iter().map(|(_, r)| r + 1).max().unwrap_or(0);
+        let height = height + room;
         let total = height + rows as f64 * LEGEND_ROW + if rows > 0 { 4.0 } else { 0.0 };
         let mut svg = Svg::new(width, total);
         svg.text(width / 2.0, 20.0, title, 14.0, Anchor::Middle, true);
@@ -108,7 +225,7 @@ impl Figure {
             left: MARGIN_LEFT,
             top: MARGIN_TOP,
             width: width - MARGIN_LEFT - MARGIN_RIGHT,
-            height: height - MARGIN_TOP - MARGIN_BOTTOM,
+            height: height - room - MARGIN_TOP - MARGIN_BOTTOM,
         };
         for (item, (x, row)) in legend.iter().zip(&layout) {
             let y = height + 4.0 + *row as f64 * LEGEND_ROW + 6.0;
@@ -123,7 +240,7 @@ impl Figure {
         }
         let clip = format!("clip-{}", slug(id));
         svg.clip_rect(&clip, area.left, area.top, area.width, area.height);
-        Figure { svg, area, clip }
+        Figure { svg, area, clip, room }
     }
 
     /// The plot area.
@@ -214,20 +331,17 @@ impl Figure {
         self.svg.text_styled(16.0, cy, label, 12.0, Anchor::Middle, false, "#222222", -90.0);
     }
 
-    /// Category labels under the plot at the given pixel centres, with the axis title.
+    /// Category labels under the plot at the given pixel centres (see [`category_layout`]), with
+    /// the axis title below them.
     pub fn x_categories(&mut self, labels: &[(f64, String)], title: &str) {
         let a = self.area;
-        // shrink labels that would overlap their neighbours
         let slot = if labels.len() > 1 { a.width / labels.len() as f64 } else { a.width };
-        for (px, label) in labels {
-            let mut size = FONT_SMALL;
-            while size > 7.0 && text_width(label, size) > slot - 4.0 {
-                size -= 0.5;
-            }
-            self.svg.text(*px, a.bottom() + 16.0, label, size, Anchor::Middle, false);
+        for p in category_layout(labels, slot, a.bottom()) {
+            let anchor = if p.angle == 0.0 { Anchor::Middle } else { Anchor::End };
+            self.svg.text_styled(p.x, p.y, &p.text, p.size, anchor, false, "#222222", p.angle);
         }
         self.svg.frame(a.left, a.top, a.width, a.height, &Stroke::solid("#888888", 1.0));
-        self.svg.text(a.left + a.width / 2.0, a.bottom() + 36.0, title, 12.0, Anchor::Middle, false);
+        self.svg.text(a.left + a.width / 2.0, a.bottom() + self.room + 36.0, title, 12.0, Anchor::Middle, false);
     }
 
     /// A data series as a clipped polyline; points that the scales cannot place are dropped.
@@ -297,11 +411,54 @@ mod tests {
         balanced(&svg).unwrap();
         assert!(svg.contains("c3 &lt;fcfs&gt;"));
         assert!(svg.contains(">latency (ms)<"));
-        assert!(svg.contains(">100<") && svg.contains(">0.1<"), "decade labels present");
+        assert!(svg.contains(">100<") && svg.contains(">1<") && !svg.contains(">1k<"), "decades inside the data");
         assert!(svg.contains(r#"clip-path="url(#clip-t1)""#));
         // the zero x value cannot sit on a log axis and is dropped: 3 points remain
         let line = svg.lines().find(|l| l.starts_with("<polyline")).unwrap();
         assert_eq!(line.split("points=\"").nth(1).unwrap().split('"').next().unwrap().split(' ').count(), 3);
+    }
+
+    fn overlap(a: (f64, f64, f64, f64), b: (f64, f64, f64, f64)) -> bool {
+        a.0 < b.2 && b.0 < a.2 && a.1 < b.3 && b.1 < a.3
+    }
+
+    fn assert_no_overlap(placed: &[Placed]) {
+        for (i, a) in placed.iter().enumerate() {
+            for b in &placed[i + 1..] {
+                assert!(!overlap(a.frame_box(), b.frame_box()), "{a:?} overlaps {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn category_labels_never_overlap_with_long_names_and_many_points() {
+        let width = WIDTH - MARGIN_LEFT - MARGIN_RIGHT;
+        for (n, name) in
+            [(3, "c3"), (7, "dynamic-snitch + max-stretch"), (40, "p"), (60, "interval_ms=500.0, load=0.9")]
+        {
+            let labels: Vec<(f64, String)> =
+                (0..n).map(|i| (MARGIN_LEFT + width * (i as f64 + 0.5) / n as f64, format!("{name}-{i}"))).collect();
+            let placed = category_layout(&labels, width / n as f64, 300.0);
+            assert!(!placed.is_empty());
+            assert_no_overlap(&placed);
+            for p in &placed {
+                assert!(p.text.chars().count() <= MAX_ROTATED_CHARS + 4);
+            }
+        }
+        // few short labels stay horizontal and all present
+        let few: Vec<(f64, String)> = (0..3).map(|i| (100.0 * i as f64, format!("s{i}"))).collect();
+        let placed = category_layout(&few, 100.0, 0.0);
+        assert!(placed.iter().all(|p| p.angle == 0.0) && placed.len() == 3);
+        // long labels get room under the plot so the rotated text stays above the axis title
+        let long = vec!["dynamic-snitch + max-stretch".to_string(); 7];
+        assert!(category_room(&long, width) > 40.0);
+        assert_eq!(category_room(&["a".to_string()], width), 0.0);
+    }
+
+    #[test]
+    fn decluttered_guides_keep_their_distance() {
+        let keep = declutter(&[10.0, 14.0, 30.0, 41.0, 60.0], 12.0);
+        assert_eq!(keep, [true, false, true, false, true]);
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use tailor_core::results::{Results, RunResult};
 
 /// A strategy: a replica selector with a local queue policy.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Strategy {
     /// Replica selector name.
     pub selector: String,
@@ -126,6 +126,32 @@ pub fn mean(runs: &[&RunResult], f: impl Fn(&RunResult) -> f64) -> f64 {
         return 0.0;
     }
     vals.iter().sum::<f64>() / vals.len() as f64
+}
+
+/// Median, minimum and maximum of `f` over runs (NaN when none is finite): the spread across
+/// seeds, which a mean alone hides.
+pub fn spread(runs: &[&RunResult], f: impl Fn(&RunResult) -> f64) -> Spread {
+    let mut vals: Vec<f64> = runs.iter().map(|r| f(r)).filter(|v| v.is_finite()).collect();
+    if vals.is_empty() {
+        return Spread { median: f64::NAN, min: f64::NAN, max: f64::NAN, n: 0 };
+    }
+    vals.sort_by(f64::total_cmp);
+    let n = vals.len();
+    let median = if n % 2 == 1 { vals[n / 2] } else { (vals[n / 2 - 1] + vals[n / 2]) / 2.0 };
+    Spread { median, min: vals[0], max: vals[n - 1], n }
+}
+
+/// A value across seeds: median and range.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Spread {
+    /// Median.
+    pub median: f64,
+    /// Smallest value.
+    pub min: f64,
+    /// Largest value.
+    pub max: f64,
+    /// Number of finite values.
+    pub n: usize,
 }
 
 /// Pool the CDFs of several runs into one, each weighted by its request count (equal weights
@@ -273,6 +299,13 @@ pub(crate) mod tests {
         let pooled = pool_cdf(&[&a, &b], |r| &r.latency_cdf);
         assert_eq!(pooled, vec![(1.0, 0.125), (2.0, 0.25), (3.0, 1.0)]);
         assert_eq!(mean(&[&a, &b], |r| r.requests as f64), 200.0);
+        let c = RunResult { requests: 1000, ..a.clone() };
+        assert_eq!(
+            spread(&[&a, &b, &c], |r| r.requests as f64),
+            Spread { median: 300.0, min: 100.0, max: 1000.0, n: 3 }
+        );
+        assert_eq!(spread(&[&a, &b], |r| r.requests as f64).median, 200.0);
+        assert!(spread(&[], |r| r.requests as f64).median.is_nan());
         assert!(pool_cdf(&[], |r| &r.latency_cdf).is_empty());
         b.latency_cdf = vec![(f64::NAN, 1.0)];
         assert_eq!(pool_cdf(&[&a, &b], |r| &r.latency_cdf), a.latency_cdf);

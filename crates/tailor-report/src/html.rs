@@ -49,6 +49,7 @@ table.cmp td { padding: 3px 10px; border-bottom: 1px solid #eee; white-space: no
 table.cmp .num { text-align: right; font-variant-numeric: tabular-nums; }
 table.cmp tr.group td { border-top: 2px solid #ccc; }
 table.cmp td.best { background: var(--best); font-weight: bold; }
+table.cmp span.range { display: block; font-size: 10px; color: var(--muted); font-weight: normal; }
 table.cmp tbody tr:hover td { background: #f3f8fc; }
 .grid { display: flex; flex-wrap: wrap; gap: 14px; }
 figure { margin: 0; background: #fff; border: 1px solid #eee; border-radius: 4px; padding: 4px; }
@@ -86,19 +87,22 @@ pub fn page(title: &str, subtitle: &str, parts: &[Part], extra: &[(String, Secti
         write_banners(&mut out, &part.banners);
         let _ =
             write!(out, "<details><summary>Experiment spec</summary>\n<pre>{}</pre>\n</details>\n", escape(&part.spec));
-        out.push_str(
-            "<h3>Comparison</h3>\n<p class=\"caption\">Mean over seeds; the best value of each column \
-                      within a swept point is highlighted (lowest, or highest for throughput).</p>\n",
+        let _ = write!(
+            out,
+            "<h3 id=\"{}--comparison\">Comparison</h3>\n<p class=\"caption\">Median over seeds, with the \
+             lowest–highest seed beneath when they differ; the best median of each column within a swept point \
+             is highlighted (lowest, or highest for throughput). Errors and timeouts are counts per run.</p>\n",
+            escape(&part.id)
         );
         out.push_str(&part.table);
         for section in &part.sections {
-            write_section(&mut out, section);
+            write_section(&mut out, &part.id, section);
         }
         out.push_str("</section>\n");
     }
     for (heading, section) in extra {
         let _ = write!(out, "<section class=\"part\" id=\"{}\">\n<h2>{}</h2>\n", slug(heading), escape(heading));
-        write_section(&mut out, section);
+        write_section(&mut out, &slug(heading), section);
         out.push_str("</section>\n");
     }
     let _ = write!(
@@ -115,8 +119,17 @@ fn write_banners(out: &mut String, banners: &[String]) {
     }
 }
 
-fn write_section(out: &mut String, section: &Section) {
-    let _ = write!(out, "<h3>{}</h3>\n<p class=\"caption\">{}</p>\n", escape(&section.title), escape(&section.caption));
+/// A section under its heading; the heading's id (`<part>--<title slug>`) lets a screenshot
+/// check find every section of every part.
+fn write_section(out: &mut String, part: &str, section: &Section) {
+    let _ = write!(
+        out,
+        "<h3 id=\"{}--{}\">{}</h3>\n<p class=\"caption\">{}</p>\n",
+        escape(part),
+        slug(&section.title),
+        escape(&section.title),
+        escape(&section.caption)
+    );
     write_banners(out, &section.warnings);
     for note in &section.notes {
         let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(note));

@@ -1,5 +1,6 @@
 //! Finding and reading results files.
 
+use crate::data::Strategy;
 use crate::error::ReportError;
 use std::path::{Path, PathBuf};
 use tailor_core::results::{Results, RESULTS_FORMAT};
@@ -11,6 +12,34 @@ pub struct Source {
     pub path: PathBuf,
     /// Its content.
     pub results: Results,
+    /// The per-second series of its live runs (`timeseries.csv` beside it or in `live/*/`).
+    pub timeseries: Vec<Series>,
+}
+
+/// One live run's `timeseries.csv`: which run, and its rows.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Series {
+    /// The run's strategy, from the `results.json` beside the CSV.
+    pub strategy: Strategy,
+    /// Its seed.
+    pub seed: u64,
+    /// One row per second.
+    pub rows: Vec<Second>,
+}
+
+/// One row of `timeseries.csv` (the columns the report plots).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Second {
+    /// Second of the run.
+    pub second: f64,
+    /// Whether it lies in the warm-up.
+    pub warmup: bool,
+    /// Requests completed in it.
+    pub completed: f64,
+    /// Requests that failed or timed out in it.
+    pub errors: f64,
+    /// p99 latency of its completions, ms.
+    pub p99_ms: f64,
 }
 
 /// Read every results file named by `paths`: a file is read as is; a directory contributes its
@@ -72,12 +101,73 @@ pub fn load_file(path: &Path) -> Result<Source, ReportError> {
     if results.engine.trim().is_empty() {
         return Err(ReportError::Invalid { path: path.to_path_buf(), reason: "the engine field is empty".into() });
     }
-    Ok(Source { path: path.to_path_buf(), results })
+    let timeseries = if results.engine == "live" { timeseries_near(path) } else { Vec::new() };
+    Ok(Source { path: path.to_path_buf(), results, timeseries })
+}
+
+/// The series of a live results file: `timeseries.csv` beside it (`tailor bench`) or in each
+/// run directory under `live/` (`tailor experiment`). Unreadable files are skipped: the series is
+/// an extra view, and the results file alone still makes a report.
+fn timeseries_near(path: &Path) -> Vec<Series> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut dirs = vec![dir.to_path_buf()];
+    if let Ok(entries) = std::fs::read_dir(dir.join("live")) {
+        let mut runs: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+        runs.sort();
+        dirs.extend(runs);
+    }
+    dirs.iter().filter_map(|d| read_series(d)).collect()
+}
+
+/// The series in `dir`, labelled by the first run of the `results.json` (or this file) there.
+fn read_series(dir: &Path) -> Option<Series> {
+    let csv = std::fs::read_to_string(dir.join("timeseries.csv")).ok()?;
+    let results = std::fs::read_dir(dir).ok()?.flatten().map(|e| e.path()).find(|p| {
+        let name = p.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        name.starts_with("results") && name.ends_with(".json")
+    })?;
+    let run = serde_json::from_str::<Results>(&std::fs::read_to_string(results).ok()?).ok()?.runs.into_iter().next()?;
+    Some(Series { strategy: Strategy::of(&run), seed: run.seed, rows: parse_timeseries(&csv) })
+}
+
+/// Rows of a `timeseries.csv`, columns found by header name; malformed rows are skipped.
+pub fn parse_timeseries(csv: &str) -> Vec<Second> {
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
+    let col = |name: &str| header.iter().position(|h| h.trim() == name);
+    let (Some(s), Some(w), Some(c), Some(e), Some(p)) =
+        (col("second"), col("warmup"), col("completed"), col("errors"), col("p99_ms"))
+    else {
+        return Vec::new();
+    };
+    lines
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split(',').collect();
+            let num = |i: usize| f.get(i)?.trim().parse::<f64>().ok();
+            Some(Second {
+                second: num(s)?,
+                warmup: f.get(w)?.trim() == "true",
+                completed: num(c)?,
+                errors: num(e)?,
+                p99_ms: num(p)?,
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timeseries_columns_are_found_by_name() {
+        let csv = "second,warmup,offered,completed,errors,p50_ms,p99_ms,max_ms\n\
+                   0,true,10,9,1,1.0,2.5,3.0\n1,false,10,10,0,1.0,2.0,2.0\nbroken\n";
+        let rows = parse_timeseries(csv);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0], Second { second: 0.0, warmup: true, completed: 9.0, errors: 1.0, p99_ms: 2.5 });
+        assert!(parse_timeseries("a,b\n1,2\n").is_empty());
+    }
     use crate::data::tests::results;
 
     fn temp_dir(name: &str) -> PathBuf {

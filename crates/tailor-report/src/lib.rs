@@ -89,16 +89,20 @@ pub fn render(sources: &[Source], title: Option<&str>) -> Report {
             plots::percentiles::section(&ctx),
             plots::stretch::section(&ctx),
             plots::heatmap::section(&ctx),
-            plots::sbl::section(&ctx),
+            plots::sbl::section(&ctx, r.engine == "live"),
             plots::bound::section(&ctx),
         ];
+        let mut sections = sections;
+        if r.engine == "live" {
+            sections.push(plots::timeseries::section(&ctx, &source.timeseries));
+        }
         parts.push(html::Part {
             id: id.clone(),
             title: format!("{} ({})", r.experiment, engine_name(&r.engine)),
             meta,
             spec: r.spec.clone(),
             banners: validity::banners(&r.runs),
-            table: table::render(view, r.engine == "live"),
+            table: table::render(view),
             sections,
         });
     }
@@ -115,6 +119,7 @@ pub fn render(sources: &[Source], title: Option<&str>) -> Report {
         );
         let mut section = plots::overlay::section(&id, &views[a], &views[b], styles_of(a));
         section.warnings = validity::banners(&sources[b].results.runs);
+        section.warnings.extend(spec_mismatch(&sources[a], &sources[b]));
         extra.push((heading, section));
     }
     let mut names: Vec<String> = sources.iter().map(|s| s.results.experiment.clone()).collect();
@@ -160,6 +165,23 @@ fn unique_ids(sources: &[Source]) -> Vec<String> {
     ids
 }
 
+/// A banner when an overlaid pair was not run from one spec (e.g. a europar simulation beside a
+/// heron bench): its lines then compare different workloads, not the simulator with the store.
+fn spec_mismatch(sim: &Source, live: &Source) -> Option<String> {
+    let (a, b) = (&sim.results, &live.results);
+    if a.experiment == b.experiment && a.spec == b.spec {
+        return None;
+    }
+    Some(format!(
+        "different specs overlaid: {} ({}) and {} ({}) were not run from the same spec, so their lines may compare \
+         different workloads, not only the simulator with the store",
+        a.experiment,
+        sim.path.display(),
+        b.experiment,
+        live.path.display()
+    ))
+}
+
 /// (sim, live) index pairs to overlay.
 fn overlay_pairs(sources: &[Source]) -> Vec<(usize, usize)> {
     let sims: Vec<usize> = (0..sources.len()).filter(|&i| sources[i].results.engine == "sim").collect();
@@ -186,7 +208,11 @@ mod tests {
     use std::path::PathBuf;
 
     fn source(engine: &str) -> Source {
-        Source { path: PathBuf::from(format!("/tmp/x/results-{engine}.json")), results: results(engine) }
+        Source {
+            path: PathBuf::from(format!("/tmp/x/results-{engine}.json")),
+            results: results(engine),
+            timeseries: Vec::new(),
+        }
     }
 
     #[test]
@@ -215,6 +241,17 @@ mod tests {
         assert!(report.plots.iter().any(|p| p.name == "synthetic-sim-vs-synthetic-live-sim-vs-live-interval-ms-100"));
         assert_eq!(report.plots.len(), 13 * 2 + 4);
         assert!(!report.html.contains("live run invalid"));
+        assert!(!report.html.contains("different specs overlaid"));
+    }
+
+    #[test]
+    fn overlaying_different_specs_raises_a_banner() {
+        let mut live = source("live");
+        live.results.experiment = "heron".into();
+        live.results.spec = "name = \"heron\"\n".into();
+        let report = render(&[source("sim"), live], None);
+        assert!(report.html.contains("synthetic / heron: simulated vs measured"));
+        assert_eq!(report.html.matches("different specs overlaid: synthetic").count(), 1);
     }
 
     #[test]

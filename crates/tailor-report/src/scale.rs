@@ -39,10 +39,11 @@ impl Scale {
         Scale { d0, d1, r0, r1, log: true }
     }
 
-    /// A log scale whose domain is extended outwards to whole decades.
+    /// A log scale whose domain is extended outwards to the nearest 1, 2 or 5 times a power of
+    /// ten: whole decades would leave up to 90% of an axis empty (data 1..120 on an axis to 1000).
     pub fn log_nice(d0: f64, d1: f64, r0: f64, r1: f64) -> Scale {
         let (d0, d1) = widen(d0, d1, true);
-        Scale::log(10f64.powf(d0.log10().floor()), 10f64.powf(d1.log10().ceil()), r0, r1)
+        Scale::log(round_125(d0, false), round_125(d1, true), r0, r1)
     }
 
     /// Whether the scale is logarithmic.
@@ -114,6 +115,19 @@ fn widen(d0: f64, d1: f64, log: bool) -> (f64, f64) {
         hi += pad;
     }
     (lo, hi)
+}
+
+/// `v` (> 0) rounded down (or `up`) to 1, 2 or 5 times a power of ten.
+fn round_125(v: f64, up: bool) -> f64 {
+    let pow = 10f64.powf(v.log10().floor());
+    let steps = [1.0, 2.0, 5.0, 10.0];
+    let f = v / pow;
+    let m = if up {
+        steps.iter().copied().find(|m| *m >= f * (1.0 - 1e-9)).unwrap_or(10.0)
+    } else {
+        steps.iter().copied().rev().find(|m| *m <= f * (1.0 + 1e-9)).unwrap_or(1.0)
+    };
+    m * pow
 }
 
 /// The round step (1, 2 or 5 times a power of ten) nearest above `raw`.
@@ -300,7 +314,9 @@ mod tests {
         assert!((s.map(10.0) - 100.0).abs() < 1e-9);
         assert!((s.map(100.0) - 200.0).abs() < 1e-9);
         let n = Scale::log_nice(0.3, 420.0, 0.0, 1.0);
-        assert_eq!(n.domain(), (0.1, 1000.0));
+        assert_eq!(n.domain(), (0.2, 500.0));
+        let n = Scale::log_nice(1.0, 100.0, 0.0, 1.0);
+        assert_eq!(n.domain(), (1.0, 100.0));
     }
 
     #[test]

@@ -118,3 +118,13 @@ fn an_error_names_its_cause_once() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
 }
+
+#[test]
+#[cfg(not(feature = "highs"))]
+fn a_build_without_highs_names_the_solver_flag() {
+    let out = tailor(&["bound", "europar", "--solver", "highs"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(err.contains("`--solver highs` needs a build with HiGHS"), "{err}");
+    assert!(!err.contains("backend"), "{err}");
+}

@@ -2,7 +2,7 @@
 //! one dot per run, a bar at the median.
 
 use super::{fill, Ctx, Plot, Section};
-use crate::chart::Figure;
+use crate::chart::{Figure, WIDTH};
 use crate::scale::{format_value, Band};
 use crate::svg::Stroke;
 
@@ -40,7 +40,8 @@ pub fn section(ctx: &Ctx) -> Section {
     let name = format!("{}-bound-ratio", ctx.id);
     let title = "Max weighted flow / lower bound".to_string();
     let strategies: Vec<_> = columns.iter().map(|(s, _)| view.strategies[*s].clone()).collect();
-    let mut fig = Figure::new(&name, &title, &ctx.styles.swatch_legend(&strategies));
+    let names: Vec<String> = strategies.iter().map(|s| ctx.styles.label(s)).collect();
+    let mut fig = Figure::for_categories(&name, &title, &ctx.styles.swatch_legend(&strategies), WIDTH, &names);
     let y = if hi / lo > 20.0 { fig.y_log(lo, hi) } else { fig.y_linear(lo.min(1.0), hi + (hi - lo.min(1.0)) * 0.08) };
     let a = fig.area();
     let band = Band::new(columns.len(), a.left, a.right(), 0.3);

@@ -8,6 +8,7 @@ pub mod percentiles;
 pub mod sbl;
 pub mod stretch;
 pub mod tail;
+pub mod timeseries;
 
 use crate::chart::{LegendItem, Mark};
 use crate::data::{Strategy, View};

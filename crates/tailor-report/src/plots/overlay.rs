@@ -3,10 +3,11 @@
 
 use super::tail::{tail_figure, Line};
 use super::{blend, Plot, Section, Styles};
-use crate::chart::{Figure, LegendItem, Mark};
+use crate::chart::{Figure, LegendItem, Mark, WIDTH};
 use crate::data::{mean, pool_cdf, View};
 use crate::escape::slug;
 use crate::scale::{format_value, Band};
+use crate::svg::Stroke;
 
 const SIM_DASH: &str = "6 4";
 
@@ -100,10 +101,11 @@ fn p99_bars(
     let name = format!("{id}-p99-sim-vs-live-{}", slug(point));
     let title = format!("p99 simulated vs measured — {point}");
     let legend = vec![
-        LegendItem { label: "simulated".into(), color: blend("#666666", 0.45), dash: None, mark: Mark::Swatch },
+        LegendItem { label: "simulated".into(), color: blend("#666666", 0.5), dash: None, mark: Mark::Swatch },
         LegendItem { label: "measured".into(), color: "#666666".into(), dash: None, mark: Mark::Swatch },
     ];
-    let mut fig = Figure::new(&name, &title, &legend);
+    let names: Vec<String> = present.iter().map(|(s, _)| styles.label(&sim.strategies[*s])).collect();
+    let mut fig = Figure::for_categories(&name, &title, &legend, WIDTH, &names);
     let a = fig.area();
     let y = fig.y_linear(0.0, max);
     let groups = Band::new(present.len(), a.left, a.right(), 0.3);
@@ -112,17 +114,15 @@ fn p99_bars(
         let strategy = &sim.strategies[s];
         let color = styles.get(strategy).color;
         let label = styles.label(strategy);
-        for (j, (v, opacity, kind)) in [(*vs, 0.45, "simulated"), (*vl, 1.0, "measured")].into_iter().enumerate() {
+        for (j, (v, opacity, kind)) in [(*vs, 0.5, "simulated"), (*vl, 1.0, "measured")].into_iter().enumerate() {
             let top = y.map(v);
             let tip = format!("{label} {kind}: p99 {} ms", format_value(v));
-            fig.svg().rect(
-                groups.start(i) + bars.start(j),
-                top,
-                bars.width(),
-                a.bottom() - top,
-                &blend(color, opacity),
-                Some(&tip),
-            );
+            let (x0, h) = (groups.start(i) + bars.start(j), a.bottom() - top);
+            fig.svg().rect(x0, top, bars.width(), h, &blend(color, opacity), Some(&tip));
+            if j == 0 {
+                // a light fill alone vanished next to the dark bar: outline it in the full colour
+                fig.svg().frame(x0, top, bars.width(), h, &Stroke::solid(color, 1.5));
+            }
         }
     }
     let labels: Vec<(f64, String)> =

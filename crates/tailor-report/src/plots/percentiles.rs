@@ -1,11 +1,14 @@
 //! Latency percentiles against the swept parameter: one panel per percentile, one line per strategy.
 
 use super::{fill, Ctx, Plot, Section};
-use crate::chart::Figure;
-use crate::data::mean;
+use crate::chart::{Figure, WIDTH};
+use crate::data::{spread, Spread};
 use crate::scale::{format_value, Band, Scale};
-use crate::svg::Stroke;
+use crate::svg::{Stroke, Svg};
 use tailor_core::results::RunResult;
+
+/// One dot of a line: swept point index, median, spread across seeds.
+type Dot = (usize, f64, Spread);
 
 /// The percentiles drawn, with their labels and name suffixes.
 /// A percentile panel: label, file-name suffix, getter.
@@ -22,8 +25,8 @@ const PANELS: [Panel; 4] = [
 pub fn section(ctx: &Ctx) -> Section {
     let mut section = Section::new(
         "Percentiles versus the swept parameter",
-        "Read latency percentiles (mean over seeds) at each swept point; one panel per percentile, \
-         logarithmic y when values span more than a decade.",
+        "Read latency percentiles (median over seeds, bars from the lowest to the highest seed) at each swept \
+         point; one panel per percentile, logarithmic y when values span more than a decade.",
     );
     let view = ctx.view;
     if view.points.len() < 2 {
@@ -36,19 +39,22 @@ pub fn section(ctx: &Ctx) -> Section {
         None => "swept point".to_string(),
     };
     for (label, suffix, get) in PANELS {
-        // (strategy, [(point, value)])
-        let series: Vec<(usize, Vec<(usize, f64)>)> = (0..view.strategies.len())
+        // (strategy, [(point, median, spread)])
+        let series: Vec<(usize, Vec<Dot>)> = (0..view.strategies.len())
             .map(|s| {
                 let vals = (0..view.points.len())
                     .filter(|&p| !view.runs(s, p).is_empty())
-                    .map(|p| (p, mean(view.runs(s, p), get)))
-                    .filter(|(_, v)| v.is_finite())
+                    .map(|p| {
+                        let sp = spread(view.runs(s, p), get);
+                        (p, sp.median, sp)
+                    })
+                    .filter(|(_, v, _)| v.is_finite())
                     .collect();
                 (s, vals)
             })
-            .filter(|(_, v): &(usize, Vec<(usize, f64)>)| !v.is_empty())
+            .filter(|(_, v): &(usize, Vec<Dot>)| !v.is_empty())
             .collect();
-        let values: Vec<f64> = series.iter().flat_map(|(_, v)| v.iter().map(|p| p.1)).collect();
+        let values: Vec<f64> = series.iter().flat_map(|(_, v)| v.iter().flat_map(|p| [p.2.min, p.2.max])).collect();
         if values.is_empty() {
             section.notes.push(format!("{label}: no values."));
             continue;
@@ -56,7 +62,14 @@ pub fn section(ctx: &Ctx) -> Section {
         let strategies: Vec<_> = series.iter().map(|(s, _)| view.strategies[*s].clone()).collect();
         let name = format!("{}-{suffix}-vs-sweep", ctx.id);
         let title = format!("{label} read latency vs {x_title}");
-        let mut fig = Figure::new(&name, &title, &ctx.styles.line_legend(&strategies));
+        let legend = ctx.styles.line_legend(&strategies);
+        let mut fig = match &numeric {
+            Some(_) => Figure::new(&name, &title, &legend),
+            None => {
+                let names: Vec<String> = (0..view.points.len()).map(|p| view.point_label(p)).collect();
+                Figure::for_categories(&name, &title, &legend, WIDTH, &names)
+            }
+        };
         let lo = values.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = values.iter().copied().fold(0.0, f64::max);
         let y = if lo > 0.0 && hi / lo > 10.0 {
@@ -92,13 +105,23 @@ pub fn section(ctx: &Ctx) -> Section {
         for (s, vals) in &series {
             let strategy = &view.strategies[*s];
             let st = ctx.styles.get(strategy);
-            let pts: Vec<(f64, f64)> =
-                vals.iter().filter(|(_, v)| y.accepts(*v)).map(|(p, v)| (xpos[*p], y.map(*v))).collect();
+            let placed: Vec<&Dot> = vals.iter().filter(|(_, v, _)| y.accepts(*v)).collect();
+            let pts: Vec<(f64, f64)> = placed.iter().map(|(p, v, _)| (xpos[*p], y.map(*v))).collect();
             let stroke = Stroke { color: st.color.into(), width: 1.8, dash: st.dash.map(str::to_string) };
             fig.svg().polyline(&pts, &stroke, None);
-            for ((p, v), (px, py)) in vals.iter().filter(|(_, v)| y.accepts(*v)).zip(&pts) {
+            for ((p, v, sp), (px, py)) in placed.iter().zip(&pts) {
+                if sp.n > 1 && sp.max > sp.min && y.accepts(sp.min) {
+                    // strategies' bars at one point side by side, not on top of each other
+                    let dodge = (*s as f64 - (view.strategies.len() as f64 - 1.0) / 2.0) * 2.5;
+                    error_bar(fig.svg(), px + dodge, y.map(sp.min), y.map(sp.max), st.color);
+                }
+                let range = if sp.n > 1 {
+                    format!(" (seeds {}–{})", format_value(sp.min), format_value(sp.max))
+                } else {
+                    String::new()
+                };
                 let tip = format!(
-                    "{} at {}: {label} {} ms",
+                    "{} at {}: {label} {} ms{range}",
                     ctx.styles.label(strategy),
                     view.point_label(*p),
                     format_value(*v)
@@ -109,6 +132,14 @@ pub fn section(ctx: &Ctx) -> Section {
         section.plots.push(Plot { name, title, svg: fig.finish() });
     }
     section
+}
+
+/// A vertical min–max bar with caps at `x`, from pixel row `y0` to `y1`.
+fn error_bar(svg: &mut Svg, x: f64, y0: f64, y1: f64, color: &str) {
+    let stroke = Stroke::solid(color, 1.2);
+    svg.line(x, y0, x, y1, &stroke);
+    svg.line(x - 3.5, y0, x + 3.5, y0, &stroke);
+    svg.line(x - 3.5, y1, x + 3.5, y1, &stroke);
 }
 
 #[cfg(test)]
@@ -131,8 +162,10 @@ mod tests {
             assert_eq!(p.svg.matches("<polyline").count(), 2);
             assert_eq!(p.svg.matches("<circle").count(), 4);
         }
-        // the p99 of c3 at interval 100 is the mean of seeds 1 and 2: 4.6 * (1.1 + 1.2) / 2
-        assert!(s.plots[2].svg.contains("c3 at interval_ms=100: p99 5.29 ms"));
+        // the p99 of c3 at interval 100 is the median of seeds 1 and 2: 4.6 * (1.1 + 1.2) / 2
+        assert!(s.plots[2].svg.contains("c3 at interval_ms=100: p99 5.29 ms (seeds 5.06–5.52)"));
+        // one min–max bar (3 lines) per strategy and point
+        assert_eq!(s.plots[2].svg.matches("stroke-width=\"1.2\"").count(), 4 * 3);
     }
 
     #[test]

@@ -6,7 +6,9 @@ use crate::data::mean;
 use crate::scale::{format_value, Band};
 
 /// The small-behind-large section (seed means); skipped with a note when every count is zero.
-pub fn section(ctx: &Ctx) -> Section {
+/// `live` files get "not measured" instead: the live store does not count these waits, so a zero
+/// there says nothing about the strategy.
+pub fn section(ctx: &Ctx, live: bool) -> Section {
     let mut section = Section::new(
         "Small reads stuck behind large ones",
         "Reads of small values that waited in a queue behind a large one (mean over seeds): \
@@ -25,6 +27,10 @@ pub fn section(ctx: &Ctx) -> Section {
         }
     }
     let max = values.iter().flatten().flatten().copied().fold(0.0, f64::max);
+    if live && max <= 0.0 {
+        section.notes.push("Not measured: live runs do not count small-behind-large waits.".into());
+        return section;
+    }
     if max <= 0.0 {
         section.notes.push("No small-behind-large waits were counted in any run.".into());
         return section;
@@ -32,8 +38,8 @@ pub fn section(ctx: &Ctx) -> Section {
     let name = format!("{}-small-behind-large", ctx.id);
     let title = "Small reads queued behind large ones".to_string();
     let width = WIDTH.max(90.0 + (np * ns) as f64 * 12.0);
-    let mut fig =
-        Figure::sized(&name, &title, &ctx.styles.swatch_legend(&view.strategies), width, crate::chart::HEIGHT);
+    let names: Vec<String> = (0..np).map(|p| view.point_label(p)).collect();
+    let mut fig = Figure::for_categories(&name, &title, &ctx.styles.swatch_legend(&view.strategies), width, &names);
     let a = fig.area();
     let y = fig.y_linear(0.0, max);
     let groups = Band::new(np, a.left, a.right(), 0.2);
@@ -66,7 +72,7 @@ mod tests {
         let r = results("sim");
         let view = View::new(&r);
         let styles = styles(&view);
-        let s = section(&Ctx { id: "sim".into(), view: &view, styles: &styles });
+        let s = section(&Ctx { id: "sim".into(), view: &view, styles: &styles }, false);
         assert_eq!(s.plots.len(), 1);
         let svg = &s.plots[0].svg;
         check_svg(svg, &["c3", "lor", "interval_ms=500", "reads (count)"]);
@@ -83,8 +89,10 @@ mod tests {
         }
         let view = View::new(&r);
         let styles = styles(&view);
-        let s = section(&Ctx { id: "sim".into(), view: &view, styles: &styles });
+        let s = section(&Ctx { id: "sim".into(), view: &view, styles: &styles }, false);
         assert!(s.plots.is_empty());
-        assert_eq!(s.notes.len(), 1);
+        assert_eq!(s.notes, ["No small-behind-large waits were counted in any run."]);
+        let s = section(&Ctx { id: "live".into(), view: &view, styles: &styles }, true);
+        assert_eq!(s.notes, ["Not measured: live runs do not count small-behind-large waits."]);
     }
 }

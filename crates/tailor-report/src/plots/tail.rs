@@ -1,7 +1,7 @@
 //! The tail view of a distribution shared by the latency, stretch and overlay plots:
 //! x = value (log), y = fraction of requests above it, 1 − F (log), so p99 and p99.9 stand apart.
 
-use crate::chart::{Figure, LegendItem};
+use crate::chart::{declutter, Figure, LegendItem};
 use crate::scale::format_tick;
 use crate::svg::{Anchor, Stroke};
 
@@ -16,12 +16,16 @@ pub struct Line {
     pub cdf: Vec<(f64, f64)>,
 }
 
-/// `(value, 1 − F)` points placeable on log axes: positive value, positive tail fraction.
+/// Tail fractions below this are rounding noise of a CDF that reached 1 (0.9999999999999999),
+/// not data: no run counts 10^12 requests. Left in, they stretched the y axis down to 1e-15.
+const TAIL_NOISE: f64 = 1e-12;
+
+/// `(value, 1 − F)` points placeable on log axes: positive value, tail fraction above noise.
 pub fn tail_points(cdf: &[(f64, f64)]) -> Vec<(f64, f64)> {
     cdf.iter()
         .filter(|(x, f)| x.is_finite() && f.is_finite() && *x > 0.0)
         .map(|(x, f)| (*x, 1.0 - f.clamp(0.0, 1.0)))
-        .filter(|(_, t)| *t > 0.0)
+        .filter(|(_, t)| *t > TAIL_NOISE)
         .collect()
 }
 
@@ -42,10 +46,15 @@ pub fn tail_figure(id: &str, title: &str, x_label: &str, legend: &[LegendItem], 
     fig.y_axis_fmt(&y, "fraction of reads above x (1 − F)", &format_fraction);
     // mark where the usual percentiles sit so the eye can read p99 straight off the plot
     let a = fig.area();
-    for (q, label) in [(0.5, "p50"), (0.1, "p90"), (0.01, "p99"), (0.001, "p99.9"), (0.0001, "p99.99")] {
-        let (lo, hi) = y.domain();
-        if q >= lo && q <= hi {
-            let py = y.map(q);
+    let (lo, hi) = y.domain();
+    let guides: Vec<(f64, &str)> =
+        [(0.5, "p50"), (0.1, "p90"), (0.01, "p99"), (0.001, "p99.9"), (0.0001, "p99.99"), (0.00001, "p99.999")]
+            .into_iter()
+            .filter(|(q, _)| *q >= lo && *q <= hi)
+            .collect();
+    let rows: Vec<f64> = guides.iter().map(|(q, _)| y.map(*q)).collect();
+    for ((_, label), (py, keep)) in guides.iter().zip(rows.iter().zip(declutter(&rows, 13.0))) {
+        if keep {
             fig.svg().text_styled(a.right() - 4.0, py - 3.0, label, 10.0, Anchor::End, false, "#999999", 0.0);
         }
     }
@@ -69,7 +78,7 @@ mod tests {
 
     #[test]
     fn tail_points_drop_the_unplaceable() {
-        let cdf = [(0.0, 0.0), (1.0, 0.0), (2.0, 0.9), (3.0, 1.0), (f64::NAN, 0.5)];
+        let cdf = [(0.0, 0.0), (1.0, 0.0), (2.0, 0.9), (2.5, 1.0 - 1e-16), (3.0, 1.0), (f64::NAN, 0.5)];
         assert_eq!(tail_points(&cdf), vec![(1.0, 1.0), (2.0, 0.09999999999999998)]);
     }
 

@@ -21,8 +21,21 @@ pub fn up(opts: &ClusterOptions, dir: Option<PathBuf>) -> Result<(), ClusterErro
         std::env::temp_dir().join(format!("tailor-cluster-{}-{nanos}", std::process::id()))
     });
     std::fs::create_dir_all(&dir).map_err(io(format!("create {}", dir.display())))?;
+    // the stop flag goes in before the start, so a Ctrl-C while nodes start ends in the cleanup
+    // below instead of killing `up` with its temporary directory left behind
+    let stop = install_stop_flag();
+    let outcome = supervise(opts, &dir, &stop);
+    if temporary {
+        // removed whatever the outcome: only this directory, which `up` created itself
+        std::fs::remove_dir_all(&dir).map_err(io(format!("remove {}", dir.display())))?;
+    }
+    outcome
+}
+
+/// Start the nodes in `dir`, print their addresses, watch them until `stop` or until none runs.
+fn supervise(opts: &ClusterOptions, dir: &Path, stop: &AtomicBool) -> Result<(), ClusterError> {
     let exe = std::env::current_exe().map_err(io("find the tailor executable"))?;
-    let (cfgs, mut children) = plan_and_start(&exe, opts, &dir, Duration::from_secs(30), |_| {})?;
+    let (cfgs, mut children) = plan_and_start(&exe, opts, dir, Duration::from_secs(30), |_| {})?;
     eprintln!(
         "cluster of {} nodes in {} (stop with Ctrl-C or `tailor cluster down --dir {}`)",
         cfgs.len(),
@@ -37,14 +50,9 @@ pub fn up(opts: &ClusterOptions, dir: Option<PathBuf>) -> Result<(), ClusterErro
             eprintln!("node {} metrics: http://{m}/metrics", cfg.id);
         }
     }
-    let stop = install_stop_flag();
-    watch(&dir, &mut children, &stop);
+    watch(dir, &mut children, stop);
     stop_children(&mut children);
-    pids::down(&dir)?;
-    if temporary {
-        std::fs::remove_dir_all(&dir).map_err(io(format!("remove {}", dir.display())))?;
-    }
-    Ok(())
+    pids::down(dir).map(|_| ())
 }
 
 /// Report nodes that exit; return on a stop signal or once no node of `dir` runs.

@@ -41,9 +41,14 @@ fn parse_weighting(s: &str) -> Result<Weighting, String> {
     }
 }
 
+/// Refuses `highs` here when this build lacks it, so the message names the flag the user typed
+/// (the library's own error can only name its `backend` option field).
 fn parse_backend(s: &str) -> Result<Backend, String> {
     match s {
         "max-flow" => Ok(Backend::MaxFlow),
+        "highs" if !cfg!(feature = "highs") => Err("`--solver highs` needs a build with HiGHS \
+             (cargo install --path crates/tailor --features highs); use `--solver max-flow`"
+            .into()),
         "highs" => Ok(Backend::Highs),
         _ => Err(format!("unknown solver `{s}` (max-flow, highs)")),
     }

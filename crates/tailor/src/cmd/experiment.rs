@@ -150,16 +150,18 @@ pub fn execute(args: &ExperimentArgs) -> Result<ExperimentOutput> {
 
 fn run_live(spec: &Spec, plans: &[&RunPlan], args: &ExperimentArgs, dir: &Path) -> Result<Results> {
     catch_interrupts();
+    let seconds: Vec<f64> = plans.iter().map(|p| live_seconds(p, args)).collect();
     let bar = progress_bar(args.quiet, plans.len() as u64);
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} live runs, eta {eta}: {msg}")
+        indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {msg}")
             .expect("valid template")
             .progress_chars("=> "),
     );
+    let clock = LiveClock::start(bar.clone(), seconds);
     let mut runs: Vec<RunResult> = Vec::new();
     for (i, plan) in plans.iter().enumerate() {
         let label = format!("{}+{} {}", plan.selector, plan.local, params_text(plan));
-        bar.set_message(label.clone());
+        clock.begin_run(i, &label);
         let run_dir = dir.join("live").join(format!("{i:03}-{}-{}", plan.selector, plan.local));
         let cluster_dir = run_dir.join("cluster");
         let _ = std::fs::remove_dir_all(&cluster_dir);
@@ -195,7 +197,6 @@ fn run_live(spec: &Spec, plans: &[&RunPlan], args: &ExperimentArgs, dir: &Path) 
         }
         bench.write(&run_dir)?;
         runs.push(bench.run().clone());
-        bar.inc(1);
         if INTERRUPTED.load(Ordering::Relaxed) {
             bar.abandon();
             bail!("interrupted after {} of {} live runs; every node was stopped", i + 1, plans.len());
@@ -210,6 +211,58 @@ fn run_live(spec: &Spec, plans: &[&RunPlan], args: &ExperimentArgs, dir: &Path) 
         spec: spec.to_toml(),
         runs,
     })
+}
+
+/// Seconds of load of one live run (warm-up included), known before it starts: the flag, else
+/// `workload.requests / rate` as the bench computes it; 0 when the rate cannot be told here.
+fn live_seconds(plan: &RunPlan, args: &ExperimentArgs) -> f64 {
+    if let Some(d) = args.live_duration {
+        return d;
+    }
+    let rate = tailor_bench::schedule::offered_rate(&plan.spec, plan.spec.cluster.servers, None, None);
+    match rate {
+        Ok(Some(r)) if r > 0.0 => plan.spec.workload.requests as f64 / r,
+        _ => 0.0,
+    }
+}
+
+/// The live progress line: runs done and an ETA from the known load seconds of the runs left
+/// (minus the part of the current run already spent), so it neither sits at 0 nor jumps by
+/// whole runs. Start-up and load phases are not counted: the ETA errs low by those.
+struct LiveClock {
+    state: std::sync::Arc<std::sync::Mutex<(usize, String, std::time::Instant)>>,
+}
+
+impl LiveClock {
+    fn start(bar: indicatif::ProgressBar, seconds: Vec<f64>) -> LiveClock {
+        let state = std::sync::Arc::new(std::sync::Mutex::new((0, String::new(), std::time::Instant::now())));
+        let weak = std::sync::Arc::downgrade(&state);
+        std::thread::spawn(move || {
+            while let Some(state) = weak.upgrade() {
+                let Ok((i, label, since)) = state.lock().map(|g| g.clone()) else { break };
+                drop(state);
+                bar.set_position(i as u64);
+                bar.set_message(eta_line(&seconds, i, since.elapsed().as_secs_f64(), &label));
+                std::thread::sleep(Duration::from_millis(500));
+            }
+        });
+        LiveClock { state }
+    }
+
+    fn begin_run(&self, i: usize, label: &str) {
+        if let Ok(mut g) = self.state.lock() {
+            *g = (i, label.to_string(), std::time::Instant::now());
+        }
+    }
+}
+
+/// `2/6 live runs, eta 1m 40s: <label>`: the rest of run `i` plus every later run.
+fn eta_line(seconds: &[f64], i: usize, spent: f64, label: &str) -> String {
+    let current = seconds.get(i).copied().unwrap_or(0.0);
+    let left = (current - spent).max(0.0) + seconds.iter().skip(i + 1).sum::<f64>();
+    let left = left.round() as u64;
+    let eta = if left >= 60 { format!("{}m {:02}s", left / 60, left % 60) } else { format!("{left}s") };
+    format!("{i}/{} live runs, eta {eta}: {label}", seconds.len())
 }
 
 /// The invalid live runs, one line each with its reasons; empty when every run is valid.
@@ -263,6 +316,14 @@ fn side_by_side(sim: &[RunResult], live: &[RunResult]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn live_eta_counts_the_rest_of_the_run_and_the_runs_left() {
+        let secs = [30.0, 30.0, 45.0];
+        assert_eq!(eta_line(&secs, 0, 0.0, "a"), "0/3 live runs, eta 1m 45s: a");
+        assert_eq!(eta_line(&secs, 1, 10.0, "b"), "1/3 live runs, eta 1m 05s: b");
+        assert_eq!(eta_line(&secs, 2, 50.0, "c"), "2/3 live runs, eta 0s: c", "an overrun is not negative");
+    }
 
     fn live(selector: &str, seed: u64, valid: bool) -> RunResult {
         let mut r = RunResult {

@@ -67,7 +67,10 @@ pub fn run(args: SimArgs) -> Result<()> {
     );
     let bar = progress_bar(args.quiet, plans.len() as u64);
     let started = Instant::now();
-    let outputs = tailor_sim::run_all(&plans, trace.as_deref(), &|runs, _| bar.set_position(runs))?;
+    let outputs = tailor_sim::run_all(&plans, trace.as_deref(), &|runs, done| {
+        bar.set_position(runs);
+        bar.set_message(eta_text(started.elapsed().as_secs_f64(), done, total_requests));
+    })?;
     bar.finish_and_clear();
     let elapsed = started.elapsed().as_secs_f64();
     let results = tailor_sim::results(&spec, &outputs);
@@ -114,13 +117,24 @@ pub fn progress_bar(quiet: bool, len: u64) -> ProgressBar {
     }
     let bar = ProgressBar::with_draw_target(Some(len), indicatif::ProgressDrawTarget::stderr());
     bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} runs, eta {eta}")
+        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} runs, {msg}")
             .expect("valid template")
             .progress_chars("=> "),
     );
+    // indicatif's own ETA said `eta 0s` while the first (or only) run went on
+    bar.set_message("eta after the first run");
     // nothing is drawn before the first tick, one second in
     bar.enable_steady_tick(Duration::from_secs(1));
     bar
+}
+
+/// The ETA by simulated requests (runs differ in length, so runs done would mislead).
+fn eta_text(elapsed: f64, done: u64, total: u64) -> String {
+    if done == 0 {
+        return "eta after the first run".into();
+    }
+    let left = (elapsed * (total.saturating_sub(done)) as f64 / done as f64).round() as u64;
+    format!("{done} of {total} requests, eta {}m {:02}s", left / 60, left % 60)
 }
 
 /// Write `results.json` and a flat `results.csv` into `dir`.
@@ -165,4 +179,16 @@ pub fn write_results_named(dir: &Path, stem: &str, results: &Results) -> Result<
     }
     std::fs::write(dir.join(format!("{stem}.csv")), csv)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sim_eta_follows_requests_not_runs() {
+        assert_eq!(eta_text(5.0, 0, 100), "eta after the first run");
+        assert_eq!(eta_text(10.0, 25, 100), "25 of 100 requests, eta 0m 30s");
+        assert_eq!(eta_text(10.0, 100, 100), "100 of 100 requests, eta 0m 00s");
+    }
 }
