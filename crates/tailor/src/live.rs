@@ -114,7 +114,8 @@ impl LiveCluster {
                 std::thread::sleep(next.saturating_duration_since(Instant::now()));
                 next += window;
                 for (i, &addr) in metrics.iter().enumerate() {
-                    let now = http_get(addr, "/metrics").ok().and_then(|t| counter(&t, "tailor_reads_served_total"));
+                    let now =
+                        cluster::http_get(addr, "/metrics").ok().and_then(|t| counter(&t, "tailor_reads_served_total"));
                     let served = match (last[i], now) {
                         (Some(a), Some(b)) => b.saturating_sub(a) as u32,
                         _ => 0,
@@ -134,7 +135,7 @@ impl LiveCluster {
     pub fn scrape_metrics(&self) -> Vec<String> {
         self.metrics
             .iter()
-            .map(|&addr| http_get(addr, "/metrics").unwrap_or_else(|e| format!("# unavailable: {e}\n")))
+            .map(|&addr| cluster::http_get(addr, "/metrics").unwrap_or_else(|e| format!("# unavailable: {e}\n")))
             .collect()
     }
 
@@ -170,17 +171,6 @@ fn emulate(spec: &Spec, e: &mut tailor_store::config::EmulationConfig) {
         e.fluct_factor = f.factor;
         e.fluct_period_ms = f.interval_ms.round().max(1.0) as u64;
     }
-}
-
-/// A minimal HTTP/1.0 GET on loopback.
-fn http_get(addr: SocketAddr, path: &str) -> std::io::Result<String> {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
-    s.set_read_timeout(Some(Duration::from_secs(2)))?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n")?;
-    let mut body = String::new();
-    s.read_to_string(&mut body)?;
-    Ok(body.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or(body))
 }
 
 /// A running sampler of per-node served reads; see [`LiveCluster::sample_load`].

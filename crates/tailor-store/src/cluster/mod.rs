@@ -4,10 +4,12 @@
 //! `pids.rs` finds, checks and stops the nodes a cluster directory's pid files name.
 
 mod pids;
+mod ready;
 mod repair;
 mod supervise;
 
 pub use pids::{children, down, restart, stop_pids_within};
+pub use ready::http_get;
 pub use repair::repair;
 pub use supervise::{stop_children, up};
 
@@ -43,8 +45,9 @@ pub enum ClusterError {
 /// so another process may take one in between; a fresh plan then almost surely succeeds.
 pub const START_ATTEMPTS: usize = 3;
 
-/// Spawn a node per config and wait until each listens for clients and peers; a node that exits
-/// first fails fast with [`ClusterError::NodeExited`]. On any error every started node is killed.
+/// Spawn a node per config and wait until each listens for clients and peers and (when it has a
+/// metrics endpoint) sees every peer up; a node that exits first fails fast with
+/// [`ClusterError::NodeExited`]. On any error every started node is killed.
 pub fn start_nodes(
     exe: &Path,
     cfgs: &[NodeConfig],
@@ -70,7 +73,8 @@ pub fn start_nodes(
                 return Err(ClusterError::NodeExited(cfg.id));
             }
             let up = |a: SocketAddr| TcpStream::connect_timeout(&a, Duration::from_millis(200)).is_ok();
-            if up(cfg.client_listen()) && up(cfg.peer_listen()) {
+            let peers_up = || cfg.metrics_addr.is_none_or(|m| ready::sees_peers_up(m, cfgs.len() - 1));
+            if up(cfg.client_listen()) && up(cfg.peer_listen()) && peers_up() {
                 break;
             }
             if Instant::now() > deadline {
