@@ -11,7 +11,8 @@
 //! One job per module: [`config`], [`storage`], [`resp`], [`client_conn`], [`tls`], [`commands`],
 //! [`internode`], [`peer`], [`peer_conn`], [`limits`], [`coordinator`], [`replica`],
 //! [`emulation`], [`metrics`], [`node`], [`cli`], [`cluster`]; repair in [`hints`], [`repair`],
-//! [`anti_entropy`] (over [`merkle`] trees) and [`gc`] (tombstones).
+//! [`anti_entropy`] (over [`merkle`] trees) and [`gc`] (tombstones and expired values); expiry
+//! replicated as an absolute time in [`expiry`].
 
 #![warn(missing_docs)]
 
@@ -23,6 +24,7 @@ pub mod commands;
 pub mod config;
 pub mod coordinator;
 pub mod emulation;
+pub mod expiry;
 pub mod gc;
 pub mod hints;
 pub mod hlc;

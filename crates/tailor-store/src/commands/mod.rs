@@ -1,9 +1,13 @@
 //! Client commands: the Redis subset unmodified clients need, plus `TAILOR.*` admin commands.
 //!
-//! Choices: `SET` accepts no options (`EX`, `NX`, ... get a syntax error); `DEL` and `EXISTS`
-//! read each key first (at the read consistency) to count what existed; `HELLO` is refused as an
-//! unknown command so clients fall back to RESP2; `CONFIG GET` answers `save` and `appendonly`
-//! (what redis-benchmark asks) and an empty list otherwise.
+//! Families, one file each: [`strings`] (GET, SET and its options, SETEX, SETNX, GETSET,
+//! GETDEL, MSET, APPEND, STRLEN; INCR/DECR refused), [`expiry`] (EXPIRE family, TTL, PERSIST),
+//! [`keyspace`] (DEL/UNLINK, EXISTS, TYPE); how they read and write in [`access`] (expiry as an
+//! absolute time, read-modify-writes that are not atomic). `docs/redis.md` lists what is
+//! supported and each command's consistency.
+//!
+//! Choices: `HELLO` is refused as an unknown command so clients fall back to RESP2; `CONFIG
+//! GET` answers `save` and `appendonly` (what redis-benchmark asks) and an empty list otherwise.
 //!
 //! Size-oracle introspection: `TAILOR.GET size_class <key>` answers `large` or `small` as this
 //! node's coordinator would class the key for its selector (its configured oracle);
@@ -14,6 +18,11 @@
 //! Limits: every key is checked against `max_key_bytes` before any work (the engine cannot
 //! store longer keys), every value against `max_value_bytes`, and every `TAILOR.SET` value
 //! against its knob's range; each refusal names the limit or knob.
+
+mod access;
+mod expiry;
+mod keyspace;
+mod strings;
 
 use crate::config::Consistency;
 use crate::limits::Lease;
@@ -33,7 +42,7 @@ pub struct Executed {
     pub lease: Option<Lease>,
 }
 
-fn wrong_args(name: &str) -> Reply {
+pub(crate) fn wrong_args(name: &str) -> Reply {
     Reply::err(format!("wrong number of arguments for '{name}' command"))
 }
 
@@ -49,15 +58,38 @@ fn unknown(args: &[Vec<u8>]) -> Reply {
     Reply::err(format!("unknown command '{name}', with args beginning with: {rest}"))
 }
 
+/// Commands whose one key is their first argument.
+const ONE_KEY: &[&str] = &[
+    "get",
+    "set",
+    "setex",
+    "psetex",
+    "setnx",
+    "getset",
+    "getdel",
+    "append",
+    "strlen",
+    "type",
+    "ttl",
+    "pttl",
+    "persist",
+    "expire",
+    "pexpire",
+    "expireat",
+    "pexpireat",
+    "tailor.localget",
+];
+
 /// The arguments of command `name` that are keys.
-fn keys<'a>(name: &str, args: &'a [Vec<u8>]) -> &'a [Vec<u8>] {
-    let first = match name {
-        "get" | "set" | "mget" | "exists" | "del" | "tailor.localget" => 1,
-        "tailor.get" if args.len() == 3 => 2,
-        _ => return &[],
+fn keys<'a>(name: &str, args: &'a [Vec<u8>]) -> Vec<&'a [u8]> {
+    let (first, step, last) = match name {
+        _ if ONE_KEY.contains(&name) => (1, 1, 2),
+        "mget" | "exists" | "del" | "unlink" => (1, 1, args.len()),
+        "mset" => (1, 2, args.len()),
+        "tailor.get" if args.len() == 3 => (2, 1, 3),
+        _ => return Vec::new(),
     };
-    let last = if name == "set" { 2 } else { args.len() };
-    &args[first.min(args.len())..last.min(args.len())]
+    args.get(first..last.min(args.len())).unwrap_or_default().iter().step_by(step).map(Vec::as_slice).collect()
 }
 
 /// Refuse a command any of whose keys is above `max_key_bytes`.
@@ -84,7 +116,6 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
     }
     let n = args.len();
     let coord = &node.coordinator;
-    let err = |e: crate::coordinator::CoordError| Reply::err(e);
     reply(match name.as_str() {
         "ping" => match n {
             1 => Reply::Simple("PONG".into()),
@@ -103,50 +134,23 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
                 refused
             }
         },
-        "get" if n == 2 => match coord.read(&args[1], session.consistency()).await {
-            Ok(v) => v.value.map_or(Reply::Null, Reply::Bulk),
-            Err(e) => err(e),
-        },
-        "get" => wrong_args("get"),
-        "set" if n == 3 => {
-            let mut it = args.into_iter().skip(1);
-            let (Some(k), Some(v)) = (it.next(), it.next()) else { return reply(wrong_args("set")) };
-            if v.len() as u64 > node.cfg.max_value_bytes {
-                Reply::err(format!(
-                    "value of {} bytes exceeds the maximum of {} bytes (max_value_bytes)",
-                    v.len(),
-                    node.cfg.max_value_bytes
-                ))
-            } else {
-                match coord.write(&k, Some(v), session.consistency()).await {
-                    Ok(()) => Reply::ok(),
-                    Err(e) => err(e),
-                }
-            }
-        }
-        "set" if n > 3 => Reply::err("syntax error"),
-        "set" => wrong_args("set"),
+        "get" => strings::get(node, session, &args).await,
+        "set" => strings::set(node, session, &args).await,
+        "setex" | "psetex" => strings::setex(node, session, &name, &args).await,
+        "setnx" => strings::setnx(node, session, &args).await,
+        "getset" | "getdel" => strings::get_and(node, session, &name, &args).await,
+        "mset" => strings::mset(node, session, &args).await,
+        "append" => strings::append(node, session, &args).await,
+        "strlen" => strings::strlen(node, session, &args).await,
+        "incr" | "decr" | "incrby" | "decrby" | "incrbyfloat" => Reply::err(strings::NO_COUNTERS),
+        "expire" | "pexpire" | "expireat" | "pexpireat" => expiry::expire(node, session, &name, &args).await,
+        "ttl" | "pttl" => expiry::ttl(node, session, &args, name == "pttl").await,
+        "persist" => expiry::persist(node, session, &args).await,
+        "del" | "unlink" => keyspace::del(node, session, &name, &args).await,
+        "exists" => keyspace::exists(node, session, &args).await,
+        "type" => keyspace::key_type(node, session, &args).await,
         "mget" if n >= 2 => return mget(node, session, &args[1..]).await,
         "mget" => wrong_args("mget"),
-        "exists" | "del" if n >= 2 => {
-            let mut count = 0;
-            for k in &args[1..] {
-                match coord.read(k, session.consistency()).await {
-                    Ok(v) if v.value.is_some() => {
-                        if name == "del" {
-                            if let Err(e) = coord.write(k, None, session.consistency()).await {
-                                return reply(err(e));
-                            }
-                        }
-                        count += 1;
-                    }
-                    Ok(_) => {}
-                    Err(e) => return reply(err(e)),
-                }
-            }
-            Reply::Integer(count)
-        }
-        "exists" | "del" => wrong_args(&name),
         "select" if n == 2 => {
             if args[1] == b"0" {
                 Reply::ok()
@@ -191,7 +195,7 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
         }
         "tailor.get" => wrong_args("tailor.get"),
         "tailor.localget" if n == 2 => match node.storage.get(&args[1]) {
-            Ok(v) => v.value.map_or(Reply::Null, Reply::Bulk),
+            Ok(v) => access::live(v.value, crate::expiry::now_ms()).map_or(Reply::Null, |v| Reply::Bulk(v.value)),
             Err(e) => Reply::err(e),
         },
         "tailor.localget" => wrong_args("tailor.localget"),
@@ -229,8 +233,25 @@ fn consistency(node: &Node, session: &mut Session, args: &[Vec<u8>]) -> Reply {
 pub const COMMANDS: &[&str] = &[
     "get",
     "set",
+    "setex",
+    "psetex",
+    "setnx",
+    "getset",
+    "getdel",
+    "mset",
+    "append",
+    "strlen",
+    "expire",
+    "pexpire",
+    "expireat",
+    "pexpireat",
+    "ttl",
+    "pttl",
+    "persist",
     "del",
+    "unlink",
     "exists",
+    "type",
     "mget",
     "ping",
     "echo",
@@ -348,9 +369,9 @@ async fn mget(node: &Arc<Node>, session: &Session, keys: &[Vec<u8>]) -> Executed
     let mut lease = node.budget.lease();
     let mut out = Vec::with_capacity(keys.len());
     for k in keys {
-        let value = match node.coordinator.read(k, session.consistency()).await {
-            Ok(v) => v.value,
-            Err(e) => return Executed { reply: Reply::err(e.to_string()), close: false, lease: None },
+        let value = match access::read(node, session, k).await {
+            Ok(v) => v.map(|v| v.value),
+            Err(reply) => return Executed { reply, close: false, lease: None },
         };
         let bytes = value.as_ref().map_or(0, |v| v.len() as u64) + REPLY_OVERHEAD;
         if lease.resize(lease.held() + bytes).is_err() {

@@ -1,0 +1,217 @@
+//! The Redis commands people use with a key-value store, driven by redis-rs (a real client)
+//! against real node processes: SET's options, SETEX/PSETEX/SETNX/GETSET/GETDEL, MSET/MGET,
+//! APPEND/STRLEN, DEL/UNLINK/EXISTS/TYPE, the EXPIRE family with TTL/PTTL/PERSIST; expiry as an
+//! absolute time on every replica, across a restart and through repair; INCR refused; bad
+//! arguments answered with errors, never a crash.
+
+mod common;
+use common::*;
+use redis::{cmd, Connection, RedisResult, Value};
+use std::time::Duration;
+use tailor_store::cluster::ClusterOptions;
+
+/// Three nodes, every key on each, reads and writes at QUORUM (a read sees the write before it).
+fn three(tweak: impl Fn(&mut tailor_store::config::NodeConfig)) -> TestCluster {
+    let quorum = tailor_store::config::Consistency::Quorum;
+    let opts = ClusterOptions { nodes: 3, replication: 3, read_consistency: quorum, ..ClusterOptions::default() };
+    TestCluster::start(opts, tweak)
+}
+
+fn q<T: redis::FromRedisValue>(con: &mut Connection, args: &[&str]) -> T {
+    let mut c = cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    c.query(con).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+/// The error text of a command that must fail.
+fn error(con: &mut Connection, args: &[&str]) -> String {
+    let mut c = cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    let r: RedisResult<Value> = c.query(con);
+    match r {
+        Err(e) => e.to_string(),
+        Ok(v) => panic!("{args:?} answered {v:?}, expected an error"),
+    }
+}
+
+/// The expiry (Unix ms) node `i`'s own replica holds for `key`, if it holds a value.
+fn replica_expiry(cl: &TestCluster, i: usize, key: &str) -> Option<Option<u64>> {
+    replica_value(cl, i, key).map(|v| tailor_store::expiry::decode(&v).1)
+}
+
+#[test]
+fn set_options_and_string_commands_follow_redis() {
+    let cl = three(|_| {});
+    let mut con = cl.conn(0);
+    assert_eq!(q::<String>(&mut con, &["SET", "k", "v1"]), "OK");
+    assert_eq!(q::<Option<String>>(&mut con, &["SET", "k", "v2", "NX"]), None);
+    assert_eq!(q::<Option<String>>(&mut con, &["SET", "k", "v2", "XX", "GET"]), Some("v1".into()));
+    assert_eq!(q::<Option<String>>(&mut con, &["SET", "absent", "v", "XX"]), None);
+    assert_eq!(q::<i64>(&mut con, &["EXISTS", "absent", "k", "k"]), 2);
+    assert_eq!(q::<Option<String>>(&mut con, &["SET", "fresh", "v", "NX", "GET"]), None);
+    assert_eq!(q::<String>(&mut con, &["GET", "fresh"]), "v");
+    assert_eq!(q::<i64>(&mut con, &["SETNX", "fresh", "w"]), 0);
+    assert_eq!(q::<i64>(&mut con, &["SETNX", "nx", "w"]), 1);
+    assert_eq!(q::<Option<String>>(&mut con, &["GETSET", "nx", "x"]), Some("w".into()));
+    assert_eq!(q::<Option<String>>(&mut con, &["GETDEL", "nx"]), Some("x".into()));
+    assert_eq!(q::<Option<String>>(&mut con, &["GETDEL", "nx"]), None);
+    assert_eq!(q::<String>(&mut con, &["MSET", "a", "1", "b", "2"]), "OK");
+    assert_eq!(
+        q::<Vec<Option<String>>>(&mut con, &["MGET", "a", "zz", "b"]),
+        vec![Some("1".into()), None, Some("2".into())]
+    );
+    assert_eq!(q::<i64>(&mut con, &["APPEND", "a", "23"]), 3);
+    assert_eq!(q::<i64>(&mut con, &["APPEND", "new", "xy"]), 2);
+    assert_eq!(q::<i64>(&mut con, &["STRLEN", "a"]), 3);
+    assert_eq!(q::<i64>(&mut con, &["STRLEN", "zz"]), 0);
+    assert_eq!(q::<String>(&mut con, &["TYPE", "a"]), "string");
+    assert_eq!(q::<String>(&mut con, &["TYPE", "zz"]), "none");
+    assert_eq!(q::<i64>(&mut con, &["DEL", "a", "zz"]), 1);
+    assert_eq!(q::<i64>(&mut con, &["UNLINK", "b", "new"]), 2);
+    assert_eq!(q::<i64>(&mut con, &["EXISTS", "a", "b", "new"]), 0);
+    // a value that looks like the expiry envelope round-trips untouched
+    let tricky = [&tailor_store::expiry::MAGIC[..], &[1u8; 12]].concat();
+    let _: () = cmd("SET").arg("tricky").arg(&tricky).query(&mut con).unwrap();
+    assert_eq!(get(&mut con, "tricky").unwrap(), Some(tricky));
+    assert_eq!(q::<i64>(&mut con, &["TTL", "tricky"]), -1);
+    assert!(error(&mut con, &["INCR", "n"]).contains("last-writer-wins"));
+    assert!(error(&mut con, &["DECRBY", "n", "2"]).contains("not supported"));
+}
+
+#[test]
+fn bad_arguments_get_redis_errors_and_the_node_lives_on() {
+    let cl = three(|_| {});
+    let mut con = cl.conn(1);
+    let invalid = "invalid expire time in 'set' command";
+    for args in [
+        &["SET", "k", "v", "EX", "9223372036854775807"][..],
+        &["SET", "k", "v", "PX", "0"],
+        &["SET", "k", "v", "EX", "-3"],
+        &["SET", "k", "v", "EXAT", "-1"],
+    ] {
+        assert!(error(&mut con, args).contains(invalid), "{args:?}");
+    }
+    for args in [
+        &["SET", "k", "v", "NX", "XX"][..],
+        &["SET", "k", "v", "EX"],
+        &["SET", "k", "v", "EX", "1", "PX", "1"],
+        &["SET", "k", "v", "KEEPTTL", "EX", "1"],
+        &["SET", "k", "v", "BOGUS"],
+    ] {
+        assert!(error(&mut con, args).contains("syntax error"), "{args:?}");
+    }
+    assert!(error(&mut con, &["SET", "k", "v", "EX", "ten"]).contains("not an integer"));
+    assert!(error(&mut con, &["SETEX", "k", "0", "v"]).contains("invalid expire time in 'setex' command"));
+    assert!(error(&mut con, &["PSETEX", "k", "x", "v"]).contains("not an integer"));
+    assert!(error(&mut con, &["EXPIRE", "k", "9223372036854775807"]).contains("invalid expire time"));
+    assert!(error(&mut con, &["EXPIRE", "k", "10", "NX", "XX"]).contains("not compatible"));
+    assert!(error(&mut con, &["EXPIRE", "k", "10", "GT", "LT"]).contains("not compatible"));
+    assert!(error(&mut con, &["EXPIRE", "k", "10", "SOON"]).contains("Unsupported option"));
+    assert!(error(&mut con, &["MSET", "a", "1", "b"]).contains("wrong number of arguments"));
+    assert!(error(&mut con, &["TTL"]).contains("wrong number of arguments"));
+    assert!(error(&mut con, &["GETSET", "k"]).contains("wrong number of arguments"));
+    let long = "k".repeat(70_000);
+    assert!(error(&mut con, &["SETEX", &long, "10", "v"]).contains("max_key_bytes"));
+    let mut mset = vec!["MSET"];
+    mset.extend(std::iter::repeat_n(["k", "v"], 1100).flatten());
+    assert!(error(&mut con, &mset).contains("above the limit"));
+    assert_eq!(q::<String>(&mut con, &["PING"]), "PONG", "still serving");
+}
+
+#[test]
+fn expiry_is_honoured_by_every_replica_and_by_the_expire_family() {
+    let cl = three(|_| {});
+    let mut con = cl.conn(0);
+    assert_eq!(q::<String>(&mut con, &["SET", "short", "v", "PX", "400"]), "OK");
+    assert_eq!(q::<String>(&mut con, &["SETEX", "long", "100", "v"]), "OK");
+    let pttl: i64 = q(&mut con, &["PTTL", "short"]);
+    assert!((1..=400).contains(&pttl), "{pttl}");
+    assert_eq!(q::<i64>(&mut con, &["TTL", "long"]), 100);
+    assert_eq!(q::<i64>(&mut con, &["TTL", "absent"]), -2);
+    // every replica holds the same absolute expiry
+    let at = replica_expiry(&cl, 0, "long").unwrap().unwrap();
+    assert!((0..3).all(|i| replica_expiry(&cl, i, "long") == Some(Some(at))));
+    std::thread::sleep(Duration::from_millis(600));
+    for i in 0..3 {
+        let mut c = cl.conn(i);
+        assert_eq!(q::<Option<String>>(&mut c, &["TAILOR.LOCALGET", "short"]), None, "node {i}'s replica");
+        let _: () = cmd("CONSISTENCY").arg("one").query(&mut c).unwrap();
+        assert_eq!(q::<Option<String>>(&mut c, &["GET", "short"]), None, "GET at ONE via node {i}");
+        assert_eq!(replica_value(&cl, i, "short"), None, "internode read of node {i}");
+    }
+    assert_eq!(q::<i64>(&mut con, &["EXISTS", "short"]), 0);
+    assert_eq!(q::<String>(&mut con, &["TYPE", "short"]), "none");
+    assert_eq!(q::<i64>(&mut con, &["STRLEN", "short"]), 0);
+    assert_eq!(q::<i64>(&mut con, &["TTL", "short"]), -2);
+    // the EXPIRE family and its conditions
+    assert_eq!(q::<i64>(&mut con, &["EXPIRE", "short", "10"]), 0, "absent");
+    assert_eq!(q::<i64>(&mut con, &["EXPIRE", "long", "50", "GT"]), 0);
+    assert_eq!(q::<i64>(&mut con, &["EXPIRE", "long", "50", "LT"]), 1);
+    assert_eq!(q::<i64>(&mut con, &["TTL", "long"]), 50);
+    assert_eq!(q::<i64>(&mut con, &["EXPIRE", "long", "70", "NX"]), 0);
+    assert_eq!(q::<i64>(&mut con, &["PEXPIRE", "long", "70000", "XX"]), 1);
+    assert_eq!(q::<i64>(&mut con, &["TTL", "long"]), 70);
+    let at = tailor_store::expiry::now_ms() / 1000 + 200;
+    assert_eq!(q::<i64>(&mut con, &["EXPIREAT", "long", &at.to_string()]), 1);
+    assert!((199..=200).contains(&q::<i64>(&mut con, &["TTL", "long"])));
+    assert_eq!(q::<i64>(&mut con, &["PEXPIREAT", "long", &(at * 1000).to_string()]), 1);
+    assert_eq!(q::<i64>(&mut con, &["PERSIST", "long"]), 1);
+    assert_eq!(q::<i64>(&mut con, &["PERSIST", "long"]), 0);
+    assert_eq!(q::<i64>(&mut con, &["TTL", "long"]), -1);
+    assert_eq!(q::<i64>(&mut con, &["EXPIRE", "long", "100"]), 1);
+    assert_eq!(q::<String>(&mut con, &["SET", "long", "w", "KEEPTTL"]), "OK");
+    assert_eq!(q::<i64>(&mut con, &["TTL", "long"]), 100, "KEEPTTL kept it");
+    assert_eq!(q::<String>(&mut con, &["SET", "long", "w"]), "OK");
+    assert_eq!(q::<i64>(&mut con, &["TTL", "long"]), -1, "a plain SET clears it");
+    assert_eq!(q::<i64>(&mut con, &["EXPIRE", "long", "-1"]), 1, "a past expiry deletes");
+    assert_eq!(q::<i64>(&mut con, &["EXISTS", "long"]), 0);
+    let _: String = q(&mut con, &["SET", "at", "v", "PXAT", &(tailor_store::expiry::now_ms() + 300).to_string()]);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(q::<Option<String>>(&mut con, &["GET", "at"]), None);
+}
+
+#[test]
+fn expiry_survives_a_restart_and_repair_brings_it_to_a_replica_that_missed_it() {
+    let mut cl = three(|c| c.hint_max_bytes = 0);
+    let mut con = cl.conn(0);
+    assert_eq!(q::<String>(&mut con, &["SET", "k", "v"]), "OK");
+    assert_eq!(q::<String>(&mut con, &["SET", "soon", "v", "PX", "1500"]), "OK");
+    cl.kill(2);
+    assert!(eventually(10, || cl.metric(0, "tailor_peer_up", &["peer=\"2\""]) == 0.0), "node 0 sees node 2 down");
+    assert_eq!(q::<i64>(&mut con, &["EXPIRE", "k", "300"]), 1);
+    cl.restart(2);
+    assert_eq!(replica_expiry(&cl, 2, "k"), Some(None), "node 2 missed the EXPIRE (no hints)");
+    assert!(eventually(10, || cl.metric(0, "tailor_peer_up", &["peer=\"2\""]) == 1.0), "node 0 sees node 2");
+    let report: String = cmd("TAILOR.REPAIR").query(&mut cl.conn(0)).unwrap();
+    let at = replica_expiry(&cl, 0, "k").unwrap();
+    assert!(at.is_some());
+    assert_eq!(replica_expiry(&cl, 2, "k"), Some(at), "repair copied the expiry: {report}");
+    let mut c2 = cl.conn(2);
+    let _: () = cmd("CONSISTENCY").arg("one").query(&mut c2).unwrap();
+    assert!((299..=300).contains(&q::<i64>(&mut c2, &["TTL", "k"])));
+    // a restart keeps expiries, and the restarted replica expires the key on time
+    cl.kill(0);
+    cl.restart(0);
+    assert_eq!(replica_expiry(&cl, 0, "k"), Some(at), "the expiry survived the restart");
+    let mut c0 = cl.conn(0);
+    let gone = eventually(5, || q::<Option<String>>(&mut c0, &["TAILOR.LOCALGET", "soon"]).is_none());
+    assert!(gone, "the restarted replica expires 'soon'");
+    assert_eq!(q::<i64>(&mut c0, &["EXISTS", "soon"]), 0);
+}
+
+#[test]
+fn redis_py_runs_every_command() {
+    let has = std::process::Command::new("python3").args(["-c", "import redis"]).status();
+    assert!(has.is_ok_and(|s| s.success()), "redis-py is missing: pip install redis");
+    let cl = three(|_| {});
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/redis-py-check.py");
+    let port = cl.cfgs[0].client_addr.port().to_string();
+    let out = std::process::Command::new("python3").args([script, "--port", &port]).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "redis-py check failed:\n{stdout}\n{stderr}");
+    assert!(stdout.contains("redis-py check passed"), "{stdout}");
+}
