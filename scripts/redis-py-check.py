@@ -69,6 +69,14 @@ def main():
     assert r.ttl("zz") == -2 and r.pttl("zz") == -2
     time.sleep(0.5)
     assert r.get("p") is None and r.exists("p") == 0 and r.ttl("p") == -2
+    # connection and server commands
+    assert r.client_setname("py") is True and r.client_getname() in ("py", b"py")
+    assert isinstance(r.client_id(), int)
+    assert any(c.get("name") == "py" for c in r.client_list())
+    assert r.info("server")["redis_version"] == "7.2.0"
+    assert r.info("memory")["used_memory_rss"] > 0
+    assert "db0" in r.info("keyspace")
+    assert r.command_count() > 30
     # refused and bad arguments
     expect_error(lambda: r.incr("n"), "last-writer-wins")
     expect_error(lambda: r.decrby("n", 2), "not supported")

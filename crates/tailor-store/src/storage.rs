@@ -361,6 +361,12 @@ impl Storage {
         Ok(done)
     }
 
+    /// About how many values the engine holds (its estimate; expired values not yet dropped
+    /// included): `INFO keyspace`.
+    pub fn approximate_keys(&self) -> usize {
+        self.data.approximate_len()
+    }
+
     /// A keyspace of its own for another part of the node (hints), in the same journal.
     pub(crate) fn keyspace(&self, name: &str) -> Result<Keyspace, StorageError> {
         Ok(self.db.keyspace(name, KeyspaceCreateOptions::default)?)

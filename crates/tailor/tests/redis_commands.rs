@@ -134,7 +134,9 @@ fn expiry_is_honoured_by_every_replica_and_by_the_expire_family() {
     assert_eq!(q::<i64>(&mut con, &["TTL", "absent"]), -2);
     // every replica holds the same absolute expiry
     let at = replica_expiry(&cl, 0, "long").unwrap().unwrap();
-    assert!((0..3).all(|i| replica_expiry(&cl, i, "long") == Some(Some(at))));
+    // (a QUORUM write is acknowledged by two replicas; the third applies it just after)
+    let everywhere = eventually(5, || (0..3).all(|i| replica_expiry(&cl, i, "long") == Some(Some(at))));
+    assert!(everywhere, "every replica holds expiry {at}");
     std::thread::sleep(Duration::from_millis(600));
     for i in 0..3 {
         let mut c = cl.conn(i);
@@ -214,4 +216,51 @@ fn redis_py_runs_every_command() {
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "redis-py check failed:\n{stdout}\n{stderr}");
     assert!(stdout.contains("redis-py check passed"), "{stdout}");
+}
+
+#[test]
+fn connection_commands_answer_like_redis() {
+    let cl = TestCluster::start(ClusterOptions { nodes: 1, ..ClusterOptions::default() }, |_| {});
+    let (mut a, mut b) = (cl.conn(0), cl.conn(0));
+    let id: i64 = q(&mut a, &["CLIENT", "ID"]);
+    assert_eq!(q::<String>(&mut a, &["CLIENT", "SETNAME", "alpha"]), "OK");
+    assert_eq!(q::<Option<String>>(&mut a, &["CLIENT", "GETNAME"]), Some("alpha".into()));
+    assert_eq!(q::<Option<String>>(&mut b, &["CLIENT", "GETNAME"]), None);
+    assert!(error(&mut a, &["CLIENT", "SETNAME", "two words"]).contains("cannot contain spaces"));
+    let list: String = q(&mut b, &["CLIENT", "LIST"]);
+    assert!(list.contains(&format!("id={id} addr=127.0.0.1:")) && list.contains(" name=alpha "), "{list}");
+    assert!(list.lines().count() >= 2 && list.contains("cmd=client"), "{list}");
+    let mine: String = q(&mut a, &["CLIENT", "INFO"]);
+    assert!(mine.starts_with(&format!("id={id} ")) && mine.contains("name=alpha"), "{mine}");
+    let hello: Vec<Value> = q(&mut b, &["HELLO", "2", "SETNAME", "beta"]);
+    assert_eq!((hello.len(), &hello[5]), (14, &Value::Int(2)));
+    assert_eq!(q::<Option<String>>(&mut b, &["CLIENT", "GETNAME"]), Some("beta".into()));
+    assert!(error(&mut b, &["HELLO", "3"]).contains("NOPROTO"));
+    assert!(error(&mut b, &["HELLO", "x"]).contains("Protocol version"));
+    let count: i64 = q(&mut a, &["COMMAND", "COUNT"]);
+    assert_eq!(q::<Vec<Value>>(&mut a, &["COMMAND"]).len() as i64, count);
+    let info: Vec<Value> = q(&mut a, &["COMMAND", "INFO", "mset", "nosuch"]);
+    assert_eq!(info[1], Value::Nil);
+    let Value::Array(mset) = &info[0] else { panic!("{info:?}") };
+    assert_eq!(
+        (&mset[1], &mset[3], &mset[4], &mset[5]),
+        (&Value::Int(-3), &Value::Int(1), &Value::Int(-1), &Value::Int(2))
+    );
+    assert_eq!(q::<Vec<Value>>(&mut a, &["COMMAND", "DOCS", "get"]).len(), 2);
+    let text: String = q(&mut a, &["INFO"]);
+    for needle in [
+        "# Server\r\nredis_version:7.2.0\r\ntailor_version:",
+        "# Clients\r\nconnected_clients:2",
+        "# Memory\r\nused_memory_rss:",
+        "# Stats\r\ntotal_connections_received:",
+        "# Keyspace\r\ndb0:keys=",
+    ] {
+        assert!(text.contains(needle), "{needle} not in {text}");
+    }
+    let only: String = q(&mut a, &["INFO", "memory"]);
+    assert!(only.starts_with("# Memory") && !only.contains("# Server"), "{only}");
+    let rss: u64 = only.lines().find_map(|l| l.strip_prefix("used_memory_rss:")).unwrap().parse().unwrap();
+    assert!(rss > 1 << 20, "{rss}");
+    drop(b);
+    assert!(eventually(5, || q::<String>(&mut a, &["CLIENT", "LIST"]).lines().count() == 1), "b left the list");
 }

@@ -6,8 +6,9 @@
 //! absolute time, read-modify-writes that are not atomic). `docs/redis.md` lists what is
 //! supported and each command's consistency.
 //!
-//! Choices: `HELLO` is refused as an unknown command so clients fall back to RESP2; `CONFIG
-//! GET` answers `save` and `appendonly` (what redis-benchmark asks) and an empty list otherwise.
+//! [`connection`] (HELLO, CLIENT, COMMAND, INFO) with the command table in [`table`].
+//!
+//! Choices: `CONFIG GET` answers `save` and `appendonly` (what redis-benchmark asks) and an empty list otherwise.
 //!
 //! Size-oracle introspection: `TAILOR.GET size_class <key>` answers `large` or `small` as this
 //! node's coordinator would class the key for its selector (its configured oracle);
@@ -20,9 +21,13 @@
 //! against its knob's range; each refusal names the limit or knob.
 
 mod access;
+mod connection;
 mod expiry;
 mod keyspace;
 mod strings;
+mod table;
+
+pub use table::COMMANDS;
 
 use crate::config::Consistency;
 use crate::limits::Lease;
@@ -58,43 +63,9 @@ fn unknown(args: &[Vec<u8>]) -> Reply {
     Reply::err(format!("unknown command '{name}', with args beginning with: {rest}"))
 }
 
-/// Commands whose one key is their first argument.
-const ONE_KEY: &[&str] = &[
-    "get",
-    "set",
-    "setex",
-    "psetex",
-    "setnx",
-    "getset",
-    "getdel",
-    "append",
-    "strlen",
-    "type",
-    "ttl",
-    "pttl",
-    "persist",
-    "expire",
-    "pexpire",
-    "expireat",
-    "pexpireat",
-    "tailor.localget",
-];
-
-/// The arguments of command `name` that are keys.
-fn keys<'a>(name: &str, args: &'a [Vec<u8>]) -> Vec<&'a [u8]> {
-    let (first, step, last) = match name {
-        _ if ONE_KEY.contains(&name) => (1, 1, 2),
-        "mget" | "exists" | "del" | "unlink" => (1, 1, args.len()),
-        "mset" => (1, 2, args.len()),
-        "tailor.get" if args.len() == 3 => (2, 1, 3),
-        _ => return Vec::new(),
-    };
-    args.get(first..last.min(args.len())).unwrap_or_default().iter().step_by(step).map(Vec::as_slice).collect()
-}
-
 /// Refuse a command any of whose keys is above `max_key_bytes`.
 fn check_keys(node: &Node, name: &str, args: &[Vec<u8>]) -> Result<(), Reply> {
-    for k in keys(name, args) {
+    for k in table::keys(name, args) {
         crate::limits::check_key(k, node.cfg.max_key_bytes).map_err(|e| {
             node.metrics.limit_refusals.fetch_add(1, Ordering::Relaxed);
             Reply::err(e)
@@ -111,6 +82,7 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
         return reply(Reply::err("empty command"));
     }
     let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
+    session.touch(&name);
     if let Err(refused) = session.may_run(&node.cfg, &name).and_then(|()| check_keys(node, &name, &args)) {
         return reply(refused);
     }
@@ -159,10 +131,8 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
             }
         }
         "select" => wrong_args("select"),
-        "command" => match args.get(1).map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()) {
-            Some(s) if s == "count" => Reply::Integer(COMMANDS.len() as i64),
-            _ => Reply::Array(Vec::new()),
-        },
+        "command" => connection::command(&args),
+        "hello" => connection::hello(node, session, &args),
         "config" if n >= 3 && args[1].eq_ignore_ascii_case(b"get") => {
             let mut out = Vec::new();
             for p in &args[2..] {
@@ -178,9 +148,8 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
             Reply::Array(out)
         }
         "config" => Reply::err("CONFIG supports only GET here"),
-        "client" if n >= 2 => Reply::ok(),
-        "client" => wrong_args("client"),
-        "info" => Reply::Bulk(info(node).into_bytes()),
+        "client" => connection::client(session, &args),
+        "info" => connection::info(node, session, &args),
         "tailor.repair" if n == 1 => match crate::anti_entropy::run(node).await {
             Ok(report) => Reply::Simple(report.to_string()),
             Err(e) => Reply::err(e),
@@ -228,46 +197,6 @@ fn consistency(node: &Node, session: &mut Session, args: &[Vec<u8>]) -> Reply {
         _ => wrong_args("consistency"),
     }
 }
-
-/// Commands this node implements (for `COMMAND COUNT` and `INFO`).
-pub const COMMANDS: &[&str] = &[
-    "get",
-    "set",
-    "setex",
-    "psetex",
-    "setnx",
-    "getset",
-    "getdel",
-    "mset",
-    "append",
-    "strlen",
-    "expire",
-    "pexpire",
-    "expireat",
-    "pexpireat",
-    "ttl",
-    "pttl",
-    "persist",
-    "del",
-    "unlink",
-    "exists",
-    "type",
-    "mget",
-    "ping",
-    "echo",
-    "info",
-    "command",
-    "config",
-    "client",
-    "select",
-    "quit",
-    "auth",
-    "consistency",
-    "tailor.repair",
-    "tailor.set",
-    "tailor.get",
-    "tailor.localget",
-];
 
 fn tailor_set(node: &Arc<Node>, knob: &[u8], value: &[u8]) -> Reply {
     let knob = String::from_utf8_lossy(knob).to_ascii_lowercase().replace('-', "_");
@@ -341,23 +270,6 @@ fn tailor_get(node: &Arc<Node>, knob: &[u8]) -> Reply {
         },
     };
     Reply::Bulk(text.into_bytes())
-}
-
-fn info(node: &Arc<Node>) -> String {
-    let c = &node.cfg;
-    format!(
-        "# Server\r\nredis_version:7.0.0\r\ntailor_version:{}\r\nredis_mode:standalone\r\nnode_id:{}\r\nrole:master\r\ntcp_port:{}\r\ntls_port:{}\r\n\r\n# Tailor\r\nmembers:{}\r\nreplication:{}\r\nselector:{}\r\nlocal:{}\r\nworkers:{}\r\nqueue_len:{}\r\n",
-        env!("CARGO_PKG_VERSION"),
-        c.id,
-        c.client_addr.port(),
-        c.tls_addr.map_or(0, |a| a.port()),
-        c.members.len(),
-        c.replication,
-        c.selector,
-        c.local,
-        node.replica.workers(),
-        node.replica.queue_len()
-    )
 }
 
 /// Bytes a reply element costs beyond its value (the RESP header, the element itself).
