@@ -69,6 +69,9 @@ def main():
     assert r.ttl("zz") == -2 and r.pttl("zz") == -2
     time.sleep(0.5)
     assert r.get("p") is None and r.exists("p") == 0 and r.ttl("p") == -2
+    # cluster-wide key listing
+    assert b"k" in set(r.scan_iter(match="k", count=3)) and r.keys("sx") == [b"sx"]
+    assert r.dbsize() == len(set(r.scan_iter(count=2)))
     # connection and server commands
     assert r.client_setname("py") is True and r.client_getname() in ("py", b"py")
     assert isinstance(r.client_id(), int)

@@ -14,7 +14,18 @@ use tailor_store::cluster::ClusterOptions;
 fn three(tweak: impl Fn(&mut tailor_store::config::NodeConfig)) -> TestCluster {
     let quorum = tailor_store::config::Consistency::Quorum;
     let opts = ClusterOptions { nodes: 3, replication: 3, read_consistency: quorum, ..ClusterOptions::default() };
-    TestCluster::start(opts, tweak)
+    let cl = TestCluster::start(opts, tweak);
+    all_up(&cl, 3);
+    cl
+}
+
+/// Wait until each of the first `n` nodes sees every other up (a write right after the start
+/// could otherwise find its replicas not yet up).
+fn all_up(cl: &TestCluster, n: usize) {
+    for (a, b) in (0..n).flat_map(|a| (0..n).filter(move |&b| b != a).map(move |b| (a, b))) {
+        let up = eventually(10, || cl.metric(a, "tailor_peer_up", &[&format!("peer=\"{b}\"")]) == 1.0);
+        assert!(up, "node {a} sees node {b}");
+    }
 }
 
 fn q<T: redis::FromRedisValue>(con: &mut Connection, args: &[&str]) -> T {
@@ -263,4 +274,46 @@ fn connection_commands_answer_like_redis() {
     assert!(rss > 1 << 20, "{rss}");
     drop(b);
     assert!(eventually(5, || q::<String>(&mut a, &["CLIENT", "LIST"]).lines().count() == 1), "b left the list");
+}
+
+#[test]
+fn scan_lists_every_key_exactly_once_across_the_ring() {
+    let opts = ClusterOptions { nodes: 3, replication: 2, ..ClusterOptions::default() };
+    let cl = TestCluster::start(opts, |_| {});
+    all_up(&cl, 3);
+    let mut con = cl.conn(0);
+    let mut written: Vec<String> = (0..300).map(|i| format!("key:{i}")).collect();
+    for k in &written {
+        set(&mut con, k, b"v").unwrap();
+    }
+    let _: i64 = q(&mut con, &["DEL", "key:7"]);
+    let _: String = q(&mut con, &["SET", "key:8", "v", "PX", "1"]);
+    written.retain(|k| k != "key:7" && k != "key:8");
+    std::thread::sleep(Duration::from_millis(20));
+    let (mut seen, mut cursor, mut steps) = (Vec::new(), 0u64, 0);
+    loop {
+        let (next, keys): (u64, Vec<String>) =
+            cmd("SCAN").arg(cursor).arg("COUNT").arg(7).query(&mut cl.conn(1)).unwrap();
+        seen.extend(keys);
+        steps += 1;
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+        assert!(steps < 10_000, "the scan ends");
+    }
+    seen.sort();
+    written.sort();
+    assert_eq!(seen, written, "every live key exactly once");
+    assert!(steps > 300 / 7, "COUNT bounds a step ({steps} steps)");
+    assert_eq!(q::<i64>(&mut con, &["DBSIZE"]), 298);
+    let mut ones: Vec<String> = q(&mut con, &["KEYS", "key:1?"]);
+    ones.sort();
+    assert_eq!(ones, (10..20).map(|i| format!("key:{i}")).collect::<Vec<_>>());
+    let (next, matched): (u64, Vec<String>) =
+        cmd("SCAN").arg(0).arg("MATCH").arg("nomatch*").arg("COUNT").arg(1000).query(&mut con).unwrap();
+    assert!(matched.is_empty(), "nothing matches (next cursor {next})");
+    assert!(error(&mut con, &["SCAN", "x"]).contains("invalid cursor"));
+    assert!(error(&mut con, &["SCAN", "0", "COUNT", "0"]).contains("syntax error"));
+    assert!(error(&mut con, &["SCAN", "0", "MATCH"]).contains("syntax error"));
 }

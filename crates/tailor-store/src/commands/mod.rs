@@ -2,13 +2,14 @@
 //!
 //! Families, one file each: [`strings`] (GET, SET and its options, SETEX, SETNX, GETSET,
 //! GETDEL, MSET, APPEND, STRLEN; INCR/DECR refused), [`expiry`] (EXPIRE family, TTL, PERSIST),
-//! [`keyspace`] (DEL/UNLINK, EXISTS, TYPE); how they read and write in [`access`] (expiry as an
-//! absolute time, read-modify-writes that are not atomic). `docs/redis.md` lists what is
-//! supported and each command's consistency.
+//! [`keyspace`] (DEL/UNLINK, EXISTS, TYPE), [`scan`] (SCAN, KEYS, DBSIZE over the ring, with
+//! [`glob`] patterns), [`connection`] (HELLO, CLIENT, COMMAND, INFO; the command table in
+//! [`table`]); how they read and write in [`access`] (expiry as an absolute time,
+//! read-modify-writes that are not atomic). `docs/redis.md` lists what is supported and each
+//! command's consistency.
 //!
-//! [`connection`] (HELLO, CLIENT, COMMAND, INFO) with the command table in [`table`].
-//!
-//! Choices: `CONFIG GET` answers `save` and `appendonly` (what redis-benchmark asks) and an empty list otherwise.
+//! Choices: `CONFIG GET` answers `save` and `appendonly` (what redis-benchmark asks) and an
+//! empty list otherwise.
 //!
 //! Size-oracle introspection: `TAILOR.GET size_class <key>` answers `large` or `small` as this
 //! node's coordinator would class the key for its selector (its configured oracle);
@@ -23,7 +24,9 @@
 mod access;
 mod connection;
 mod expiry;
+mod glob;
 mod keyspace;
+mod scan;
 mod strings;
 mod table;
 
@@ -121,6 +124,9 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
         "del" | "unlink" => keyspace::del(node, session, &name, &args).await,
         "exists" => keyspace::exists(node, session, &args).await,
         "type" => keyspace::key_type(node, session, &args).await,
+        "scan" => scan::scan(node, &args).await,
+        "keys" => scan::keys(node, &args).await,
+        "dbsize" => scan::dbsize(node, &args).await,
         "mget" if n >= 2 => return mget(node, session, &args[1..]).await,
         "mget" => wrong_args("mget"),
         "select" if n == 2 => {
