@@ -5,7 +5,7 @@
 //!   `HELLO` and `QUIT` answers `-NOAUTH` until the client authenticates (Redis's rule);
 //! - `admin`, whose password is `admin_password`: with one set, the commands that change how
 //!   the node runs (`TAILOR.SET`: consistency levels, workers, emulation knobs, debug hooks)
-//!   need it; data commands work for either user.
+//!   and `FLUSHDB` (it deletes every key of the cluster) need it; data commands work for either user.
 //!
 //! Without passwords (the default, on a loopback bind) everything is open, as in Redis.
 //! Passwords are compared in constant time; a wrong one is answered `-WRONGPASS` and counted.
@@ -41,7 +41,7 @@ pub struct Session {
 pub const MAX_NAME: usize = 256;
 
 /// Commands that change how the node runs: only the admin user, when there is one.
-const ADMIN: &[&str] = &["tailor.set", "tailor.repair"];
+const ADMIN: &[&str] = &["tailor.set", "tailor.repair", "flushdb"];
 
 /// Commands a client may send before authenticating.
 const BEFORE_AUTH: &[&str] = &["auth", "hello", "quit"];
@@ -197,6 +197,7 @@ mod tests {
         let mut s = Session::default();
         s.auth(&c, &args(&["auth", "data"])).unwrap();
         assert!(matches!(s.may_run(&c, "tailor.set"), Err(Reply::Error(e)) if e.starts_with("NOPERM")));
+        assert!(s.may_run(&c, "flushdb").is_err(), "FLUSHDB is the admin's");
         assert!(s.auth(&c, &args(&["auth", "admin", "data"])).is_err());
         assert_eq!(s.auth(&c, &args(&["auth", "admin", "root"])), Ok(User::Admin));
         assert!(s.may_run(&c, "tailor.set").is_ok() && s.may_run(&c, "get").is_ok());

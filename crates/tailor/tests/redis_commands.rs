@@ -316,4 +316,6 @@ fn scan_lists_every_key_exactly_once_across_the_ring() {
     assert!(error(&mut con, &["SCAN", "x"]).contains("invalid cursor"));
     assert!(error(&mut con, &["SCAN", "0", "COUNT", "0"]).contains("syntax error"));
     assert!(error(&mut con, &["SCAN", "0", "MATCH"]).contains("syntax error"));
+    assert_eq!(q::<String>(&mut con, &["FLUSHDB"]), "OK");
+    assert_eq!(q::<i64>(&mut cl.conn(2), &["DBSIZE"]), 0, "every key deleted cluster-wide");
 }

@@ -2,7 +2,7 @@
 //!
 //! Families, one file each: [`strings`] (GET, SET and its options, SETEX, SETNX, GETSET,
 //! GETDEL, MSET, APPEND, STRLEN; INCR/DECR refused), [`expiry`] (EXPIRE family, TTL, PERSIST),
-//! [`keyspace`] (DEL/UNLINK, EXISTS, TYPE), [`scan`] (SCAN, KEYS, DBSIZE over the ring, with
+//! [`keyspace`] (DEL/UNLINK, EXISTS, TYPE), [`scan`] (SCAN, KEYS, DBSIZE, FLUSHDB over the ring, with
 //! [`glob`] patterns), [`connection`] (HELLO, CLIENT, COMMAND, INFO; the command table in
 //! [`table`]); how they read and write in [`access`] (expiry as an absolute time,
 //! read-modify-writes that are not atomic). `docs/redis.md` lists what is supported and each
@@ -127,6 +127,7 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
         "scan" => scan::scan(node, &args).await,
         "keys" => scan::keys(node, &args).await,
         "dbsize" => scan::dbsize(node, &args).await,
+        "flushdb" => scan::flushdb(node, session, &args).await,
         "mget" if n >= 2 => return mget(node, session, &args[1..]).await,
         "mget" => wrong_args("mget"),
         "select" if n == 2 => {

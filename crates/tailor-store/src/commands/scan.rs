@@ -11,7 +11,7 @@
 //! written or deleted during a scan may or may not be listed; a key present for the whole scan
 //! is listed exactly once, if one of its replicas is up.
 //!
-//! `KEYS` and `DBSIZE` run a whole scan: their cost is a read of every key's version on every
+//! `KEYS`, `DBSIZE` and `FLUSHDB` (which deletes what it finds) run a whole scan: their cost is a read of every key's version on every
 //! replica (O(keys × replication)); KEYS refuses to answer past [`MAX_KEYS`] matches and DBSIZE
 //! counts live keys cluster-wide (each once).
 
@@ -190,6 +190,35 @@ pub async fn keys(node: &Arc<Node>, args: &[Vec<u8>]) -> Reply {
     })
     .await;
     found.map_or_else(|e| e, |()| Reply::Array(out))
+}
+
+/// `FLUSHDB [ASYNC|SYNC]` (admin only when there is an admin password): a whole scan that
+/// deletes every live key it finds, step by step, each delete a replicated tombstone at the
+/// session's write consistency. Not atomic: keys written during the flush may survive it, and a
+/// failure part way leaves the keys before it deleted.
+pub async fn flushdb(node: &Arc<Node>, session: &crate::session::Session, args: &[Vec<u8>]) -> Reply {
+    match args {
+        [_] => {}
+        [_, mode] if mode.eq_ignore_ascii_case(b"async") || mode.eq_ignore_ascii_case(b"sync") => {}
+        [_, _] => return Reply::err("syntax error"),
+        _ => return super::wrong_args("flushdb"),
+    }
+    let mut at = 0;
+    loop {
+        let (keys, next) = match step(node, at, MAX_COUNT).await {
+            Ok(s) => s,
+            Err(e) => return e,
+        };
+        for k in keys {
+            if let Err(e) = super::access::delete(node, session, &k).await {
+                return e;
+            }
+        }
+        if next == 0 {
+            return Reply::ok();
+        }
+        at = next;
+    }
 }
 
 /// `DBSIZE`: the live keys of the whole cluster, each once (a whole scan).

@@ -67,6 +67,7 @@ pub const COMMANDS: &[Spec] = &[
     spec("type", 2, R, (1, 1, 1), "generic", "The type of a key: string or none"),
     spec("scan", -2, &["readonly"], (0, 0, 0), "generic", "Iterate the cluster's keys in token order"),
     spec("keys", 2, &["readonly"], (0, 0, 0), "generic", "Every key matching a pattern (a whole scan)"),
+    spec("flushdb", -1, &["write", "admin"], (0, 0, 0), "server", "Delete every key of the cluster (admin)"),
     spec("dbsize", 1, &["readonly"], (0, 0, 0), "server", "Count the cluster's live keys (a whole scan)"),
     spec("ping", -1, C, (0, 0, 0), "connection", "Ping the node"),
     spec("echo", 2, C, (0, 0, 0), "connection", "Echo the argument"),
