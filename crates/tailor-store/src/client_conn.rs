@@ -64,7 +64,10 @@ pub async fn serve(node: Arc<Node>, plain: Option<TcpListener>, tls: Option<(Tcp
     let refused = &node.metrics.connections_refused;
     let plain = async {
         let Some(listener) = plain else { return };
-        let serve = |sock, slot| drop(tokio::spawn(run(node.clone(), sock, slot)));
+        let serve = |sock: TcpStream, slot| {
+            let addr = sock.peer_addr().ok();
+            drop(tokio::spawn(run(node.clone(), sock, slot, addr)))
+        };
         let turn_away = |sock, _| drop(tokio::spawn(refuse(sock, "max number of clients reached".into())));
         accept_capped(listener, slots.clone(), refused, serve, turn_away).await
     };
@@ -82,9 +85,10 @@ pub async fn serve(node: Arc<Node>, plain: Option<TcpListener>, tls: Option<(Tcp
 /// `tailor_tls_handshake_failures_total` and closed (its slot is held meanwhile, so the
 /// handshake timeout bounds how long a silent client keeps one).
 async fn run_tls(node: Arc<Node>, acceptor: TlsAcceptor, sock: TcpStream, slot: OwnedSemaphorePermit) {
+    let addr = sock.peer_addr().ok();
     let within = Duration::from_millis(node.cfg.tls_handshake_timeout_ms);
     match tls::handshake(&acceptor, sock, within).await {
-        Ok(stream) => run(node, stream, slot).await,
+        Ok(stream) => run(node, stream, slot, addr).await,
         Err(e) => {
             node.metrics.tls_handshake_failures.fetch_add(1, Ordering::Relaxed);
             tracing::debug!("TLS handshake failed: {e}");
@@ -132,7 +136,12 @@ struct Conn<S> {
     _slot: OwnedSemaphorePermit,
 }
 
-async fn run<S: AsyncRead + AsyncWrite + Unpin>(node: Arc<Node>, sock: S, slot: OwnedSemaphorePermit) {
+async fn run<S: AsyncRead + AsyncWrite + Unpin>(
+    node: Arc<Node>,
+    sock: S,
+    slot: OwnedSemaphorePermit,
+    addr: Option<std::net::SocketAddr>,
+) {
     let cfg = &node.cfg;
     let mut c = Conn {
         limits: Limits::new(cfg.max_value_bytes, cfg.max_command_bytes),
@@ -145,7 +154,7 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(node: Arc<Node>, sock: S, slot: 
         partial_since: None,
         idle: (cfg.idle_timeout_ms > 0).then(|| Duration::from_millis(cfg.idle_timeout_ms)),
         slow: Duration::from_millis(cfg.slow_sender_timeout_ms),
-        session: Session::default(),
+        session: Session::connected(&node.clients, addr),
         _slot: slot,
         node,
         sock,

@@ -8,21 +8,24 @@
 //! worker threads over the fjall storage engine ([`storage`]), and piggyback their facts
 //! ([`tailor_core::facts::Feedback`]) on every response.
 //!
-//! One job per module: [`config`], [`storage`], [`resp`], [`client_conn`], [`tls`], [`commands`],
+//! One job per module: [`config`], [`storage`], [`resp`], [`client_conn`] (with [`clients`]), [`tls`], [`commands`],
 //! [`internode`], [`peer`], [`peer_conn`], [`limits`], [`coordinator`], [`replica`],
 //! [`emulation`], [`metrics`], [`node`], [`cli`], [`cluster`]; repair in [`hints`], [`repair`],
-//! [`anti_entropy`] (over [`merkle`] trees) and [`gc`] (tombstones).
+//! [`anti_entropy`] (over [`merkle`] trees) and [`gc`] (tombstones and expired values); expiry
+//! replicated as an absolute time in [`expiry`].
 
 #![warn(missing_docs)]
 
 pub mod anti_entropy;
 pub mod cli;
 pub mod client_conn;
+pub mod clients;
 pub mod cluster;
 pub mod commands;
 pub mod config;
 pub mod coordinator;
 pub mod emulation;
+pub mod expiry;
 pub mod gc;
 pub mod hints;
 pub mod hlc;

@@ -74,6 +74,8 @@ pub struct Node {
     pub network: Arc<Network>,
     /// Peers' tree and key-list requests scanning storage at once, at most.
     pub repair_scans: tokio::sync::Semaphore,
+    /// Client connections (`CLIENT LIST`, `INFO clients`).
+    pub clients: Arc<crate::clients::Registry>,
 }
 
 /// Tree and key-list scans a node runs for its peers at once.
@@ -197,6 +199,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
         seal,
         network: network.clone(),
         repair_scans,
+        clients: Default::default(),
     });
     let mut tasks = Vec::new();
     for p in node.peers.iter().flatten() {

@@ -5,13 +5,15 @@
 //!   `HELLO` and `QUIT` answers `-NOAUTH` until the client authenticates (Redis's rule);
 //! - `admin`, whose password is `admin_password`: with one set, the commands that change how
 //!   the node runs (`TAILOR.SET`: consistency levels, workers, emulation knobs, debug hooks)
-//!   need it; data commands work for either user.
+//!   and `FLUSHDB` (it deletes every key of the cluster) need it; data commands work for either user.
 //!
 //! Without passwords (the default, on a loopback bind) everything is open, as in Redis.
 //! Passwords are compared in constant time; a wrong one is answered `-WRONGPASS` and counted.
 
+use crate::clients::{ClientHandle, ClientInfo, Registry};
 use crate::config::{Consistency, NodeConfig};
 use crate::resp::Reply;
+use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
 /// An authenticated user.
@@ -24,15 +26,22 @@ pub enum User {
 }
 
 /// One connection's identity and choices.
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct Session {
     user: Option<User>,
     /// This connection's consistency level for reads and writes (`CONSISTENCY`), if it set one.
     consistency: Option<Consistency>,
+    /// Its entry in the node's client registry (`None` in unit tests).
+    client: Option<ClientHandle>,
+    /// `CLIENT SETNAME`'s name.
+    name: Option<String>,
 }
 
+/// Longest `CLIENT SETNAME` name.
+pub const MAX_NAME: usize = 256;
+
 /// Commands that change how the node runs: only the admin user, when there is one.
-const ADMIN: &[&str] = &["tailor.set", "tailor.repair"];
+const ADMIN: &[&str] = &["tailor.set", "tailor.repair", "flushdb"];
 
 /// Commands a client may send before authenticating.
 const BEFORE_AUTH: &[&str] = &["auth", "hello", "quit"];
@@ -42,6 +51,59 @@ fn same(password: &[u8], expected: &str) -> bool {
 }
 
 impl Session {
+    /// A connection's session, registered in `registry` (`CLIENT LIST`) until dropped.
+    pub fn connected(registry: &Arc<Registry>, addr: Option<std::net::SocketAddr>) -> Session {
+        Session { client: Some(registry.join(addr)), ..Session::default() }
+    }
+
+    /// Its connection id (0 when not registered).
+    pub fn id(&self) -> u64 {
+        self.client.as_ref().map_or(0, ClientHandle::id)
+    }
+
+    /// Command `name` arrived (idle time and last command in `CLIENT LIST`).
+    pub fn touch(&self, name: &str) {
+        if let Some(c) = &self.client {
+            c.touch(name);
+        }
+    }
+
+    /// `CLIENT SETNAME`'s name, if set.
+    pub fn name(&self) -> Option<String> {
+        self.name.clone()
+    }
+
+    /// Name the connection (empty clears); Redis's rules: no spaces, newlines or special
+    /// characters.
+    pub fn set_name(&mut self, name: &[u8]) -> Result<(), Reply> {
+        if name.len() > MAX_NAME || !name.iter().all(|&b| b.is_ascii_graphic()) {
+            return Err(Reply::err(format!(
+                "Client names cannot contain spaces, newlines or special characters (at most {MAX_NAME} bytes)."
+            )));
+        }
+        let name = String::from_utf8_lossy(name).into_owned();
+        if let Some(c) = &self.client {
+            c.set_name(&name);
+        }
+        self.name = (!name.is_empty()).then_some(name);
+        Ok(())
+    }
+
+    /// This connection's registry entry.
+    pub fn info(&self) -> Option<ClientInfo> {
+        self.client.as_ref().and_then(ClientHandle::info)
+    }
+
+    /// Every connection of the node (none when not registered).
+    pub fn clients(&self) -> Vec<ClientInfo> {
+        self.registry().map_or_else(Vec::new, |r| r.list())
+    }
+
+    /// The node's client registry, if this session is in it.
+    pub fn registry(&self) -> Option<&Arc<Registry>> {
+        self.client.as_ref().map(ClientHandle::registry)
+    }
+
     /// The consistency level this connection asked for, if any.
     pub fn consistency(&self) -> Option<Consistency> {
         self.consistency
@@ -135,6 +197,7 @@ mod tests {
         let mut s = Session::default();
         s.auth(&c, &args(&["auth", "data"])).unwrap();
         assert!(matches!(s.may_run(&c, "tailor.set"), Err(Reply::Error(e)) if e.starts_with("NOPERM")));
+        assert!(s.may_run(&c, "flushdb").is_err(), "FLUSHDB is the admin's");
         assert!(s.auth(&c, &args(&["auth", "admin", "data"])).is_err());
         assert_eq!(s.auth(&c, &args(&["auth", "admin", "root"])), Ok(User::Admin));
         assert!(s.may_run(&c, "tailor.set").is_ok() && s.may_run(&c, "get").is_ok());

@@ -103,6 +103,8 @@ pub struct Storage {
 
 const META_VALUE: u8 = 0;
 const META_TOMBSTONE: u8 = 1;
+/// A value with an expiry: its record also holds the expiry (u64 LE, Unix ms) after the size.
+const META_EXPIRING: u8 = 2;
 
 fn stripe_of(key: &[u8]) -> usize {
     (crate::key_hash(key) % STRIPES as u64) as usize
@@ -117,13 +119,33 @@ fn versions_key(key: &[u8]) -> Result<Vec<u8>, StorageError> {
     Ok(out)
 }
 
-/// A `versions` record: (version, tombstone, size).
+/// A `versions` record: (version, tombstone, size); a value past its expiry counts as a
+/// tombstone (it reads as absent, and is dropped like one after the grace).
 fn parse_meta(key_len: usize, m: &[u8]) -> Result<(u64, bool, u64), StorageError> {
     let corrupt = || StorageError::Corrupt(key_len);
-    let version = u64::from_le_bytes(m.get(0..8).ok_or_else(corrupt)?.try_into().map_err(|_| corrupt())?);
-    let flag = *m.get(8).ok_or_else(corrupt)?;
-    let size = u64::from_le_bytes(m.get(9..17).ok_or_else(corrupt)?.try_into().map_err(|_| corrupt())?);
-    Ok((version, flag == META_TOMBSTONE, size))
+    let word = |at: usize| -> Result<u64, StorageError> {
+        Ok(u64::from_le_bytes(m.get(at..at + 8).ok_or_else(corrupt)?.try_into().map_err(|_| corrupt())?))
+    };
+    let (version, flag, size) = (word(0)?, *m.get(8).ok_or_else(corrupt)?, word(9)?);
+    let expired = flag == META_EXPIRING && word(17)? <= crate::expiry::now_ms();
+    Ok((version, flag == META_TOMBSTONE || expired, size))
+}
+
+/// The `versions` record of a write of `value` (`None`: a delete) at `version`.
+fn meta_record(version: u64, value: Option<&[u8]>) -> Vec<u8> {
+    let mut meta = Vec::with_capacity(25);
+    meta.extend_from_slice(&version.to_le_bytes());
+    let expires = value.and_then(crate::expiry::expires);
+    meta.push(match (value, expires) {
+        (None, _) => META_TOMBSTONE,
+        (Some(_), None) => META_VALUE,
+        (Some(_), Some(_)) => META_EXPIRING,
+    });
+    meta.extend_from_slice(&(value.map_or(0, |v| v.len() as u64)).to_le_bytes());
+    if let Some(at) = expires {
+        meta.extend_from_slice(&at.to_le_bytes());
+    }
+    meta
 }
 
 /// Microseconds since the Unix epoch.
@@ -192,7 +214,9 @@ impl Storage {
                     return Err(StorageError::Corrupt(key.len()));
                 }
                 let version = u64::from_le_bytes(rec[0..8].try_into().map_err(|_| StorageError::Corrupt(key.len()))?);
-                Ok(Versioned { version, value: Some(rec[8..].to_vec()) })
+                // an expired value reads as absent, with its version (like a tombstone)
+                let live = !crate::expiry::expired(&rec[8..], crate::expiry::now_ms());
+                Ok(Versioned { version, value: live.then(|| rec[8..].to_vec()) })
             }
             // absent: a tombstone may still carry a version (matters when merging replicas)
             None => Ok(Versioned { version: self.meta_version(key)?, value: None }),
@@ -200,8 +224,9 @@ impl Storage {
     }
 
     /// Apply a write (`None` deletes) if `version` is newer than the stored one; durable per the
-    /// configured policy before returning. Returns whether it was applied. A delete older than
-    /// the tombstone grace removes the key without leaving a tombstone.
+    /// configured policy before returning. Returns whether it was applied. A delete (or an
+    /// already expired value) older than the tombstone grace removes the key without leaving a
+    /// tombstone.
     pub fn put(&self, key: &[u8], version: u64, value: Option<&[u8]>) -> Result<bool, StorageError> {
         let vkey = versions_key(key)?;
         let guard = self.stripes[stripe_of(key)].lock().unwrap_or_else(|p| p.into_inner());
@@ -209,26 +234,22 @@ impl Storage {
         if stored >= version {
             return Ok(false);
         }
-        let expired = value.is_none() && version < self.gc_cutoff();
+        let dead = value.is_none_or(|v| crate::expiry::expired(v, crate::expiry::now_ms()));
+        let expired = dead && version < self.gc_cutoff();
         if expired && stored == 0 {
             // nothing to delete, and the tombstone would only be dropped again
             return Ok(false);
         }
         let mut batch = self.db.batch();
-        let mut meta = Vec::with_capacity(17);
-        meta.extend_from_slice(&version.to_le_bytes());
+        let meta = meta_record(version, value);
         match value {
-            Some(v) => {
+            Some(v) if !expired => {
                 let mut rec = Vec::with_capacity(8 + v.len());
                 rec.extend_from_slice(&version.to_le_bytes());
                 rec.extend_from_slice(v);
-                meta.push(META_VALUE);
-                meta.extend_from_slice(&(v.len() as u64).to_le_bytes());
                 batch.insert(&self.data, key, rec);
             }
-            None => {
-                meta.push(META_TOMBSTONE);
-                meta.extend_from_slice(&0u64.to_le_bytes());
+            _ => {
                 batch.remove(&self.data, key);
             }
         }
@@ -311,7 +332,7 @@ impl Storage {
     }
 
     /// Scan up to `max` keys after `after` (in token order, from the first with `None`) and drop
-    /// the tombstones among them whose version is below `cutoff`.
+    /// the tombstones (and expired values) among them whose version is below `cutoff`.
     pub fn purge_tombstones(&self, cutoff: u64, after: Option<&[u8]>, max: usize) -> Result<Purged, StorageError> {
         let mut done = Purged::default();
         let mut expired = Vec::new();
@@ -329,12 +350,21 @@ impl Storage {
         for kv in expired {
             let _guard = self.stripes[stripe_of(&kv.key)].lock().unwrap_or_else(|p| p.into_inner());
             // only if no write replaced the tombstone since the scan
-            if self.meta(&kv.key)? == Some((kv.version, true, 0)) {
-                self.versions.remove(versions_key(&kv.key)?)?;
+            if matches!(self.meta(&kv.key)?, Some((v, true, _)) if v == kv.version) {
+                let mut batch = self.db.batch();
+                batch.remove(&self.versions, versions_key(&kv.key)?);
+                batch.remove(&self.data, engine_key(&kv.key)?);
+                batch.commit()?;
                 done.purged += 1;
             }
         }
         Ok(done)
+    }
+
+    /// About how many values the engine holds (its estimate; expired values not yet dropped
+    /// included): `INFO keyspace`.
+    pub fn approximate_keys(&self) -> usize {
+        self.data.approximate_len()
     }
 
     /// A keyspace of its own for another part of the node (hints), in the same journal.
@@ -469,6 +499,30 @@ mod tests {
         assert!(s.put(b"live", hour_ago + 2, None).unwrap());
         assert_eq!(s.get(b"live").unwrap(), Versioned::default());
         assert_eq!(s.purge_tombstones(cutoff, None, 100).unwrap().purged, 0);
+    }
+
+    #[test]
+    fn expired_values_read_as_absent_and_are_purged_after_the_grace() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path(), Durability::Buffer).unwrap();
+        let (now, ms) = (crate::hlc::first_version_at(now_us()), crate::expiry::now_ms());
+        let hour_ago = crate::hlc::first_version_at(now_us() - 3_600_000_000);
+        let later = crate::expiry::encode(b"later", Some(ms + 60_000));
+        assert!(s.put(b"later", now, Some(&later)).unwrap());
+        assert_eq!(s.get(b"later").unwrap().value, Some(later.clone()), "the envelope is kept for copies");
+        assert!(s.put(b"gone", now, Some(&crate::expiry::encode(b"v", Some(ms - 1)))).unwrap());
+        assert_eq!(s.get(b"gone").unwrap(), Versioned { version: now, value: None });
+        assert_eq!(s.size_of(b"gone").unwrap(), None);
+        assert!(s.put(b"old", hour_ago, Some(&crate::expiry::encode(b"v", Some(ms - 1)))).unwrap());
+        s.set_gc_grace(std::time::Duration::from_secs(60));
+        let done = s.purge_tombstones(s.gc_cutoff(), None, 100).unwrap();
+        assert_eq!(done.purged, 1, "only the one past its grace");
+        assert_eq!(s.get(b"old").unwrap(), Versioned::default());
+        assert_eq!(s.get(b"gone").unwrap().version, now, "kept as a tombstone until its grace");
+        assert!(!s.put(b"old", hour_ago, Some(&crate::expiry::encode(b"v", Some(ms - 1)))).unwrap());
+        drop(s);
+        let s = Storage::open(dir.path(), Durability::Buffer).unwrap();
+        assert_eq!(s.get(b"later").unwrap().value, Some(later), "expiry survives a reopen");
     }
 
     #[test]

@@ -1,9 +1,15 @@
 //! Client commands: the Redis subset unmodified clients need, plus `TAILOR.*` admin commands.
 //!
-//! Choices: `SET` accepts no options (`EX`, `NX`, ... get a syntax error); `DEL` and `EXISTS`
-//! read each key first (at the read consistency) to count what existed; `HELLO` is refused as an
-//! unknown command so clients fall back to RESP2; `CONFIG GET` answers `save` and `appendonly`
-//! (what redis-benchmark asks) and an empty list otherwise.
+//! Families, one file each: [`strings`] (GET, SET and its options, SETEX, SETNX, GETSET,
+//! GETDEL, MSET, APPEND, STRLEN; INCR/DECR refused), [`expiry`] (EXPIRE family, TTL, PERSIST),
+//! [`keyspace`] (DEL/UNLINK, EXISTS, TYPE), [`scan`] (SCAN, KEYS, DBSIZE, FLUSHDB over the ring, with
+//! [`glob`] patterns), [`connection`] (HELLO, CLIENT, COMMAND, INFO; the command table in
+//! [`table`]); how they read and write in [`access`] (expiry as an absolute time,
+//! read-modify-writes that are not atomic). `docs/redis.md` lists what is supported and each
+//! command's consistency.
+//!
+//! Choices: `CONFIG GET` answers `save` and `appendonly` (what redis-benchmark asks) and an
+//! empty list otherwise.
 //!
 //! Size-oracle introspection: `TAILOR.GET size_class <key>` answers `large` or `small` as this
 //! node's coordinator would class the key for its selector (its configured oracle);
@@ -14,6 +20,17 @@
 //! Limits: every key is checked against `max_key_bytes` before any work (the engine cannot
 //! store longer keys), every value against `max_value_bytes`, and every `TAILOR.SET` value
 //! against its knob's range; each refusal names the limit or knob.
+
+mod access;
+mod connection;
+mod expiry;
+mod glob;
+mod keyspace;
+mod scan;
+mod strings;
+mod table;
+
+pub use table::COMMANDS;
 
 use crate::config::Consistency;
 use crate::limits::Lease;
@@ -33,7 +50,7 @@ pub struct Executed {
     pub lease: Option<Lease>,
 }
 
-fn wrong_args(name: &str) -> Reply {
+pub(crate) fn wrong_args(name: &str) -> Reply {
     Reply::err(format!("wrong number of arguments for '{name}' command"))
 }
 
@@ -49,20 +66,9 @@ fn unknown(args: &[Vec<u8>]) -> Reply {
     Reply::err(format!("unknown command '{name}', with args beginning with: {rest}"))
 }
 
-/// The arguments of command `name` that are keys.
-fn keys<'a>(name: &str, args: &'a [Vec<u8>]) -> &'a [Vec<u8>] {
-    let first = match name {
-        "get" | "set" | "mget" | "exists" | "del" | "tailor.localget" => 1,
-        "tailor.get" if args.len() == 3 => 2,
-        _ => return &[],
-    };
-    let last = if name == "set" { 2 } else { args.len() };
-    &args[first.min(args.len())..last.min(args.len())]
-}
-
 /// Refuse a command any of whose keys is above `max_key_bytes`.
 fn check_keys(node: &Node, name: &str, args: &[Vec<u8>]) -> Result<(), Reply> {
-    for k in keys(name, args) {
+    for k in table::keys(name, args) {
         crate::limits::check_key(k, node.cfg.max_key_bytes).map_err(|e| {
             node.metrics.limit_refusals.fetch_add(1, Ordering::Relaxed);
             Reply::err(e)
@@ -79,12 +85,12 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
         return reply(Reply::err("empty command"));
     }
     let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
+    session.touch(&name);
     if let Err(refused) = session.may_run(&node.cfg, &name).and_then(|()| check_keys(node, &name, &args)) {
         return reply(refused);
     }
     let n = args.len();
     let coord = &node.coordinator;
-    let err = |e: crate::coordinator::CoordError| Reply::err(e);
     reply(match name.as_str() {
         "ping" => match n {
             1 => Reply::Simple("PONG".into()),
@@ -103,50 +109,27 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
                 refused
             }
         },
-        "get" if n == 2 => match coord.read(&args[1], session.consistency()).await {
-            Ok(v) => v.value.map_or(Reply::Null, Reply::Bulk),
-            Err(e) => err(e),
-        },
-        "get" => wrong_args("get"),
-        "set" if n == 3 => {
-            let mut it = args.into_iter().skip(1);
-            let (Some(k), Some(v)) = (it.next(), it.next()) else { return reply(wrong_args("set")) };
-            if v.len() as u64 > node.cfg.max_value_bytes {
-                Reply::err(format!(
-                    "value of {} bytes exceeds the maximum of {} bytes (max_value_bytes)",
-                    v.len(),
-                    node.cfg.max_value_bytes
-                ))
-            } else {
-                match coord.write(&k, Some(v), session.consistency()).await {
-                    Ok(()) => Reply::ok(),
-                    Err(e) => err(e),
-                }
-            }
-        }
-        "set" if n > 3 => Reply::err("syntax error"),
-        "set" => wrong_args("set"),
+        "get" => strings::get(node, session, &args).await,
+        "set" => strings::set(node, session, &args).await,
+        "setex" | "psetex" => strings::setex(node, session, &name, &args).await,
+        "setnx" => strings::setnx(node, session, &args).await,
+        "getset" | "getdel" => strings::get_and(node, session, &name, &args).await,
+        "mset" => strings::mset(node, session, &args).await,
+        "append" => strings::append(node, session, &args).await,
+        "strlen" => strings::strlen(node, session, &args).await,
+        "incr" | "decr" | "incrby" | "decrby" | "incrbyfloat" => Reply::err(strings::NO_COUNTERS),
+        "expire" | "pexpire" | "expireat" | "pexpireat" => expiry::expire(node, session, &name, &args).await,
+        "ttl" | "pttl" => expiry::ttl(node, session, &args, name == "pttl").await,
+        "persist" => expiry::persist(node, session, &args).await,
+        "del" | "unlink" => keyspace::del(node, session, &name, &args).await,
+        "exists" => keyspace::exists(node, session, &args).await,
+        "type" => keyspace::key_type(node, session, &args).await,
+        "scan" => scan::scan(node, &args).await,
+        "keys" => scan::keys(node, &args).await,
+        "dbsize" => scan::dbsize(node, &args).await,
+        "flushdb" => scan::flushdb(node, session, &args).await,
         "mget" if n >= 2 => return mget(node, session, &args[1..]).await,
         "mget" => wrong_args("mget"),
-        "exists" | "del" if n >= 2 => {
-            let mut count = 0;
-            for k in &args[1..] {
-                match coord.read(k, session.consistency()).await {
-                    Ok(v) if v.value.is_some() => {
-                        if name == "del" {
-                            if let Err(e) = coord.write(k, None, session.consistency()).await {
-                                return reply(err(e));
-                            }
-                        }
-                        count += 1;
-                    }
-                    Ok(_) => {}
-                    Err(e) => return reply(err(e)),
-                }
-            }
-            Reply::Integer(count)
-        }
-        "exists" | "del" => wrong_args(&name),
         "select" if n == 2 => {
             if args[1] == b"0" {
                 Reply::ok()
@@ -155,10 +138,8 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
             }
         }
         "select" => wrong_args("select"),
-        "command" => match args.get(1).map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()) {
-            Some(s) if s == "count" => Reply::Integer(COMMANDS.len() as i64),
-            _ => Reply::Array(Vec::new()),
-        },
+        "command" => connection::command(&args),
+        "hello" => connection::hello(node, session, &args),
         "config" if n >= 3 && args[1].eq_ignore_ascii_case(b"get") => {
             let mut out = Vec::new();
             for p in &args[2..] {
@@ -174,9 +155,8 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
             Reply::Array(out)
         }
         "config" => Reply::err("CONFIG supports only GET here"),
-        "client" if n >= 2 => Reply::ok(),
-        "client" => wrong_args("client"),
-        "info" => Reply::Bulk(info(node).into_bytes()),
+        "client" => connection::client(session, &args),
+        "info" => connection::info(node, session, &args),
         "tailor.repair" if n == 1 => match crate::anti_entropy::run(node).await {
             Ok(report) => Reply::Simple(report.to_string()),
             Err(e) => Reply::err(e),
@@ -191,7 +171,7 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
         }
         "tailor.get" => wrong_args("tailor.get"),
         "tailor.localget" if n == 2 => match node.storage.get(&args[1]) {
-            Ok(v) => v.value.map_or(Reply::Null, Reply::Bulk),
+            Ok(v) => access::live(v.value, crate::expiry::now_ms()).map_or(Reply::Null, |v| Reply::Bulk(v.value)),
             Err(e) => Reply::err(e),
         },
         "tailor.localget" => wrong_args("tailor.localget"),
@@ -224,29 +204,6 @@ fn consistency(node: &Node, session: &mut Session, args: &[Vec<u8>]) -> Reply {
         _ => wrong_args("consistency"),
     }
 }
-
-/// Commands this node implements (for `COMMAND COUNT` and `INFO`).
-pub const COMMANDS: &[&str] = &[
-    "get",
-    "set",
-    "del",
-    "exists",
-    "mget",
-    "ping",
-    "echo",
-    "info",
-    "command",
-    "config",
-    "client",
-    "select",
-    "quit",
-    "auth",
-    "consistency",
-    "tailor.repair",
-    "tailor.set",
-    "tailor.get",
-    "tailor.localget",
-];
 
 fn tailor_set(node: &Arc<Node>, knob: &[u8], value: &[u8]) -> Reply {
     let knob = String::from_utf8_lossy(knob).to_ascii_lowercase().replace('-', "_");
@@ -322,23 +279,6 @@ fn tailor_get(node: &Arc<Node>, knob: &[u8]) -> Reply {
     Reply::Bulk(text.into_bytes())
 }
 
-fn info(node: &Arc<Node>) -> String {
-    let c = &node.cfg;
-    format!(
-        "# Server\r\nredis_version:7.0.0\r\ntailor_version:{}\r\nredis_mode:standalone\r\nnode_id:{}\r\nrole:master\r\ntcp_port:{}\r\ntls_port:{}\r\n\r\n# Tailor\r\nmembers:{}\r\nreplication:{}\r\nselector:{}\r\nlocal:{}\r\nworkers:{}\r\nqueue_len:{}\r\n",
-        env!("CARGO_PKG_VERSION"),
-        c.id,
-        c.client_addr.port(),
-        c.tls_addr.map_or(0, |a| a.port()),
-        c.members.len(),
-        c.replication,
-        c.selector,
-        c.local,
-        node.replica.workers(),
-        node.replica.queue_len()
-    )
-}
-
 /// Bytes a reply element costs beyond its value (the RESP header, the element itself).
 const REPLY_OVERHEAD: u64 = 64;
 
@@ -348,9 +288,9 @@ async fn mget(node: &Arc<Node>, session: &Session, keys: &[Vec<u8>]) -> Executed
     let mut lease = node.budget.lease();
     let mut out = Vec::with_capacity(keys.len());
     for k in keys {
-        let value = match node.coordinator.read(k, session.consistency()).await {
-            Ok(v) => v.value,
-            Err(e) => return Executed { reply: Reply::err(e.to_string()), close: false, lease: None },
+        let value = match access::read(node, session, k).await {
+            Ok(v) => v.map(|v| v.value),
+            Err(reply) => return Executed { reply, close: false, lease: None },
         };
         let bytes = value.as_ref().map_or(0, |v| v.len() as u64) + REPLY_OVERHEAD;
         if lease.resize(lease.held() + bytes).is_err() {

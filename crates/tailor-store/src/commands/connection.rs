@@ -1,0 +1,246 @@
+//! Connection and server commands: `HELLO [2] [AUTH u p] [SETNAME n]`, `CLIENT
+//! ID/SETNAME/GETNAME/LIST/INFO`, `COMMAND [COUNT|LIST|INFO|DOCS]`, `INFO [section]`.
+//!
+//! HELLO speaks RESP2 only: `HELLO 3` gets `-NOPROTO` (Redis's answer for a version it does not
+//! speak), after which clients stay on RESP2. INFO's `redis_version` is `7.2.0`, the Redis
+//! version whose commands and replies this node follows for what it supports: clients parse that
+//! field to choose features (redis-py, redis-cli's hints), so a Tailor version there would
+//! mislead them; Tailor's own version is `tailor_version`.
+
+use super::table;
+use super::wrong_args;
+use crate::node::Node;
+use crate::resp::Reply;
+use crate::session::Session;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The Redis version this node's commands follow (see the module doc).
+pub const REDIS_VERSION: &str = "7.2.0";
+
+fn bulk(s: impl Into<String>) -> Reply {
+    Reply::Bulk(s.into().into_bytes())
+}
+
+/// `CLIENT subcommand ...`.
+pub fn client(session: &mut Session, args: &[Vec<u8>]) -> Reply {
+    let Some(sub) = args.get(1).map(|s| s.to_ascii_lowercase()) else { return wrong_args("client") };
+    let now = Instant::now();
+    match (sub.as_slice(), args.len()) {
+        (b"id", 2) => Reply::Integer(session.id() as i64),
+        (b"getname", 2) => session.name().map_or(Reply::Null, bulk),
+        (b"setname", 3) => match session.set_name(&args[2]) {
+            Ok(()) => Reply::ok(),
+            Err(e) => e,
+        },
+        (b"info", 2) => bulk(session.info().map_or(String::new(), |c| c.line(now) + "\n")),
+        (b"list", 2) => {
+            let lines: String = session.clients().iter().map(|c| c.line(now) + "\n").collect();
+            bulk(lines)
+        }
+        (b"id" | b"getname" | b"setname" | b"info" | b"list", _) => wrong_args(&format!("client|{}", lossy(&sub))),
+        // SETINFO (redis-py sends it on connect), NO-EVICT, NO-TOUCH, REPLY ...: accepted, no effect
+        _ => Reply::ok(),
+    }
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).chars().take(64).collect()
+}
+
+/// `HELLO [protover [AUTH user pass] [SETNAME name]]`.
+pub fn hello(node: &Node, session: &mut Session, args: &[Vec<u8>]) -> Reply {
+    let mut rest = args.iter().skip(1);
+    if let Some(v) = rest.next() {
+        match super::access::integer(v) {
+            Ok(2) => {}
+            Ok(3) => return Reply::Error("NOPROTO sorry, this protocol version is not supported (RESP2 only)".into()),
+            _ => return Reply::err("Protocol version is not an integer or out of range"),
+        }
+    }
+    while let Some(opt) = rest.next() {
+        match opt.to_ascii_lowercase().as_slice() {
+            b"auth" => {
+                let (Some(u), Some(p)) = (rest.next(), rest.next()) else { return Reply::err("syntax error") };
+                let auth = [b"auth".to_vec(), u.clone(), p.clone()];
+                if let Err(refused) = session.auth(&node.cfg, &auth) {
+                    return refused;
+                }
+            }
+            b"setname" => {
+                let Some(n) = rest.next() else { return Reply::err("syntax error") };
+                if let Err(e) = session.set_name(n) {
+                    return e;
+                }
+            }
+            _ => return Reply::err(format!("Syntax error in HELLO option '{}'", lossy(opt))),
+        }
+    }
+    if let Err(refused) = session.may_run(&node.cfg, "ping") {
+        return refused;
+    }
+    Reply::Array(vec![
+        bulk("server"),
+        bulk("redis"),
+        bulk("version"),
+        bulk(REDIS_VERSION),
+        bulk("proto"),
+        Reply::Integer(2),
+        bulk("id"),
+        Reply::Integer(session.id() as i64),
+        bulk("mode"),
+        bulk("standalone"),
+        bulk("role"),
+        bulk("master"),
+        bulk("modules"),
+        Reply::Array(Vec::new()),
+    ])
+}
+
+/// `COMMAND [COUNT | LIST | INFO name... | DOCS [name...]]`.
+pub fn command(args: &[Vec<u8>]) -> Reply {
+    let sub = args.get(1).map(|s| s.to_ascii_lowercase());
+    let named = |names: &[Vec<u8>]| -> Vec<Option<&'static table::Spec>> {
+        names.iter().map(|n| table::find(&String::from_utf8_lossy(n).to_ascii_lowercase())).collect()
+    };
+    match sub.as_deref() {
+        None => Reply::Array(table::COMMANDS.iter().map(table::entry).collect()),
+        Some(b"count") => Reply::Integer(table::COMMANDS.len() as i64),
+        Some(b"list") => Reply::Array(table::COMMANDS.iter().map(|s| bulk(s.name)).collect()),
+        Some(b"info") => {
+            Reply::Array(named(&args[2..]).into_iter().map(|s| s.map_or(Reply::Null, table::entry)).collect())
+        }
+        Some(b"docs") if args.len() == 2 => Reply::Array(table::COMMANDS.iter().flat_map(table::docs).collect()),
+        Some(b"docs") => Reply::Array(named(&args[2..]).into_iter().flatten().flat_map(table::docs).collect()),
+        Some(other) => Reply::err(format!("unknown subcommand '{}'. Try COMMAND HELP.", lossy(other))),
+    }
+}
+
+/// `INFO [section ...]`: `server`, `clients`, `memory`, `stats`, `keyspace`, `tailor` (all by
+/// default, or with `all`/`everything`/`default`).
+pub fn info(node: &Arc<Node>, session: &Session, args: &[Vec<u8>]) -> Reply {
+    let wanted: Vec<String> = args[1..].iter().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).collect();
+    let all = wanted.is_empty() || wanted.iter().any(|w| matches!(w.as_str(), "all" | "everything" | "default"));
+    let mut out = String::new();
+    for (name, section) in SECTIONS {
+        if all || wanted.iter().any(|w| w == name) {
+            if !out.is_empty() {
+                out.push_str("\r\n");
+            }
+            out.push_str(&section(node, session));
+        }
+    }
+    bulk(out)
+}
+
+type Section = fn(&Arc<Node>, &Session) -> String;
+
+const SECTIONS: &[(&str, Section)] = &[
+    ("server", server),
+    ("clients", clients),
+    ("memory", memory),
+    ("stats", stats),
+    ("keyspace", keyspace),
+    ("tailor", tailor),
+];
+
+fn lines(title: &str, fields: &[(&str, String)]) -> String {
+    let mut s = format!("# {title}\r\n");
+    for (k, v) in fields {
+        s.push_str(&format!("{k}:{v}\r\n"));
+    }
+    s
+}
+
+/// When this process started (the first INFO asks).
+fn started() -> Instant {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *START.get_or_init(Instant::now)
+}
+
+fn server(node: &Arc<Node>, _: &Session) -> String {
+    let c = &node.cfg;
+    let up = started().elapsed().as_secs();
+    lines(
+        "Server",
+        &[
+            ("redis_version", REDIS_VERSION.into()),
+            ("tailor_version", env!("CARGO_PKG_VERSION").into()),
+            ("redis_mode", "standalone".into()),
+            ("os", std::env::consts::OS.into()),
+            ("process_id", std::process::id().to_string()),
+            ("node_id", c.id.to_string()),
+            ("role", "master".into()),
+            ("tcp_port", c.client_addr.port().to_string()),
+            ("tls_port", c.tls_addr.map_or(0, |a| a.port()).to_string()),
+            ("uptime_in_seconds", up.to_string()),
+            ("uptime_in_days", (up / 86_400).to_string()),
+        ],
+    )
+}
+
+fn clients(_: &Arc<Node>, session: &Session) -> String {
+    let (open, unlisted) =
+        session.registry().map_or((0, 0), |r| (r.open.load(Ordering::Relaxed), r.unlisted.load(Ordering::Relaxed)));
+    lines("Clients", &[("connected_clients", open.to_string()), ("unlisted_clients", unlisted.to_string())])
+}
+
+/// Resident set size in bytes from `/proc/self/statm` (0 where there is none).
+pub fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    pages * 4096
+}
+
+fn memory(node: &Arc<Node>, _: &Session) -> String {
+    let rss = rss_bytes();
+    lines(
+        "Memory",
+        &[
+            ("used_memory_rss", rss.to_string()),
+            ("used_memory_rss_human", format!("{:.2}M", rss as f64 / (1 << 20) as f64)),
+            ("buffered_bytes", node.budget.used().to_string()),
+            ("maxmemory", "0".into()),
+        ],
+    )
+}
+
+fn stats(node: &Arc<Node>, session: &Session) -> String {
+    let m = &node.metrics;
+    let opened = session.registry().map_or(0, |r| r.opened.load(Ordering::Relaxed));
+    let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed).to_string();
+    lines(
+        "Stats",
+        &[
+            ("total_connections_received", opened.to_string()),
+            ("total_commands_processed", get(&m.client_commands)),
+            ("rejected_connections", get(&m.connections_refused)),
+            ("reads_served", get(&m.reads_served)),
+            ("writes_served", get(&m.writes_served)),
+            ("read_repairs", get(&m.read_repairs)),
+        ],
+    )
+}
+
+fn keyspace(node: &Arc<Node>, _: &Session) -> String {
+    // this node's replica only, approximate (the engine's estimate; expired values not yet
+    // dropped included); a cluster-wide count would need every node's answer
+    let keys = node.storage.approximate_keys();
+    lines("Keyspace", &[("db0", format!("keys={keys}"))])
+}
+
+fn tailor(node: &Arc<Node>, _: &Session) -> String {
+    let c = &node.cfg;
+    lines(
+        "Tailor",
+        &[
+            ("members", c.members.len().to_string()),
+            ("replication", c.replication.to_string()),
+            ("selector", c.selector.to_string()),
+            ("local", c.local.to_string()),
+            ("workers", node.replica.workers().to_string()),
+            ("queue_len", node.replica.queue_len().to_string()),
+        ],
+    )
+}

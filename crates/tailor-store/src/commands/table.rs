@@ -1,0 +1,152 @@
+//! The commands this node implements, with Redis's `COMMAND` fields: arity (negative: at
+//! least), flags, and the first key, last key (negative: from the end) and key step. `COMMAND`,
+//! `COMMAND INFO`, `COMMAND COUNT`, `COMMAND LIST` and `COMMAND DOCS` answer from it, and the
+//! key-size check finds a command's keys with it.
+
+use crate::resp::Reply;
+
+/// One command's `COMMAND` entry.
+pub struct Spec {
+    /// Lower-case name.
+    pub name: &'static str,
+    /// Arity, the name included (negative: at least that many).
+    pub arity: i64,
+    /// Flags (`write`, `readonly`, `fast`, ...).
+    pub flags: &'static [&'static str],
+    /// First key argument (0: none), last (negative: counted from the end), step.
+    pub keys: (i64, i64, i64),
+    /// Group and one-line summary (`COMMAND DOCS`).
+    pub group: &'static str,
+    /// One-line summary.
+    pub summary: &'static str,
+}
+
+const R: &[&str] = &["readonly", "fast"];
+const W: &[&str] = &["write", "denyoom"];
+const C: &[&str] = &["fast", "stale", "loading"];
+const A: &[&str] = &["admin", "noscript"];
+
+const fn spec(
+    name: &'static str,
+    arity: i64,
+    flags: &'static [&'static str],
+    keys: (i64, i64, i64),
+    group: &'static str,
+    summary: &'static str,
+) -> Spec {
+    Spec { name, arity, flags, keys, group, summary }
+}
+
+/// Every command, in `COMMAND`'s order.
+pub const COMMANDS: &[Spec] = &[
+    spec("get", 2, R, (1, 1, 1), "string", "Get the value of a key"),
+    spec("set", -3, W, (1, 1, 1), "string", "Set a key's value, with expiry and conditions"),
+    spec("setex", 4, W, (1, 1, 1), "string", "Set a value that expires in seconds"),
+    spec("psetex", 4, W, (1, 1, 1), "string", "Set a value that expires in milliseconds"),
+    spec("setnx", 3, W, (1, 1, 1), "string", "Set a value if the key is absent (not atomic)"),
+    spec("getset", 3, W, (1, 1, 1), "string", "Set a value and return the old one (not atomic)"),
+    spec("getdel", 2, W, (1, 1, 1), "string", "Get a value and delete the key (not atomic)"),
+    spec("mset", -3, W, (1, -1, 2), "string", "Set several keys, each its own write"),
+    spec("mget", -2, R, (1, -1, 1), "string", "Get the values of several keys"),
+    spec("append", 3, W, (1, 1, 1), "string", "Append to a value (not atomic)"),
+    spec("strlen", 2, R, (1, 1, 1), "string", "The length of a value"),
+    spec("incr", 2, W, (1, 1, 1), "string", "Refused: increments are lost under last-writer-wins"),
+    spec("decr", 2, W, (1, 1, 1), "string", "Refused: increments are lost under last-writer-wins"),
+    spec("incrby", 3, W, (1, 1, 1), "string", "Refused: increments are lost under last-writer-wins"),
+    spec("decrby", 3, W, (1, 1, 1), "string", "Refused: increments are lost under last-writer-wins"),
+    spec("expire", -3, W, (1, 1, 1), "generic", "Set a key's expiry in seconds"),
+    spec("pexpire", -3, W, (1, 1, 1), "generic", "Set a key's expiry in milliseconds"),
+    spec("expireat", -3, W, (1, 1, 1), "generic", "Set a key's expiry as a Unix time in seconds"),
+    spec("pexpireat", -3, W, (1, 1, 1), "generic", "Set a key's expiry as a Unix time in milliseconds"),
+    spec("ttl", 2, R, (1, 1, 1), "generic", "Seconds to a key's expiry"),
+    spec("pttl", 2, R, (1, 1, 1), "generic", "Milliseconds to a key's expiry"),
+    spec("persist", 2, W, (1, 1, 1), "generic", "Remove a key's expiry"),
+    spec("del", -2, W, (1, -1, 1), "generic", "Delete keys"),
+    spec("unlink", -2, W, (1, -1, 1), "generic", "Delete keys (same as DEL)"),
+    spec("exists", -2, R, (1, -1, 1), "generic", "Count the keys that exist"),
+    spec("type", 2, R, (1, 1, 1), "generic", "The type of a key: string or none"),
+    spec("scan", -2, &["readonly"], (0, 0, 0), "generic", "Iterate the cluster's keys in token order"),
+    spec("keys", 2, &["readonly"], (0, 0, 0), "generic", "Every key matching a pattern (a whole scan)"),
+    spec("flushdb", -1, &["write", "admin"], (0, 0, 0), "server", "Delete every key of the cluster (admin)"),
+    spec("dbsize", 1, &["readonly"], (0, 0, 0), "server", "Count the cluster's live keys (a whole scan)"),
+    spec("ping", -1, C, (0, 0, 0), "connection", "Ping the node"),
+    spec("echo", 2, C, (0, 0, 0), "connection", "Echo the argument"),
+    spec("hello", -1, C, (0, 0, 0), "connection", "Handshake (RESP2)"),
+    spec("auth", -2, C, (0, 0, 0), "connection", "Authenticate"),
+    spec("client", -2, C, (0, 0, 0), "connection", "CLIENT ID/SETNAME/GETNAME/LIST/INFO"),
+    spec("select", 2, C, (0, 0, 0), "connection", "Select database 0 (the only one)"),
+    spec("quit", -1, C, (0, 0, 0), "connection", "Close the connection"),
+    spec("info", -1, C, (0, 0, 0), "server", "Node information"),
+    spec("command", -1, C, (0, 0, 0), "server", "Command table"),
+    spec("config", -2, A, (0, 0, 0), "server", "CONFIG GET of a few parameters"),
+    spec("consistency", -1, C, (0, 0, 0), "tailor", "This connection's consistency level"),
+    spec("tailor.repair", 1, A, (0, 0, 0), "tailor", "Run an anti-entropy pass"),
+    spec("tailor.set", 3, A, (0, 0, 0), "tailor", "Set a node knob"),
+    spec("tailor.get", -2, A, (0, 0, 0), "tailor", "Get a node knob"),
+    spec("tailor.localget", 2, R, (1, 1, 1), "tailor", "Read this node's own replica"),
+];
+
+/// Command `name`'s entry.
+pub fn find(name: &str) -> Option<&'static Spec> {
+    COMMANDS.iter().find(|s| s.name == name)
+}
+
+/// The arguments of command `name` that are keys (`args[0]` is the name).
+pub fn keys<'a>(name: &str, args: &'a [Vec<u8>]) -> Vec<&'a [u8]> {
+    let Some(s) = find(name) else { return Vec::new() };
+    let (first, last, step) = s.keys;
+    if first == 0 || args.len() < 2 {
+        return Vec::new();
+    }
+    let end = if last < 0 { args.len() as i64 + last + 1 } else { (last + 1).min(args.len() as i64) };
+    let range = (first as usize)..(end.max(first) as usize);
+    args.get(range).unwrap_or_default().iter().step_by(step as usize).map(Vec::as_slice).collect()
+}
+
+/// `COMMAND`'s entry for `s`.
+pub fn entry(s: &Spec) -> Reply {
+    let flags = s.flags.iter().map(|f| Reply::Simple(f.to_string())).collect();
+    let (first, last, step) = s.keys;
+    Reply::Array(vec![
+        Reply::Bulk(s.name.as_bytes().to_vec()),
+        Reply::Integer(s.arity),
+        Reply::Array(flags),
+        Reply::Integer(first),
+        Reply::Integer(last),
+        Reply::Integer(step),
+    ])
+}
+
+/// `COMMAND DOCS`' entry for `s`: name, then summary, since and group.
+pub fn docs(s: &Spec) -> [Reply; 2] {
+    let field = |t: &str| Reply::Bulk(t.as_bytes().to_vec());
+    let doc = vec![field("summary"), field(s.summary), field("since"), field("1.0.0"), field("group"), field(s.group)];
+    [field(s.name), Reply::Array(doc)]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<Vec<u8>> {
+        a.iter().map(|s| s.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn keys_follow_first_last_and_step() {
+        let k = |a: &[&str]| keys(&a[0].to_lowercase(), &args(a)).iter().map(|k| k.to_vec()).collect::<Vec<_>>();
+        assert_eq!(k(&["set", "a", "v", "EX", "1"]), args(&["a"]));
+        assert_eq!(k(&["mset", "a", "1", "b", "2"]), args(&["a", "b"]));
+        assert_eq!(k(&["del", "a", "b", "c"]), args(&["a", "b", "c"]));
+        assert_eq!(k(&["mset", "a"]), args(&["a"]));
+        assert!(k(&["get"]).is_empty() && k(&["ping", "x"]).is_empty() && k(&["nosuch", "x"]).is_empty());
+    }
+
+    #[test]
+    fn every_name_is_lower_case_and_unique() {
+        for (i, s) in COMMANDS.iter().enumerate() {
+            assert_eq!(s.name, s.name.to_lowercase());
+            assert!(COMMANDS[..i].iter().all(|o| o.name != s.name), "{} twice", s.name);
+        }
+    }
+}
