@@ -20,6 +20,7 @@ pub mod cli;
 pub mod client_conn;
 pub mod cluster;
 pub mod commands;
+pub mod commit;
 pub mod config;
 pub mod coordinator;
 pub mod emulation;
