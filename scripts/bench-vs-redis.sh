@@ -1,26 +1,36 @@
 #!/usr/bin/env bash
-# Benchmark (not a test): one Tailor node against Debian's redis-server, both on free loopback
-# ports, driven by the same redis-benchmark run; prints GET/SET throughput and p50/p99 latency
-# for each and the Tailor/Redis ratio. Both servers are stopped on exit (trap).
+# Benchmark (not a test): Tailor against Debian's redis-server on the same machine, driven by the
+# same redis-benchmark runs, interleaved (each Tailor run is followed by the matching Redis run,
+# so machine noise hits both alike), with random keys (-r) and 1 KB values. Prints one table:
+# throughput, p50 and p99 of SET and GET for every case, and the Tailor/Redis ratios.
+#
+# Cases (Tailor vs Redis):
+#   sync   (ack after fdatasync, group commit)   vs  appendonly yes, appendfsync everysec
+#   buffer (journal to OS buffers before ack)    vs  appendonly no
+#   each with selector lor and c3, each at -P 1 and -P 16; plus a 3-node cluster (replication 3,
+#   clients on node 0, buffer, lor) against Redis without AOF.
+# Every server is stopped on exit (trap).
 #
 # Usage: scripts/bench-vs-redis.sh            (builds tailor in release mode if TAILOR is unset)
 # Environment:
 #   TAILOR=path/to/tailor         binary to run (default: cargo build --release -p tailor)
-#   N=100000 C=50 D=1024          redis-benchmark requests, connections, value bytes
-#   TAILOR_SELECTOR=c3            replica selector of the node (the node's default)
-#   TAILOR_WORKERS=4              replica worker threads
-#   TAILOR_DURABILITY=buffer      `buffer` (journal to OS buffers before the ack, like Redis's
-#                                 default of no fsync per write) or `sync` (fdatasync per ack group)
-# Choice: Redis runs with its defaults except `--save ''` (no RDB snapshot mid-run) and
-# `--appendonly no`, so neither server fsyncs per write unless TAILOR_DURABILITY=sync.
+#   N=50000 C=50 D=1024 R=100000  requests per test, connections, value bytes, key space (-r)
+#   WORKERS=4                     replica worker threads of each Tailor node
+#   SELECTORS="lor c3"            selectors to run
+#   PIPELINES="1 16"              -P values to run
+#   DURABILITIES="sync buffer"    Tailor durabilities to run (Redis config follows)
+#   CLUSTER=1                     also run the 3-node line (0: skip)
 set -euo pipefail
 
-N=${N:-100000}
+N=${N:-50000}
 C=${C:-50}
 D=${D:-1024}
-TAILOR_SELECTOR=${TAILOR_SELECTOR:-c3}
-TAILOR_WORKERS=${TAILOR_WORKERS:-4}
-TAILOR_DURABILITY=${TAILOR_DURABILITY:-buffer}
+R=${R:-100000}
+WORKERS=${WORKERS:-4}
+SELECTORS=${SELECTORS:-"lor c3"}
+PIPELINES=${PIPELINES:-"1 16"}
+DURABILITIES=${DURABILITIES:-"sync buffer"}
+CLUSTER=${CLUSTER:-1}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 need_apt=()
@@ -42,13 +52,17 @@ fi
 
 WORK=$(mktemp -d -t tailor-vs-redis.XXXXXX)
 PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do
+# Stop the servers whose pids are given (SIGTERM, then wait for them).
+stop() {
+    for p in "$@"; do
         kill "$p" 2>/dev/null || true
     done
-    for p in "${PIDS[@]}"; do
+    for p in "$@"; do
         wait "$p" 2>/dev/null || true
     done
+}
+cleanup() {
+    stop "${PIDS[@]}"
     rm -rf "$WORK"
 }
 trap cleanup EXIT INT TERM
@@ -82,61 +96,116 @@ wait_ping() {
     done
 }
 
-free_port TAILOR_PORT
-free_port PEER_PORT
-free_port REDIS_PORT
-
-cat >"$WORK/node.toml" <<EOF
-id = 0
-data_dir = "$WORK/tailor-data"
-client_addr = "127.0.0.1:$TAILOR_PORT"
-members = [{ id = 0, peer = "127.0.0.1:$PEER_PORT" }]
-replication = 1
-selector = "$TAILOR_SELECTOR"
-workers = $TAILOR_WORKERS
-durability = "$TAILOR_DURABILITY"
+# Start NODES Tailor nodes (durability $2, selector $3, replication = nodes) in a fresh data
+# directory; sets T_PORT (node 0's client port) and T_PIDS.
+start_tailor() {
+    local nodes=$1 durability=$2 selector=$3 i members="" dir
+    local -a cports=() pports=()
+    for ((i = 0; i < nodes; i++)); do
+        free_port "cp$i"
+        free_port "pp$i"
+        cports+=("$(eval echo "\$cp$i")")
+        pports+=("$(eval echo "\$pp$i")")
+        members="$members{ id = $i, peer = \"127.0.0.1:${pports[$i]}\" },"
+    done
+    T_PIDS=()
+    for ((i = 0; i < nodes; i++)); do
+        dir="$WORK/tailor-$nodes-$durability-$selector-$i"
+        mkdir -p "$dir"
+        cat >"$dir/node.toml" <<EOF
+id = $i
+data_dir = "$dir/data"
+client_addr = "127.0.0.1:${cports[$i]}"
+members = [${members%,}]
+replication = $nodes
+selector = "$selector"
+workers = $WORKERS
+durability = "$durability"
 EOF
-"$TAILOR" node --config "$WORK/node.toml" >"$WORK/tailor.log" 2>&1 &
-TAILOR_PID=$!
-PIDS+=("$TAILOR_PID")
-redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save '' --appendonly no --daemonize no \
-    --dir "$WORK" >"$WORK/redis.log" 2>&1 &
-REDIS_PID=$!
-PIDS+=("$REDIS_PID")
-wait_ping "$TAILOR_PORT" "$WORK/tailor.log" "$TAILOR_PID"
-wait_ping "$REDIS_PORT" "$WORK/redis.log" "$REDIS_PID"
-
-# One redis-benchmark run; prints "TEST rps p50_ms p99_ms" lines (SET, GET). Its progress lines
-# end in carriage returns, so split on them before picking the CSV rows.
-bench() {
-    redis-benchmark -h 127.0.0.1 -p "$1" -t set,get -n "$N" -c "$C" -d "$D" -q --csv 2>&1 |
-        tr '\r' '\n' | tee "$WORK/bench-$1.csv" |
-        awk -F'","' '/^"(SET|GET)"/ { gsub(/"/, "", $0); split($0, f, ","); print f[1], f[2], f[5], f[7] }'
+        "$TAILOR" node --config "$dir/node.toml" >"$dir/tailor.log" 2>&1 &
+        T_PIDS+=($!)
+        PIDS+=($!)
+    done
+    for ((i = 0; i < nodes; i++)); do
+        wait_ping "${cports[$i]}" "$WORK/tailor-$nodes-$durability-$selector-$i/tailor.log" "${T_PIDS[$i]}"
+    done
+    T_PORT=${cports[0]}
 }
 
-echo "redis-benchmark -t set,get -n $N -c $C -d $D (tailor: selector $TAILOR_SELECTOR, $TAILOR_WORKERS workers, durability $TAILOR_DURABILITY)" >&2
-echo "running against Tailor on port $TAILOR_PORT" >&2
-T_OUT=$(bench "$TAILOR_PORT")
-echo "running against Redis on port $REDIS_PORT" >&2
-R_OUT=$(bench "$REDIS_PORT")
-if [ -z "$T_OUT" ] || [ -z "$R_OUT" ]; then
-    echo "could not parse redis-benchmark output:" >&2
-    cat "$WORK"/bench-*.csv >&2
-    exit 1
-fi
+# Start redis-server with AOF policy $1 (`everysec` or `no`); sets R_PORT and R_PID.
+start_redis() {
+    local dir="$WORK/redis-$1"
+    mkdir -p "$dir"
+    free_port R_PORT
+    local aof=(--appendonly no)
+    [ "$1" = "everysec" ] && aof=(--appendonly yes --appendfsync everysec)
+    redis-server --bind 127.0.0.1 --port "$R_PORT" --save '' "${aof[@]}" --daemonize no \
+        --dir "$dir" >"$dir/redis.log" 2>&1 &
+    R_PID=$!
+    PIDS+=("$R_PID")
+    wait_ping "$R_PORT" "$dir/redis.log" "$R_PID"
+}
+
+# One redis-benchmark run against port $1 with -P $2; prints "TEST rps p50_ms p99_ms" lines
+# (SET, GET). Its progress lines end in carriage returns, so split on them first.
+bench() {
+    redis-benchmark -h 127.0.0.1 -p "$1" -t set,get -n "$N" -c "$C" -d "$D" -r "$R" -P "$2" -q --csv 2>&1 |
+        tr '\r' '\n' | tee -a "$WORK/bench-$1.csv" |
+        awk -F'","' '/^"(SET|GET)"/ { gsub(/"/, "", $0); split($0, f, ","); print f[1], f[2], f[5], f[7] }'
+}
 
 field() { # field OUTPUT TEST COLUMN(2=rps,3=p50,4=p99)
     echo "$1" | awk -v t="$2" -v c="$3" '$1 == t { print $c }'
 }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0) printf "%.2f", a / b; else print "-" }'; }
 
-printf '%-10s %14s %14s %14s\n' "metric" "tailor" "redis" "tailor/redis"
-for t in SET GET; do
-    for col in 2:"rps" 3:"p50 ms" 4:"p99 ms"; do
-        c=${col%%:*}
-        name="$t ${col#*:}"
-        tv=$(field "$T_OUT" "$t" "$c")
-        rv=$(field "$R_OUT" "$t" "$c")
-        ratio=$(awk -v a="$tv" -v b="$rv" 'BEGIN { if (b + 0 > 0) printf "%.2f", a / b; else print "-" }')
-        printf '%-10s %14s %14s %14s\n' "$name" "$tv" "$rv" "$ratio"
+ROWS=()
+# Run -P $3 against Tailor (port T_PORT) then Redis (R_PORT); add rows labelled $1 (Tailor) /
+# $2 (Redis).
+compare() {
+    local label=$1 rlabel=$2 p=$3 t_out r_out t
+    echo "  $label vs $rlabel, -P $p" >&2
+    t_out=$(bench "$T_PORT" "$p")
+    r_out=$(bench "$R_PORT" "$p")
+    if [ -z "$t_out" ] || [ -z "$r_out" ]; then
+        echo "could not parse redis-benchmark output:" >&2
+        cat "$WORK"/bench-*.csv >&2
+        exit 1
+    fi
+    for t in SET GET; do
+        local tr tp50 tp99 rr rp50 rp99
+        tr=$(field "$t_out" "$t" 2) tp50=$(field "$t_out" "$t" 3) tp99=$(field "$t_out" "$t" 4)
+        rr=$(field "$r_out" "$t" 2) rp50=$(field "$r_out" "$t" 3) rp99=$(field "$r_out" "$t" 4)
+        ROWS+=("$(printf '%-22s %-18s %-3s %3s %10s %10s %6s %7s %7s %7s %7s' "$label" "$rlabel" "$t" "$p" \
+            "$tr" "$rr" "$(ratio "$tr" "$rr")" "$tp50" "$rp50" "$tp99" "$rp99")")
     done
+}
+
+echo "redis-benchmark -t set,get -n $N -c $C -d $D -r $R; tailor $WORKERS workers" >&2
+for dur in $DURABILITIES; do
+    case $dur in
+        sync) aof=everysec rlabel="redis aof everysec" ;;
+        *) aof=no rlabel="redis no aof" ;;
+    esac
+    start_redis "$aof"
+    for sel in $SELECTORS; do
+        start_tailor 1 "$dur" "$sel"
+        for p in $PIPELINES; do
+            compare "tailor $dur $sel" "$rlabel" "$p"
+        done
+        stop "${T_PIDS[@]}"
+    done
+    stop "$R_PID"
 done
+if [ "$CLUSTER" != 0 ]; then
+    start_redis no
+    start_tailor 3 buffer lor
+    for p in $PIPELINES; do
+        compare "tailor 3 nodes buf lor" "redis no aof" "$p"
+    done
+    stop "${T_PIDS[@]}" "$R_PID"
+fi
+
+printf '%-22s %-18s %-3s %3s %10s %10s %6s %7s %7s %7s %7s\n' "tailor" "redis" "op" "-P" \
+    "tailor/s" "redis/s" "ratio" "t p50" "r p50" "t p99" "r p99"
+printf '%s\n' "${ROWS[@]}"

@@ -18,6 +18,9 @@
 //!   the client gets an error and is disconnected (slowloris); `idle_timeout_ms` (0 = off)
 //!   closes a connection that sends nothing, as Redis's `timeout`. A client that takes none of
 //!   its replies for `slow_sender_timeout_ms` is disconnected too.
+//! - Pipelined plain GETs and SETs of distinct keys run concurrently, at most [`MAX_BATCH`]
+//!   at once, with their replies in order (a pipeline's latency is then one round trip to the
+//!   replicas, not one per command).
 //! - Replies: pipelined commands run until 64 KiB of replies wait, which are then written before
 //!   more run, so a connection holds at most that plus one reply; an MGET reply's bytes are
 //!   leased from the `max_buffered_bytes` budget until written.
@@ -45,6 +48,29 @@ const IDLE_BUFFER: usize = 16 * 1024;
 const IDLE_OUT: usize = 64 * 1024;
 /// Replies buffered before the connection stops executing commands and writes them.
 const OUT_HIGH_WATER: usize = 64 * 1024;
+
+/// Most pipelined commands of one connection run concurrently: bounds the replies a batch
+/// buffers (32 × a GET's value) and the futures one connection keeps.
+const MAX_BATCH: usize = 32;
+
+/// A command that may run concurrently with its neighbours in a pipeline: a plain `GET key` or
+/// `SET key value`, which leave the session as it is and end no connection. Two of them run
+/// together only if they touch different keys or both read, so each sees the effects of the
+/// commands before it as Redis's one-at-a-time execution would (replies stay in order).
+struct Batchable<'a> {
+    key: &'a [u8],
+    write: bool,
+}
+
+impl Batchable<'_> {
+    fn of(args: &[Vec<u8>]) -> Option<Batchable<'_>> {
+        match args {
+            [name, key] if name.eq_ignore_ascii_case(b"get") => Some(Batchable { key, write: false }),
+            [name, key, _] if name.eq_ignore_ascii_case(b"set") => Some(Batchable { key, write: true }),
+            _ => None,
+        }
+    }
+}
 
 /// What a connection does once the commands that were ready ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -198,6 +224,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 Ok(Parsed::Command { args, used }) => {
                     self.start += used;
                     self.partial_since = None;
+                    if Batchable::of(&args).is_some() {
+                        self.execute_batch(args).await;
+                        continue;
+                    }
                     let done = commands::execute(&self.node, &mut self.session, args).await;
                     done.reply.encode(&mut self.out);
                     self.out_leases.extend(done.lease);
@@ -208,6 +238,36 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 Ok(Parsed::TooLarge(t)) => self.start_discard(t),
                 Err(e) => return self.protocol_error(e),
             }
+        }
+    }
+
+    /// Run `first` and the batchable commands right behind it in the buffer concurrently
+    /// ([`Batchable`]), encoding their replies in order; stops at the first command that is not
+    /// batchable or touches a key a batched write touches (left in the buffer for the caller).
+    async fn execute_batch(&mut self, first: Vec<Vec<u8>>) {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            let Ok(Parsed::Command { args, used }) = parse_command(&self.buf[self.start..], &self.limits) else {
+                break;
+            };
+            let Some(this) = Batchable::of(&args) else { break };
+            let conflict = batch.iter().any(|b| {
+                let other = Batchable::of(b).expect("only batchable commands are batched");
+                other.key == this.key && (other.write || this.write)
+            });
+            if conflict {
+                break;
+            }
+            self.start += used;
+            batch.push(args);
+        }
+        // batchable commands only read the session, so each runs with a copy of it
+        let mut sessions = vec![self.session.clone(); batch.len()];
+        let node = &self.node;
+        let runs = sessions.iter_mut().zip(batch).map(|(session, args)| commands::execute(node, session, args));
+        for done in futures_util::future::join_all(runs).await {
+            done.reply.encode(&mut self.out);
+            self.out_leases.extend(done.lease);
         }
     }
 

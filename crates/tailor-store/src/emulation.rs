@@ -156,6 +156,14 @@ impl Emulation {
         Duration::from_nanos(total.saturating_sub(real))
     }
 
+    /// Whether every knob is off, so a request takes exactly its real time: the replica may
+    /// then run it on the caller's thread, which no emulated sleep may block.
+    pub fn off(&self) -> bool {
+        self.model_time(u64::MAX) == 0
+            && f(&self.fluct_factor) <= 1.0
+            && (self.stall_every_ms.load(Ordering::Relaxed) == 0 || self.stall_ms.load(Ordering::Relaxed) == 0)
+    }
+
     /// If a stall covers `now`, how long remains of it.
     pub fn stall_remaining(&self, now: Nanos) -> Option<Duration> {
         let every = self.stall_every_ms.load(Ordering::Relaxed).saturating_mul(MS);

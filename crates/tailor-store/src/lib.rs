@@ -22,6 +22,7 @@ pub mod client_conn;
 pub mod clients;
 pub mod cluster;
 pub mod commands;
+pub mod commit;
 pub mod config;
 pub mod coordinator;
 pub mod emulation;

@@ -16,7 +16,7 @@
 
 use crate::emulation::Emulation;
 use crate::metrics::Metrics;
-use crate::storage::{Storage, Versioned};
+use crate::storage::{Applied, Storage, Versioned};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -462,7 +462,20 @@ impl Replica {
         }
         s.next_id += 1;
         let arrival = Arrival { id: s.next_id, age, service, size, tags };
+        // Run on the caller's thread when the core starts the job at once (nothing waits and a
+        // worker slot is free): no hand-off to a worker thread and back, the reply is in the
+        // channel before this returns. Only with emulation off (no emulated sleep may block the
+        // caller, a runtime thread); the slot counts as taken meanwhile, so the core's worker
+        // bound holds, and the core, not this shortcut, still chooses what starts.
+        let inline = s.core.waiting() == 0 && s.core.running() < s.core.workers() && self.emulation.off();
         s.core.admit(now, arrival, Job { work, size, key_hash, receiver, reply: tx });
+        if inline {
+            if let Some((meta, job)) = s.core.start(now) {
+                drop(s);
+                self.run(meta, job);
+                return rx;
+            }
+        }
         drop(s);
         self.ready.notify_one();
         rx
@@ -486,8 +499,9 @@ impl Replica {
         }
     }
 
-    /// Execute one job against storage with the emulation knobs; its outcome and real service.
-    fn execute(&self, work: Work, key_hash: u64, size: u64) -> (Result<Outcome, String>, Nanos) {
+    /// Execute one job against storage with the emulation knobs; its outcome, real service, and
+    /// whether the reply must wait for the committer's sync ([`Applied::Committed`]).
+    fn execute(&self, work: Work, key_hash: u64, size: u64) -> (Result<Outcome, String>, Nanos, bool) {
         let inject = |n: u64| n.checked_sub(1);
         if self.inject_panics.fetch_update(Ordering::Relaxed, Ordering::Relaxed, inject).is_ok() {
             panic!("injected worker panic (TAILOR.SET debug_panic_next)");
@@ -497,11 +511,13 @@ impl Replica {
         }
         let start = self.now();
         let is_write = matches!(work, Work::Write { .. });
+        let mut committed = false;
         let outcome = match work {
             Work::Read { key } => self.storage.get(&key).map(Outcome::Read),
-            Work::Write { key, version, value } => {
-                self.storage.put(&key, version, value.as_deref()).map(Outcome::Written)
-            }
+            Work::Write { key, version, value } => self.storage.apply(&key, version, value.as_deref()).map(|a| {
+                committed = a == Applied::Committed;
+                Outcome::Written(a != Applied::Stale)
+            }),
         };
         if is_write && matches!(outcome, Ok(Outcome::Written(true))) {
             // before the reply's facts are filled, so the ack carries this key's new bits
@@ -519,7 +535,7 @@ impl Replica {
             Err(_) => 0,
         };
         self.metrics.service(service);
-        (outcome.map_err(|e| e.to_string()), service)
+        (outcome.map_err(|e| e.to_string()), service, committed)
     }
 
     /// A worker thread: runs the worker loop, and a fresh one whenever a panic ends it, until
@@ -536,24 +552,39 @@ impl Replica {
 
     fn worker(&self) {
         while let Some((meta, job)) = self.next_job() {
-            let Job { work, size, key_hash, receiver, reply } = job;
-            let run = catch_unwind(AssertUnwindSafe(|| self.execute(work, key_hash, size)));
-            let (outcome, service) = match run {
-                Ok(done) => {
-                    self.health.panics_since_success.store(0, Ordering::Relaxed);
-                    done
-                }
-                Err(panic) => {
-                    let text = panic_text(&*panic);
-                    self.panicked(&text);
-                    (Err(format!("the replica's worker panicked: {text}")), 1)
-                }
-            };
-            let now = self.now();
-            let mut feedback = self.lock().core.finish(now, meta.id, service);
-            if outcome.is_ok() {
-                self.fill_bloom(receiver, &mut feedback);
+            self.run(meta, job);
+        }
+    }
+
+    /// Execute a job the core started, report it finished and send its reply (after the
+    /// committer's sync for a `sync` write).
+    fn run(&self, meta: JobMeta, job: Job) {
+        let Job { work, size, key_hash, receiver, reply } = job;
+        let run = catch_unwind(AssertUnwindSafe(|| self.execute(work, key_hash, size)));
+        let (outcome, service, committed) = match run {
+            Ok(done) => {
+                self.health.panics_since_success.store(0, Ordering::Relaxed);
+                done
             }
+            Err(panic) => {
+                let text = panic_text(&*panic);
+                self.panicked(&text);
+                (Err(format!("the replica's worker panicked: {text}")), 1, false)
+            }
+        };
+        let now = self.now();
+        let mut feedback = self.lock().core.finish(now, meta.id, service);
+        if outcome.is_ok() {
+            self.fill_bloom(receiver, &mut feedback);
+        }
+        if committed {
+            // the ack leaves after the committer's sync; the worker serves the next job
+            // meanwhile, so the sync wait is not service time
+            self.storage.when_durable(move |synced| {
+                let outcome = synced.and(outcome);
+                let _ = reply.send(Done { outcome, feedback });
+            });
+        } else {
             let _ = reply.send(Done { outcome, feedback });
         }
     }

@@ -38,6 +38,9 @@ pub enum StorageError {
     /// (`max_key_bytes`), so this is the last line, not the limit.
     #[error("key of {0} bytes is above the engine's limit of {ENGINE_MAX_KEY} bytes")]
     KeyTooLong(usize),
+    /// The journal sync of a `sync` write failed (the write may be lost).
+    #[error("{0}")]
+    Sync(String),
     /// A blocking storage task did not finish (it panicked).
     #[error("storage task failed: {0}")]
     Task(String),
@@ -99,6 +102,20 @@ pub struct Storage {
     committed: AtomicU64,
     /// The highest committed sequence number known durable; the mutex lets one writer sync for all.
     synced: Mutex<u64>,
+    /// The committer of `sync` durability (`None` with `buffer`, where a flush to the OS is
+    /// cheap enough to do on the writer's thread).
+    group: Option<crate::commit::GroupCommit>,
+}
+
+/// Whether an applied write is durable yet (see [`Storage::apply`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Applied {
+    /// Not applied: a newer version was stored.
+    Stale,
+    /// Applied and durable per the configured policy.
+    Durable,
+    /// Applied; durable once [`Storage::when_durable`] says so (`sync` durability).
+    Committed,
 }
 
 const META_VALUE: u8 = 0;
@@ -165,7 +182,6 @@ impl Storage {
         let versions = db.keyspace("versions", KeyspaceCreateOptions::default)?;
         migrate_meta(&db, &versions)?;
         Ok(Storage {
-            db,
             data,
             versions,
             durability,
@@ -173,6 +189,13 @@ impl Storage {
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
             committed: AtomicU64::new(0),
             synced: Mutex::new(0),
+            group: match durability {
+                Durability::Sync => {
+                    Some(crate::commit::GroupCommit::start(db.clone(), dir).map_err(fjall::Error::from)?)
+                }
+                Durability::Buffer => None,
+            },
+            db,
         })
     }
 
@@ -228,17 +251,31 @@ impl Storage {
     /// already expired value) older than the tombstone grace removes the key without leaving a
     /// tombstone.
     pub fn put(&self, key: &[u8], version: u64, value: Option<&[u8]>) -> Result<bool, StorageError> {
+        match self.apply(key, version, value)? {
+            Applied::Stale => Ok(false),
+            Applied::Durable => Ok(true),
+            Applied::Committed => {
+                self.wait_durable()?;
+                Ok(true)
+            }
+        }
+    }
+
+    /// [`Storage::put`] without waiting for a `sync` durability's fsync: [`Applied::Committed`]
+    /// then asks the caller to acknowledge through [`Storage::when_durable`], so the thread that
+    /// wrote is free during the sync and one sync covers every write made meanwhile.
+    pub fn apply(&self, key: &[u8], version: u64, value: Option<&[u8]>) -> Result<Applied, StorageError> {
         let vkey = versions_key(key)?;
         let guard = self.stripes[stripe_of(key)].lock().unwrap_or_else(|p| p.into_inner());
         let stored = self.meta_version(key)?;
         if stored >= version {
-            return Ok(false);
+            return Ok(Applied::Stale);
         }
         let dead = value.is_none_or(|v| crate::expiry::expired(v, crate::expiry::now_ms()));
         let expired = dead && version < self.gc_cutoff();
         if expired && stored == 0 {
             // nothing to delete, and the tombstone would only be dropped again
-            return Ok(false);
+            return Ok(Applied::Stale);
         }
         let mut batch = self.db.batch();
         let meta = meta_record(version, value);
@@ -260,9 +297,29 @@ impl Storage {
         }
         batch.commit()?;
         drop(guard);
+        if self.group.is_some() {
+            return Ok(Applied::Committed);
+        }
         let mine = self.committed.fetch_add(1, Ordering::SeqCst) + 1;
         self.make_durable(mine)?;
-        Ok(true)
+        Ok(Applied::Durable)
+    }
+
+    /// Call `ack` once the write [`Storage::apply`] answered [`Applied::Committed`] for is
+    /// durable (on the committer thread), with the sync's error if it failed.
+    pub fn when_durable(&self, ack: impl FnOnce(Result<(), String>) + Send + 'static) {
+        match &self.group {
+            Some(g) => g.then(ack),
+            None => ack(Ok(())),
+        }
+    }
+
+    /// Wait for the committer to sync the batch just committed (`sync` durability).
+    fn wait_durable(&self) -> Result<(), StorageError> {
+        match &self.group {
+            Some(g) => g.wait().map_err(StorageError::Sync),
+            None => Ok(()),
+        }
     }
 
     /// Group commit: return once the journal is persisted past commit number `mine`. Whoever
@@ -381,6 +438,9 @@ impl Storage {
             None => batch.remove(keyspace, key),
         }
         batch.commit()?;
+        if self.group.is_some() {
+            return self.wait_durable();
+        }
         let mine = self.committed.fetch_add(1, Ordering::SeqCst) + 1;
         self.make_durable(mine)
     }
