@@ -262,7 +262,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             batch.push(args);
         }
         // batchable commands only read the session, so each runs with a copy of it
-        let mut sessions = vec![self.session.clone(); batch.len()];
+        if let Some(last) = batch.last() {
+            self.session.touch(&String::from_utf8_lossy(&last[0]).to_ascii_lowercase());
+        }
+        let mut sessions: Vec<Session> = batch.iter().map(|_| self.session.snapshot()).collect();
         let node = &self.node;
         let runs = sessions.iter_mut().zip(batch).map(|(session, args)| commands::execute(node, session, args));
         for done in futures_util::future::join_all(runs).await {

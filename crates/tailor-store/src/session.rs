@@ -56,6 +56,13 @@ impl Session {
         Session { client: Some(registry.join(addr)), ..Session::default() }
     }
 
+    /// A copy of who the connection is and the consistency it chose, for commands that only
+    /// read the session (pipelined GET/SET run concurrently, each with one); it is not in the
+    /// client registry, so the connection's own session must be [`Session::touch`]ed for them.
+    pub fn snapshot(&self) -> Session {
+        Session { user: self.user, consistency: self.consistency, client: None, name: None }
+    }
+
     /// Its connection id (0 when not registered).
     pub fn id(&self) -> u64 {
         self.client.as_ref().map_or(0, ClientHandle::id)
