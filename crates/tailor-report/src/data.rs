@@ -131,14 +131,7 @@ pub fn mean(runs: &[&RunResult], f: impl Fn(&RunResult) -> f64) -> f64 {
 /// Median, minimum and maximum of `f` over runs (NaN when none is finite): the spread across
 /// seeds, which a mean alone hides.
 pub fn spread(runs: &[&RunResult], f: impl Fn(&RunResult) -> f64) -> Spread {
-    let mut vals: Vec<f64> = runs.iter().map(|r| f(r)).filter(|v| v.is_finite()).collect();
-    if vals.is_empty() {
-        return Spread { median: f64::NAN, min: f64::NAN, max: f64::NAN, n: 0 };
-    }
-    vals.sort_by(f64::total_cmp);
-    let n = vals.len();
-    let median = if n % 2 == 1 { vals[n / 2] } else { (vals[n / 2 - 1] + vals[n / 2]) / 2.0 };
-    Spread { median, min: vals[0], max: vals[n - 1], n }
+    Spread::of(runs.iter().map(|r| f(r)))
 }
 
 /// A value across seeds: median and range.
@@ -152,6 +145,20 @@ pub struct Spread {
     pub max: f64,
     /// Number of finite values.
     pub n: usize,
+}
+
+impl Spread {
+    /// The median, minimum and maximum of the finite `values` (NaN when there are none).
+    pub fn of(values: impl IntoIterator<Item = f64>) -> Spread {
+        let mut vals: Vec<f64> = values.into_iter().filter(|v| v.is_finite()).collect();
+        if vals.is_empty() {
+            return Spread { median: f64::NAN, min: f64::NAN, max: f64::NAN, n: 0 };
+        }
+        vals.sort_by(f64::total_cmp);
+        let n = vals.len();
+        let median = if n % 2 == 1 { vals[n / 2] } else { (vals[n / 2 - 1] + vals[n / 2]) / 2.0 };
+        Spread { median, min: vals[0], max: vals[n - 1], n }
+    }
 }
 
 /// Pool the CDFs of several runs into one, each weighted by its request count (equal weights

@@ -2,6 +2,7 @@
 //! names the field; `tailor sim --strict` turns them into errors.
 
 use crate::{ArrivalKind, FluctuationMode, Spec};
+use tailor_core::workload::arrivals::rate_for_load;
 use tailor_core::workload::sizes::SizeModel;
 
 /// One finding about a spec.
@@ -72,15 +73,22 @@ fn mean_speed(spec: &Spec) -> f64 {
     (1.0 - f.probability) + f.probability * other
 }
 
-/// Offered utilisation of an open-loop spec (1 = the cluster's mean capacity), if computable.
-pub fn utilisation(spec: &Spec) -> Option<f64> {
-    if spec.workload.arrival != ArrivalKind::Poisson {
+/// The mean nominal service time in ns and the offered request rate of an open-loop spec.
+fn offered(spec: &Spec) -> Option<(f64, f64)> {
+    let w = &spec.workload;
+    if w.arrival != ArrivalKind::Poisson {
         return None;
     }
-    let sizes = SizeModel::new(&spec.workload.sizes).ok()?;
-    let mean_ns = spec.cluster.mean_service_ns(sizes.mean());
-    let capacity_rps = spec.cluster.servers as f64 * spec.cluster.workers as f64 * 1e9 / mean_ns;
-    let rate = if spec.workload.rate > 0.0 { spec.workload.rate } else { spec.workload.load * capacity_rps };
+    let mean_ns = spec.cluster.mean_service_ns(SizeModel::new(&w.sizes).ok()?.mean());
+    let (servers, workers) = (spec.cluster.servers, spec.cluster.workers);
+    let rate = if w.rate > 0.0 { w.rate } else { rate_for_load(w.load, servers, workers, mean_ns) };
+    Some((mean_ns, rate))
+}
+
+/// Offered utilisation of an open-loop spec (1 = the cluster's mean capacity), if computable.
+pub fn utilisation(spec: &Spec) -> Option<f64> {
+    let (mean_ns, rate) = offered(spec)?;
+    let capacity_rps = rate_for_load(1.0, spec.cluster.servers, spec.cluster.workers, mean_ns);
     Some(rate * work_per_request(spec) / (capacity_rps * mean_speed(spec)))
 }
 
@@ -99,16 +107,10 @@ fn overload(spec: &Spec) -> Option<Warning> {
 /// An open-loop run whose warm-up covers (nearly) all of its expected duration.
 fn warmup_eats_run(spec: &Spec) -> Option<Warning> {
     let w = &spec.workload;
-    let sizes = SizeModel::new(&w.sizes).ok()?;
-    if w.arrival != ArrivalKind::Poisson || w.warmup_ms <= 0.0 {
+    let (_, rate) = offered(spec)?;
+    if w.warmup_ms <= 0.0 {
         return None;
     }
-    let mean_ns = spec.cluster.mean_service_ns(sizes.mean());
-    let rate = if w.rate > 0.0 {
-        w.rate
-    } else {
-        w.load * spec.cluster.servers as f64 * spec.cluster.workers as f64 * 1e9 / mean_ns
-    };
     let run_ms = w.requests as f64 / rate * 1e3;
     (w.warmup_ms >= 0.9 * run_ms).then(|| Warning {
         field: "workload.warmup_ms".into(),

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 use tailor_bench::validity::Figures;
 use tailor_core::results::RunResult;
+use tailor_report::data::Spread;
 
 /// Rows of a comparison, in first-seen order.
 pub fn render(runs: &[RunResult]) -> String {
@@ -39,7 +40,7 @@ pub fn render(runs: &[RunResult]) -> String {
     }
     let mut rows: Vec<Vec<String>> = vec![header];
     for (_, group) in &groups {
-        let avg = |f: &dyn Fn(&RunResult) -> f64| median(group.iter().map(|r| f(r)).collect());
+        let avg = |f: &dyn Fn(&RunResult) -> f64| Spread::of(group.iter().map(|r| f(r))).median;
         let first = group[0];
         let mut row: Vec<String> = param_names.iter().map(|p| first.params[p].clone()).collect();
         row.push(first.selector.clone());
@@ -47,7 +48,7 @@ pub fn render(runs: &[RunResult]) -> String {
         for v in [avg(&|r| r.read_latency_ms.p50), avg(&|r| r.read_latency_ms.p95), avg(&|r| r.read_latency_ms.p99)] {
             row.push(format!("{v:.2}"));
         }
-        row.push(range(group.iter().map(|r| r.read_latency_ms.p99)));
+        row.push(range(Spread::of(group.iter().map(|r| r.read_latency_ms.p99))));
         for v in [avg(&|r| r.read_latency_ms.p999), avg(&|r| r.read_latency_ms.max)] {
             row.push(format!("{v:.2}"));
         }
@@ -85,24 +86,12 @@ pub fn render(runs: &[RunResult]) -> String {
     out
 }
 
-/// The median of `values` (the mean of the middle two for an even count).
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    match values.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => values[n / 2],
-        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-    }
-}
-
-/// `min-max` of the values, or `-` for a single one.
-fn range(values: impl Iterator<Item = f64>) -> String {
-    let (lo, hi, n) =
-        values.fold((f64::INFINITY, f64::NEG_INFINITY, 0), |(lo, hi, n), v| (lo.min(v), hi.max(v), n + 1));
-    if n < 2 {
+/// `min-max` of a spread over seeds, or `-` for a single seed.
+fn range(s: Spread) -> String {
+    if s.n < 2 {
         "-".into()
     } else {
-        format!("{lo:.1}-{hi:.1}")
+        format!("{:.1}-{:.1}", s.min, s.max)
     }
 }
 

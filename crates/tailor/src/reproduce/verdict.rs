@@ -12,6 +12,7 @@ use anyhow::{bail, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use tailor_core::results::RunResult;
+use tailor_report::data::Spread;
 
 /// What a claim came to.
 #[derive(Clone, Debug, Serialize)]
@@ -47,13 +48,12 @@ pub fn judge(claim: &Claim, a_runs: &[RunResult], b_runs: &[RunResult]) -> Resul
         _ => a,
     };
     let values: Vec<f64> = per_seed.values().copied().collect();
+    let spread = Spread::of(values.iter().copied());
     let value = match claim.kind {
         Kind::Share => share_within(&values, claim.threshold.unwrap_or(f64::NAN)),
-        _ => median(&values),
+        _ => spread.median,
     };
-    let min = values.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    Ok(Outcome { verdict: verdict(claim, value), per_seed, value, min, max })
+    Ok(Outcome { verdict: verdict(claim, value), per_seed, value, min: spread.min, max: spread.max })
 }
 
 /// The verdict for a claim whose figure (median ratio, or share) is `value`.
@@ -136,16 +136,6 @@ fn metric(m: Metric, r: &RunResult) -> Result<f64> {
             }
         },
     })
-}
-
-fn median(values: &[f64]) -> f64 {
-    let mut v = values.to_vec();
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
 }
 
 fn share_within(values: &[f64], threshold: f64) -> f64 {
