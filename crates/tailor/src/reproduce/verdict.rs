@@ -88,7 +88,6 @@ fn side_values(claim: &Claim, side: &Side, runs: &[RunResult]) -> Result<BTreeMa
     for (seed, values) in per_seed {
         let v = match claim.aggregate {
             Aggregate::One if values.len() == 1 => values[0],
-            Aggregate::One if claim.kind == Kind::Share => values[0],
             Aggregate::One => {
                 bail!("{} runs of `{}` match seed {seed}: narrow `at` or set `aggregate`", values.len(), side.selector)
             }
