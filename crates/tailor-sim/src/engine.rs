@@ -37,8 +37,15 @@ fn service_model(spec: &Spec) -> size::ServiceModel {
 
 /// A request's life in the simulator (what the cores do not keep: the truth and the times
 /// the recorder needs). Its replicas are not kept: the ring never changes during a run, and
-/// only the rare bound sample needs them again.
+/// only the rare bound sample needs them again. Held in [`Requests`] only while in flight.
 struct Req {
+    /// Its id in the cores (see [`Requests`]).
+    id: RequestId,
+    /// Copies sent (reads, shadows, hedges, write copies, probes) whose answers have not
+    /// reached the coordinator yet.
+    outstanding: u32,
+    /// Whether the client has its reply.
+    done: bool,
     key: u64,
     size: u64,
     op: Op,
@@ -46,6 +53,90 @@ struct Req {
     release: Nanos,
     /// Nominal processing time at a replica (stretch denominator, local policies' `p`).
     nominal: Nanos,
+}
+
+/// Low bits of a request id that hold its slot in [`Requests`]; the request's sequence number
+/// (0, 1, 2... in issue order) sits above them, so ids are unique and ordered like issues.
+const SLOT_BITS: u32 = 24;
+
+/// The requests in flight, in slots reused once a request is answered and every copy of it is
+/// back: memory follows the requests in flight, not the length of the run.
+#[derive(Default)]
+struct Requests {
+    slots: Vec<Req>,
+    free: Vec<u32>,
+    /// Requests issued so far: the next one's sequence number.
+    issued: u64,
+    reads: u64,
+}
+
+impl Requests {
+    /// Take a slot for `req` and return its id.
+    fn insert(&mut self, mut req: Req) -> RequestId {
+        let slot = self.free.pop().unwrap_or(self.slots.len() as u32);
+        assert!(slot < (1 << SLOT_BITS), "more than 16M requests in flight");
+        req.id = (self.issued << SLOT_BITS) | slot as u64;
+        self.issued += 1;
+        self.reads += (req.op == Op::Read) as u64;
+        let id = req.id;
+        match self.slots.get_mut(slot as usize) {
+            Some(s) => *s = req,
+            None => self.slots.push(req),
+        }
+        id
+    }
+
+    /// The request in flight with `id`.
+    #[inline]
+    fn get(&self, id: RequestId) -> &Req {
+        let r = &self.slots[(id & ((1 << SLOT_BITS) - 1)) as usize];
+        debug_assert_eq!(r.id, id, "a request is used only while in flight");
+        r
+    }
+
+    #[inline]
+    fn get_mut(&mut self, id: RequestId) -> &mut Req {
+        let r = &mut self.slots[(id & ((1 << SLOT_BITS) - 1)) as usize];
+        assert_eq!(r.id, id, "a request is used only while in flight");
+        r
+    }
+
+    /// A copy of request `id` was sent.
+    #[inline]
+    fn sent(&mut self, id: RequestId) {
+        self.get_mut(id).outstanding += 1;
+    }
+
+    /// A copy's answer reached the coordinator (after the coordinator acted on it).
+    #[inline]
+    fn answered(&mut self, id: RequestId) {
+        let r = self.get_mut(id);
+        assert!(r.outstanding > 0, "request {id}: more answers than copies");
+        r.outstanding -= 1;
+        self.release_if_over(id);
+    }
+
+    /// The client got request `id`'s reply.
+    #[inline]
+    fn replied(&mut self, id: RequestId) {
+        let r = self.get_mut(id);
+        assert!(!r.done, "request {id} answered twice");
+        r.done = true;
+        self.release_if_over(id);
+    }
+
+    fn release_if_over(&mut self, id: RequestId) {
+        let r = self.get_mut(id);
+        if r.done && r.outstanding == 0 {
+            r.id = RequestId::MAX;
+            self.free.push((id & ((1 << SLOT_BITS) - 1)) as u32);
+        }
+    }
+}
+
+/// A request's sequence number (its index in issue order).
+fn seq(id: RequestId) -> u64 {
+    id >> SLOT_BITS
 }
 
 /// Kept small (48 bytes): every event is moved into and out of the queue, and half of them
@@ -88,11 +179,11 @@ pub struct Engine<'a> {
     ring: Ring,
     servers: Vec<Server>,
     clients: Vec<SimCoordinator>,
-    reqs: Vec<Req>,
+    reqs: Requests,
     /// The facts of answers travelling to their coordinators, in the order they were sent: all
     /// answers take the same network delay through the queue's FIFO, so they arrive in this
     /// order too. Kept out of [`Event::Answer`] so that events stay small.
-    answers: VecDeque<(u32, Feedback)>,
+    answers: VecDeque<(RequestId, Feedback)>,
     /// The same for probe answers (Prequal), which carry a [`ProbeReply`] instead.
     probe_replies: VecDeque<ProbeReply>,
     /// Actions a core returned, reused between calls.
@@ -170,7 +261,7 @@ impl<'a> Engine<'a> {
             ring,
             servers,
             clients,
-            reqs: Vec::with_capacity(spec.workload.requests as usize),
+            reqs: Requests::default(),
             answers: VecDeque::new(),
             probe_replies: VecDeque::new(),
             actions: Vec::new(),
@@ -243,8 +334,7 @@ impl<'a> Engine<'a> {
     /// speculative retry spent).
     fn per_read(&self, counter: fn(&CoreStats) -> u64) -> f64 {
         let total: u64 = self.clients.iter().map(|c| counter(&c.core.stats())).sum();
-        let reads = self.reqs.iter().filter(|r| r.op == Op::Read).count();
-        total as f64 / reads.max(1) as f64
+        total as f64 / self.reqs.reads.max(1) as f64
     }
 
     fn handle(&mut self, event: Event) {
@@ -294,7 +384,6 @@ impl<'a> Engine<'a> {
 
     /// A request arrives at its coordinator.
     fn issue(&mut self, d: Draw) {
-        let id = self.reqs.len() as u32;
         self.generated += 1;
         if self.generated == self.total {
             self.rec.arrivals_ended(self.now);
@@ -302,8 +391,10 @@ impl<'a> Engine<'a> {
         let replicas = self.ring.replicas(d.key);
         let nominal = self.nominal(d.size);
         let (now, op, client) = (self.now, d.op, d.client);
-        self.reqs.push(Req { key: d.key, size: d.size, op, client, release: now, nominal });
-        let req = ClientRequest { id: id as RequestId, key: d.key, replicas, size: Some(d.size) };
+        let req =
+            Req { id: 0, outstanding: 0, done: false, key: d.key, size: d.size, op, client, release: now, nominal };
+        let id = self.reqs.insert(req);
+        let req = ClientRequest { id, key: d.key, replicas, size: Some(d.size) };
         let world = world(&self.servers, now, self.spec, self.base_service_ns);
         self.clients[client as usize].request(now, op, req, &world, &mut self.actions);
         self.carry_out(client);
@@ -321,14 +412,15 @@ impl<'a> Engine<'a> {
         for i in 0..self.actions.len() {
             match self.actions[i] {
                 Action::Send(s) => {
-                    let job = Job { req: s.ticket.id as u32, ticket: s.ticket, kind: s.kind, tags: s.tags, age: s.age };
+                    self.reqs.sent(s.ticket.id);
+                    let job = Job { ticket: s.ticket, kind: s.kind, tags: s.tags, age: s.age };
                     self.events.push_in_order(
                         HOPS,
                         self.now + self.net,
                         Event::ServerArrive { server: s.replica, job },
                     );
                 }
-                Action::Reply { request, .. } => self.completed(request as u32),
+                Action::Reply { request, .. } => self.completed(request),
                 Action::Fail { request, failure } => {
                     unreachable!("request {request} failed ({failure}): the simulator injects no failures")
                 }
@@ -341,13 +433,14 @@ impl<'a> Engine<'a> {
     }
 
     /// Request `req` got its reply at the client.
-    fn completed(&mut self, req: u32) {
-        let r = &self.reqs[req as usize];
+    fn completed(&mut self, req: RequestId) {
+        let r = self.reqs.get(req);
         let client = r.client;
         match r.op {
             Op::Read => self.rec.read_done(r.release, self.now, r.nominal),
             Op::Write => self.rec.write_done(r.release, self.now),
         }
+        self.reqs.replied(req);
         self.finished += 1;
         self.closed_loop_next(client);
     }
@@ -356,9 +449,8 @@ impl<'a> Engine<'a> {
         if job.kind == SendKind::Probe {
             return self.on_probe_arrive(server, job);
         }
-        let r = &self.reqs[job.req as usize];
-        let arrival =
-            Arrival { id: job.req as RequestId, age: job.age, service: r.nominal, size: r.size, tags: job.tags };
+        let r = self.reqs.get(job.ticket.id);
+        let arrival = Arrival { id: job.ticket.id, age: job.age, service: r.nominal, size: r.size, tags: job.tags };
         let s = &mut self.servers[server as usize];
         let behind_large = s.core.admit(self.now, arrival, job);
         if behind_large && job.kind == SendKind::Read && !s.core.is_large(r.size) {
@@ -370,7 +462,7 @@ impl<'a> Engine<'a> {
     /// Fill idle workers of `server` from its local queue.
     fn start_jobs(&mut self, server: NodeId) {
         while let Some((meta, job)) = self.servers[server as usize].core.start(self.now) {
-            let key = self.reqs[job.req as usize].key;
+            let key = self.reqs.get(job.ticket.id).key;
             let service = self.service_time(server, key, meta.service);
             self.events.push(self.now + service, Event::ServiceDone { server, job, service });
         }
@@ -399,19 +491,20 @@ impl<'a> Engine<'a> {
 
     fn on_service_done(&mut self, server: NodeId, job: Job, service: Nanos) {
         let start = self.now - service;
-        let feedback = self.servers[server as usize].core.finish(self.now, job.req as RequestId, service);
+        let id = job.ticket.id;
+        let feedback = self.servers[server as usize].core.finish(self.now, id, service);
         if job.kind == SendKind::Hedge {
             self.rec.served(server, self.now);
         }
         if job.kind == SendKind::Read {
             self.rec.served(server, self.now);
-            if self.rec.wants_bound(job.req) {
-                let r = &self.reqs[job.req as usize];
+            if self.rec.wants_bound(seq(id)) {
+                let r = self.reqs.get(id);
                 let replicas = self.ring.replicas(r.key);
-                self.rec.bound_job(job.req, r.release + self.net, start, service, self.now, &replicas);
+                self.rec.bound_job(seq(id), r.release + self.net, start, service, self.now, &replicas);
             }
         }
-        self.answers.push_back((job.req, feedback));
+        self.answers.push_back((id, feedback));
         self.events.push_in_order(HOPS, self.now + self.net, Event::Answer { server, job });
         self.start_jobs(server);
     }
@@ -425,17 +518,19 @@ impl<'a> Engine<'a> {
     fn on_answer(&mut self, server: NodeId, job: Job) {
         if job.kind == SendKind::Probe {
             let reply = self.probe_replies.pop_front().expect("a probe answer event has its reply");
-            let client = self.reqs[job.req as usize].client;
+            let client = self.reqs.get(job.ticket.id).client;
             let world = world(&self.servers, self.now, self.spec, self.base_service_ns);
             self.clients[client as usize].core.probed(self.now, server, reply, &world, &mut self.actions);
-            return self.carry_out(client);
+            self.carry_out(client);
+            return self.reqs.answered(job.ticket.id);
         }
         let (req, feedback) = self.answers.pop_front().expect("an answer event has its facts");
-        assert_eq!(req, job.req, "answers arrive in the order they were sent");
-        let client = self.reqs[job.req as usize].client;
+        assert_eq!(req, job.ticket.id, "answers arrive in the order they were sent");
+        let client = self.reqs.get(req).client;
         let world = world(&self.servers, self.now, self.spec, self.base_service_ns);
         self.clients[client as usize].answered(self.now, job.ticket, server, feedback, &world, &mut self.actions);
         self.carry_out(client);
+        self.reqs.answered(req);
     }
 
     fn closed_loop_next(&mut self, client: u32) {

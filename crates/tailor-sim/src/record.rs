@@ -130,23 +130,23 @@ impl Recorder {
     }
 
     /// Whether request `req` is among those kept for the lower bound.
-    pub fn wants_bound(&self, req: u32) -> bool {
-        (req as usize) < self.bound_requests
+    pub fn wants_bound(&self, req: u64) -> bool {
+        req < self.bound_requests as u64
     }
 
     /// A read executed: keep it for the lower bound when it is among the first requests.
     pub fn bound_job(
         &mut self,
-        req: u32,
+        req: u64,
         available: Nanos,
         start: Nanos,
         service: Nanos,
         done: Nanos,
         replicas: &ReplicaSet,
     ) {
-        if (req as usize) < self.bound_requests {
+        if self.wants_bound(req) {
             self.bound_jobs.push(BoundJob {
-                req,
+                req: req as u32,
                 release: available,
                 start,
                 processing: service,

@@ -12,9 +12,7 @@ use tailor_core::NodeId;
 /// A queued job: which request, why it was sent, and what travelled with it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Job {
-    /// Request index.
-    pub req: u32,
-    /// The coordinator core's ticket for it.
+    /// The coordinator core's ticket for it (its `id` is the request's).
     pub ticket: Ticket,
     /// Why the coordinator sent it (a measured read, a shadow, a write...).
     pub kind: SendKind,
