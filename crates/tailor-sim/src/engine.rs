@@ -281,8 +281,9 @@ impl<'a> Engine<'a> {
         })
     }
 
-    /// Run to completion and return the measurements.
-    pub fn run(mut self) -> RunOutput {
+    /// Run to completion and return the measurements; `finished(n)` hears of every
+    /// [`crate::PROGRESS_EVERY`] requests done.
+    pub fn run(mut self, finished: &mut dyn FnMut(u64)) -> RunOutput {
         let w = &self.spec.workload;
         match w.arrival {
             ArrivalKind::Poisson => self.events.push_in_order(ARRIVALS, 0, Event::Arrival),
@@ -305,7 +306,11 @@ impl<'a> Engine<'a> {
         while let Some((time, event)) = self.events.pop() {
             debug_assert!(time >= self.now, "time never goes backwards");
             self.now = time;
+            let before = self.finished;
             self.handle(event);
+            if self.finished / crate::PROGRESS_EVERY != before / crate::PROGRESS_EVERY {
+                finished(crate::PROGRESS_EVERY);
+            }
             if self.finished == self.total {
                 break;
             }

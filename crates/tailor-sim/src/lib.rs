@@ -61,11 +61,27 @@ pub struct RunOutput {
 
 /// Run one plan. `trace_text` is the trace file's content when the workload replays one.
 pub fn run(plan: &RunPlan, trace_text: Option<&str>) -> Result<RunOutput, SimError> {
-    Ok(engine::Engine::new(plan, trace_text)?.run())
+    run_observed(plan, trace_text, &mut |_| {})
 }
 
+/// Run one plan, calling `finished(n)` each time `n` more requests are done (every
+/// [`PROGRESS_EVERY`]), so a long run can show its progress. What it reports does not change
+/// the run.
+pub fn run_observed(
+    plan: &RunPlan,
+    trace_text: Option<&str>,
+    finished: &mut dyn FnMut(u64),
+) -> Result<RunOutput, SimError> {
+    Ok(engine::Engine::new(plan, trace_text)?.run(finished))
+}
+
+/// Requests a run finishes between two progress reports: often enough for a display (a few
+/// times a second at simulator speed), rarely enough to cost nothing.
+pub const PROGRESS_EVERY: u64 = 1 << 16;
+
 /// Run every plan, in parallel on all cores, keeping the plans' order in the output.
-/// `progress(done_runs, done_requests)` is called after each run completes.
+/// `progress(done_runs, done_requests)` is called after each run completes and every
+/// [`PROGRESS_EVERY`] requests inside a run.
 pub fn run_all(
     plans: &[RunPlan],
     trace_text: Option<&str>,
@@ -76,11 +92,15 @@ pub fn run_all(
     plans
         .par_iter()
         .map(|plan| {
-            let mut out = run(plan, trace_text)?;
+            let mut reported = 0;
+            let mut out = run_observed(plan, trace_text, &mut |n| {
+                reported += n;
+                progress(runs.load(Ordering::Relaxed), reqs.fetch_add(n, Ordering::Relaxed) + n);
+            })?;
             bound::attach(&mut out, &plan.spec)?;
             let done = runs.fetch_add(1, Ordering::Relaxed) + 1;
-            let total = reqs.fetch_add(plan.spec.workload.requests, Ordering::Relaxed) + plan.spec.workload.requests;
-            progress(done, total);
+            let rest = plan.spec.workload.requests.saturating_sub(reported);
+            progress(done, reqs.fetch_add(rest, Ordering::Relaxed) + rest);
             Ok(out)
         })
         .collect()

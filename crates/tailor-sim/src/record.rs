@@ -9,6 +9,10 @@ use tailor_core::stats::Hist;
 use tailor_core::time::{from_ms, Nanos, SEC};
 use tailor_spec::{RunPlan, Spec};
 
+/// Most windows a per-server load series keeps: a longer run gets wider windows (memory stays
+/// bounded whatever the run's length; a plot has no use for more columns).
+const MAX_WINDOWS: usize = 4096;
+
 /// Collects a run's figures as events happen.
 pub struct Recorder {
     warmup: Nanos,
@@ -119,14 +123,28 @@ impl Recorder {
 
     /// `server` completed a routed read at `now`.
     pub fn served(&mut self, server: u32, now: Nanos) {
-        if let Some(w) = self.window {
-            let row = &mut self.per_server[server as usize];
-            let slot = (now / w) as usize;
-            if row.len() <= slot {
-                row.resize(slot + 1, 0);
-            }
-            row[slot] += 1;
+        let Some(mut w) = self.window else { return };
+        while now / w >= MAX_WINDOWS as Nanos {
+            w = self.coarsen();
         }
+        let row = &mut self.per_server[server as usize];
+        let slot = (now / w) as usize;
+        if row.len() <= slot {
+            row.resize(slot + 1, 0);
+        }
+        row[slot] += 1;
+    }
+
+    /// Double the per-server windows (merging neighbours) so a long run keeps at most
+    /// [`MAX_WINDOWS`] of them; returns the new window.
+    fn coarsen(&mut self) -> Nanos {
+        let w = 2 * self.window.expect("only a kept series is coarsened");
+        for row in &mut self.per_server {
+            *row = row.chunks(2).map(|pair| pair.iter().sum()).collect();
+        }
+        self.window = Some(w);
+        self.result.window_ms = w as f64 / 1e6;
+        w
     }
 
     /// Whether request `req` is among those kept for the lower bound.
@@ -215,5 +233,23 @@ mod tests {
         let r = rec.finish(2000 * MS, 0.0, 0).result;
         assert_eq!(r.requests, 1099);
         assert!((r.throughput_rps - 100.0 / 0.2).abs() < 1e-6, "{}", r.throughput_rps);
+    }
+
+    #[test]
+    fn a_long_series_keeps_a_bounded_number_of_wider_windows() {
+        let spec = tailor_spec::presets::preset("c3").unwrap().with_overrides(&["report.window_ms=1"]).unwrap();
+        let plan = tailor_spec::expand(&spec).unwrap().remove(0);
+        let mut rec = Recorder::new(&spec, &plan, 2);
+        for ms in 0..10_000 {
+            rec.served(0, ms * MS);
+        }
+        rec.served(1, 9_999 * MS);
+        let r = rec.finish(10_000 * MS, 0.0, 0).result;
+        // 10,000 one-ms windows exceed the cap twice: 4 ms windows
+        assert_eq!(r.window_ms, 4.0);
+        assert_eq!(r.per_server_load[0].len(), 2500);
+        assert!(r.per_server_load[0].iter().all(|&n| n == 4));
+        assert_eq!(r.per_server_load[1].iter().sum::<u32>(), 1);
+        assert_eq!(r.per_server_load[1][2499], 1);
     }
 }

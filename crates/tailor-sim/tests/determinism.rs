@@ -66,3 +66,26 @@ fn closed_loop_and_trace_replay_run() {
     let outs = tailor_sim::run_all(&expand(&spec).unwrap(), Some(trace), &|_, _| {}).unwrap();
     assert_eq!(outs[0].result.requests, 3);
 }
+
+#[test]
+fn a_long_run_reports_progress_as_it_goes_without_changing_it() {
+    let spec = preset("c3")
+        .unwrap()
+        .with_overrides(&[
+            "workload.requests=200000",
+            "seeds=[3]",
+            "compare.selectors=c3",
+            "sweep.cluster.fluctuation.interval_ms=500",
+        ])
+        .unwrap();
+    let plan = expand(&spec).unwrap().remove(0);
+    let mut ticks = Vec::new();
+    let observed = tailor_sim::run_observed(&plan, None, &mut |n| ticks.push(n)).unwrap();
+    // 200,000 requests: three reports of 65,536 while the run goes on
+    assert_eq!(ticks, vec![tailor_sim::PROGRESS_EVERY; 3]);
+    assert_eq!(observed, tailor_sim::run(&plan, None).unwrap());
+    let mut seen = Vec::new();
+    let seen_cell = std::sync::Mutex::new(&mut seen);
+    tailor_sim::run_all(&[plan], None, &|runs, reqs| seen_cell.lock().unwrap().push((runs, reqs))).unwrap();
+    assert_eq!(seen, [(0, 65_536), (0, 131_072), (0, 196_608), (1, 200_000)]);
+}

@@ -121,8 +121,9 @@ pub fn progress_bar(quiet: bool, len: u64) -> ProgressBar {
             .expect("valid template")
             .progress_chars("=> "),
     );
-    // indicatif's own ETA said `eta 0s` while the first (or only) run went on
-    bar.set_message("eta after the first run");
+    // indicatif's own ETA said `eta 0s` while the first (or only) run went on; the message
+    // follows the requests done, which runs report as they go
+    bar.set_message("eta after the first requests");
     // nothing is drawn before the first tick, one second in
     bar.enable_steady_tick(Duration::from_secs(1));
     bar
@@ -131,7 +132,7 @@ pub fn progress_bar(quiet: bool, len: u64) -> ProgressBar {
 /// The ETA by simulated requests (runs differ in length, so runs done would mislead).
 fn eta_text(elapsed: f64, done: u64, total: u64) -> String {
     if done == 0 {
-        return "eta after the first run".into();
+        return "eta after the first requests".into();
     }
     let left = (elapsed * (total.saturating_sub(done)) as f64 / done as f64).round() as u64;
     format!("{done} of {total} requests, eta {}m {:02}s", left / 60, left % 60)
@@ -187,7 +188,7 @@ mod tests {
 
     #[test]
     fn sim_eta_follows_requests_not_runs() {
-        assert_eq!(eta_text(5.0, 0, 100), "eta after the first run");
+        assert_eq!(eta_text(5.0, 0, 100), "eta after the first requests");
         assert_eq!(eta_text(10.0, 25, 100), "25 of 100 requests, eta 0m 30s");
         assert_eq!(eta_text(10.0, 100, 100), "100 of 100 requests, eta 0m 00s");
     }
