@@ -1,5 +1,5 @@
 //! Simulated requests per second on the full `c3` preset setup (50 servers, 150 clients,
-//! 600 000 requests per run), one run per selector at T = 500 ms, each on one core.
+//! 600 000 requests per run), per selector at T = 500 ms, the best of three runs, on one core.
 //! Prints figures; asserts nothing. Run with `cargo bench -p tailor-sim`.
 
 use std::time::Instant;
@@ -14,9 +14,16 @@ fn main() {
     println!("{:<16} {:>10} {:>10} {:>14} {:>12}", "selector", "requests", "seconds", "requests/s", "events/req");
     let (mut total_reqs, mut total_secs) = (0u64, 0f64);
     for plan in &plans {
-        let started = Instant::now();
-        let out = tailor_sim::run(plan, None).expect("run");
-        let secs = started.elapsed().as_secs_f64();
+        // the best of three: the first run of a process also pays for growing its heap, and
+        // a shared machine only ever slows a run down
+        let (secs, out) = (0..3)
+            .map(|_| {
+                let started = Instant::now();
+                let out = tailor_sim::run(plan, None).expect("run");
+                (started.elapsed().as_secs_f64(), out)
+            })
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .expect("three runs");
         let reqs = plan.spec.workload.requests;
         total_reqs += reqs;
         total_secs += secs;

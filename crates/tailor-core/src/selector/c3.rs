@@ -15,10 +15,12 @@
 //! - `backpressure` without `rate_control` has nothing to wait for and never parks a request.
 //! - With rate control on and backpressure off, a request that finds no token goes to the
 //!   best-scored replica and takes a token from it anyway (into debt), as absim's forced sends.
-//! - Replica ids beyond [`super::c3_score::MAX_NODES`] are never tracked (treated as unknown).
+//! - State is kept only for the servers this coordinator has sent to or heard from; any other
+//!   reads as a server never heard from (score 0, a fresh rate limiter).
 
 use super::c3_rate::{CubicRateLimiter, RateParams};
-use super::c3_score::{node_slot, rank_by_score, shuffle, ServerFeedback, ABSIM_EWMA_WEIGHT};
+use super::c3_score::{rank_by_score, shuffle, ServerFeedback, ABSIM_EWMA_WEIGHT};
+use super::node_map::NodeMap;
 use super::{Decision, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::Response;
 use crate::model::{NodeId, RequestView};
@@ -210,9 +212,11 @@ pub struct C3 {
     weight: f64,
     /// Score exponent `b`.
     exponent: f64,
-    ewma_weight: f64,
     params: RateParams,
-    servers: Vec<Server>,
+    /// State per server this coordinator has sent to or heard from.
+    servers: NodeMap<Server>,
+    /// The state of a server never dealt with: what ranking and rate control read for it.
+    fresh: Server,
     rng: Rng,
     /// Scratch ranking, reused so `select` does not allocate.
     order: Vec<(f64, NodeId)>,
@@ -224,44 +228,42 @@ impl C3 {
     pub fn new(cfg: &C3Config, env: &SelectorEnv) -> Self {
         let params = cfg.rate_params();
         let weight = cfg.concurrency_weight.unwrap_or(env.coordinators as f64);
-        let mut c3 = C3 {
+        C3 {
+            fresh: Server { feedback: ServerFeedback::new(cfg.ewma_weight), rate: CubicRateLimiter::new(&params) },
             scoring: cfg.scoring,
             rate_control: cfg.rate_control,
             backpressure: cfg.backpressure,
             weight: if weight.is_finite() { weight.max(0.0) } else { env.coordinators as f64 },
             exponent: cfg.score_exponent,
-            ewma_weight: cfg.ewma_weight,
             params,
-            servers: Vec::new(),
+            servers: NodeMap::new(),
             rng: Rng::new(env.seed, 0xC3 + ((env.coordinator as u64) << 8)),
             order: Vec::new(),
-        };
-        for node in 0..env.servers.min(super::c3_score::MAX_NODES) {
-            c3.server_and_params(node as NodeId);
         }
-        c3
     }
 
     /// The state kept for `node` and the rate constants, borrowed together: copying the
     /// constants (88 bytes) for every send and response cost more than using them.
     #[inline]
-    fn server_and_params(&mut self, node: NodeId) -> Option<(&mut Server, &RateParams)> {
-        let (w, params) = (self.ewma_weight, &self.params);
-        let server = node_slot(&mut self.servers, node, || Server {
-            feedback: ServerFeedback::new(w),
-            rate: CubicRateLimiter::new(params),
-        })?;
-        Some((server, params))
+    fn server_and_params(&mut self, node: NodeId) -> (&mut Server, &RateParams) {
+        let fresh = &self.fresh;
+        (self.servers.get_or_insert_with(node, || fresh.clone()), &self.params)
+    }
+
+    /// What is known of `node` (a fresh state if it was never dealt with).
+    #[inline]
+    fn state(&self, node: NodeId) -> &Server {
+        self.servers.get(node).unwrap_or(&self.fresh)
     }
 
     /// The feedback state kept for `node`, if it was ever seen.
     pub fn feedback(&self, node: NodeId) -> Option<&ServerFeedback> {
-        self.servers.get(node as usize).map(|s| &s.feedback)
+        self.servers.get(node).map(|s| &s.feedback)
     }
 
     /// The rate limiter kept for `node`, if it was ever seen.
     pub fn rate_limiter(&self, node: NodeId) -> Option<&CubicRateLimiter> {
-        self.servers.get(node as usize).map(|s| &s.rate)
+        self.servers.get(node).map(|s| &s.rate)
     }
 
     /// The rate limiter's constants.
@@ -271,12 +273,12 @@ impl C3 {
 
     /// `q̂ = 1 + os_s·w + q̄` for `node`, if it has sent feedback.
     pub fn q_hat(&self, node: NodeId) -> Option<f64> {
-        self.feedback(node).and_then(|f| f.q_hat(self.weight))
+        self.state(node).feedback.q_hat(self.weight)
     }
 
     /// C3's score of `node` (lower is better; 0 without feedback).
     pub fn score(&self, node: NodeId) -> f64 {
-        self.feedback(node).map_or(0.0, |f| f.c3_score(self.weight, self.exponent))
+        self.state(node).feedback.c3_score(self.weight, self.exponent)
     }
 
     /// Fill `self.order` with the replicas in preference order.
@@ -294,8 +296,7 @@ impl C3 {
     }
 
     fn has_token(&self, node: NodeId, now: Nanos) -> bool {
-        // A replica that cannot be tracked is never rate limited.
-        self.rate_limiter(node).is_none_or(|l| l.has_token(&self.params, now))
+        self.state(node).rate.has_token(&self.params, now)
     }
 }
 
@@ -314,28 +315,25 @@ impl ReplicaSelector for C3 {
         if !self.backpressure {
             return Decision::to(best);
         }
-        let retry_at =
-            self.order.iter().filter_map(|&(_, r)| self.rate_limiter(r)).map(|l| l.token_time(&self.params, now)).min();
+        let retry_at = self.order.iter().map(|&(_, r)| self.state(r).rate.token_time(&self.params, now)).min();
         Decision::Wait { retry_at }
     }
 
     fn on_sent(&mut self, now: Nanos, _req: &RequestView, replica: NodeId) {
         let rate_control = self.rate_control;
-        if let Some((s, p)) = self.server_and_params(replica) {
-            s.feedback.sent();
-            if rate_control {
-                s.rate.consume(p, now);
-            }
+        let (s, p) = self.server_and_params(replica);
+        s.feedback.sent();
+        if rate_control {
+            s.rate.consume(p, now);
         }
     }
 
     fn on_response(&mut self, now: Nanos, resp: &Response) {
         let rate_control = self.rate_control;
-        if let Some((s, p)) = self.server_and_params(resp.replica) {
-            s.feedback.respond(now, resp);
-            if rate_control {
-                s.rate.on_response(p, now);
-            }
+        let (s, p) = self.server_and_params(resp.replica);
+        s.feedback.respond(now, resp);
+        if rate_control {
+            s.rate.on_response(p, now);
         }
     }
 }
@@ -518,8 +516,8 @@ mod tests {
         assert_eq!(c3.rate_limiter(1).unwrap().srate(), raised);
         c3.on_response(41 * MS, &response(3, 1, 0, false, fb(1, 1)));
         assert!((c3.rate_limiter(1).unwrap().srate() - 0.2 * raised).abs() < 1e-12);
-        // the other servers' limiters are untouched
-        assert_eq!(c3.rate_limiter(2).unwrap().srate(), 5.0);
+        // the other servers have no state: nothing was sent to or heard from them
+        assert!(c3.rate_limiter(2).is_none());
     }
 
     /// A scripted closed loop: one request per ms, three servers answering in 2 ms. C3 must keep
@@ -564,7 +562,8 @@ mod tests {
         c3.on_response(MS, &response(1, 9, 0, false, fb(1, 1)));
         assert!(c3.feedback(9).is_some());
         c3.on_response(MS, &response(1, u32::MAX, 0, false, fb(1, 1)));
-        assert_eq!(c3.score(u32::MAX), 0.0);
+        assert!(c3.feedback(u32::MAX).is_some(), "any id is tracked, only for the servers seen");
+        assert!(c3.feedback(4).is_none());
     }
 
     #[test]

@@ -8,10 +8,6 @@ use crate::facts::{Ewma, Response};
 use crate::model::NodeId;
 use crate::time::Nanos;
 
-/// Largest node id a per-server table grows to. Ids come from the engine's ring, but in the store
-/// a response's replica id crosses the network: an absurd id must not allocate gigabytes.
-pub const MAX_NODES: usize = 1 << 20;
-
 /// The EWMA weight C3's simulator (absim) gives each new sample.
 pub const ABSIM_EWMA_WEIGHT: f64 = 0.9;
 
@@ -185,28 +181,6 @@ fn split(a: f64) -> (f64, f64) {
     (hi, a - hi)
 }
 
-/// The slot for `node` in a per-server vector, growing it with `fill` on first use; `None` for
-/// ids at or beyond [`MAX_NODES`].
-#[inline]
-pub fn node_slot<T>(v: &mut Vec<T>, node: NodeId, fill: impl FnMut() -> T) -> Option<&mut T> {
-    let i = node as usize;
-    if i < v.len() {
-        // the common case: selectors create a slot for every server up front
-        return v.get_mut(i);
-    }
-    grow_to_slot(v, i, fill)
-}
-
-/// [`node_slot`]'s rare path, kept out of line so that the lookup inlines.
-#[cold]
-fn grow_to_slot<T>(v: &mut Vec<T>, i: usize, fill: impl FnMut() -> T) -> Option<&mut T> {
-    if i >= MAX_NODES {
-        return None;
-    }
-    v.resize_with(i + 1, fill);
-    v.get_mut(i)
-}
-
 /// Shuffle `items` in place with the selector's seeded stream (Fisher–Yates).
 pub fn shuffle<T>(items: &mut [T], rng: &mut super::Rng) {
     for i in (1..items.len()).rev() {
@@ -303,13 +277,5 @@ mod tests {
                 "{a:e} {b:e}"
             );
         }
-    }
-
-    #[test]
-    fn node_slot_grows_and_refuses_absurd_ids() {
-        let mut v: Vec<u8> = Vec::new();
-        *node_slot(&mut v, 3, || 7).unwrap() += 1;
-        assert_eq!(v, vec![7, 7, 7, 8]);
-        assert!(node_slot(&mut v, u32::MAX, || 0).is_none());
     }
 }

@@ -23,6 +23,7 @@
 //! feedback arrived but still in flight when it was measured are not counted (the estimate is
 //! optimistic by one network delay's worth of sends); feedback the engine marks stale is ignored.
 
+use super::node_map::NodeMap;
 use super::{argmin_random_ties, Decision, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::{Ewma, Response};
 use crate::model::{NodeId, RequestView};
@@ -41,7 +42,8 @@ struct Backlog {
 
 /// `eft` selector.
 pub struct Eft {
-    backlogs: Vec<Backlog>,
+    /// Per server this coordinator has sent to or heard from.
+    backlogs: NodeMap<Backlog>,
     workers: u64,
     mean_service: Ewma,
     rng: Rng,
@@ -51,7 +53,7 @@ impl Eft {
     /// Build for one coordinator.
     pub fn new(env: &SelectorEnv) -> Self {
         Eft {
-            backlogs: vec![Backlog::default(); env.servers],
+            backlogs: NodeMap::new(),
             workers: env.workers.max(1) as u64,
             mean_service: Ewma::new(0.1),
             rng: Rng::new(env.seed, 0x0045_4654 + env.coordinator as u64),
@@ -60,7 +62,7 @@ impl Eft {
 
     /// The store-side estimate of when `replica`'s queue empties, as seen at `now`.
     pub fn estimated_finish(&self, now: Nanos, replica: NodeId) -> Nanos {
-        let b = self.backlogs.get(replica as usize).copied().unwrap_or_default();
+        let b = self.backlogs.get(replica).copied().unwrap_or_default();
         let drained = b.received_at.saturating_add(b.pending / self.workers);
         now.max(drained).saturating_add(b.sent_since / self.workers)
     }
@@ -104,11 +106,8 @@ impl ReplicaSelector for Eft {
 
     fn on_sent(&mut self, _now: Nanos, req: &RequestView, replica: NodeId) {
         let work = self.work_of(req);
-        let i = replica as usize;
-        if i >= self.backlogs.len() {
-            self.backlogs.resize(i + 1, Backlog::default());
-        }
-        self.backlogs[i].sent_since = self.backlogs[i].sent_since.saturating_add(work);
+        let b = self.backlogs.get_or_insert_with(replica, Backlog::default);
+        b.sent_since = b.sent_since.saturating_add(work);
     }
 
     fn on_response(&mut self, now: Nanos, resp: &Response) {
@@ -116,11 +115,8 @@ impl ReplicaSelector for Eft {
             return;
         }
         self.mean_service.update(resp.feedback.service_time as f64);
-        let i = resp.replica as usize;
-        if i >= self.backlogs.len() {
-            self.backlogs.resize(i + 1, Backlog::default());
-        }
-        self.backlogs[i] = Backlog { pending: resp.feedback.pending_work, received_at: now, sent_since: 0 };
+        let b = Backlog { pending: resp.feedback.pending_work, received_at: now, sent_since: 0 };
+        *self.backlogs.get_or_insert_with(resp.replica, Backlog::default) = b;
     }
 }
 

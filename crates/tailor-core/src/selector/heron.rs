@@ -26,6 +26,7 @@
 //! literal rule).
 
 use super::c3_score::ServerFeedback;
+use super::node_map::NodeMap;
 use super::{argmin_random_ties, Decision, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::{Ewma, Feedback, Response};
 use crate::model::{NodeId, RequestView, Tags};
@@ -90,7 +91,8 @@ struct ServerView {
 
 /// `heron` selector: C3-scored, size-aware, blocking large requests on busy replicas.
 pub struct Heron {
-    servers: Vec<ServerView>,
+    /// What this coordinator knows per server it has dealt with (others read as `blank`).
+    servers: NodeMap<ServerView>,
     blank: ServerView,
     busy_expiry: Nanos,
     scoring: HeronScoring,
@@ -110,7 +112,7 @@ impl Heron {
             c3: ServerFeedback::new(w),
         };
         Heron {
-            servers: vec![blank.clone(); env.servers],
+            servers: NodeMap::new(),
             blank,
             busy_expiry: from_ms(cfg.busy_expiry_ms),
             scoring: cfg.scoring,
@@ -120,15 +122,12 @@ impl Heron {
     }
 
     fn view(&self, node: NodeId) -> &ServerView {
-        self.servers.get(node as usize).unwrap_or(&self.blank)
+        self.servers.get(node).unwrap_or(&self.blank)
     }
 
     fn view_mut(&mut self, node: NodeId) -> &mut ServerView {
-        let i = node as usize;
-        if i >= self.servers.len() {
-            self.servers.resize(i + 1, self.blank.clone());
-        }
-        &mut self.servers[i]
+        let blank = &self.blank;
+        self.servers.get_or_insert_with(node, || blank.clone())
     }
 
     /// The replica's score (ns; lower is better; 0 before any feedback): `q_bar * service_bar`

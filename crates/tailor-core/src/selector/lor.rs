@@ -1,5 +1,6 @@
 //! `lor`: least outstanding requests, counting only this coordinator's own in-flight requests.
 
+use super::node_map::InFlight;
 use super::{argmin_random_ties, Decision, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::Response;
 use crate::model::{NodeId, RequestView};
@@ -7,37 +8,37 @@ use crate::time::Nanos;
 
 /// Fewest outstanding requests from this coordinator; ties broken at random.
 pub struct Lor {
-    outstanding: Vec<u32>,
+    /// In-flight requests per server this coordinator has sent to.
+    outstanding: InFlight,
     rng: Rng,
 }
 
 impl Lor {
     /// A LOR selector for one coordinator.
     pub fn new(env: &SelectorEnv) -> Self {
-        Lor { outstanding: vec![0; env.servers], rng: Rng::new(env.seed, 0x004c_4f52 + env.coordinator as u64) }
+        Lor { outstanding: InFlight::default(), rng: Rng::new(env.seed, 0x004c_4f52 + env.coordinator as u64) }
     }
 
     /// Requests this coordinator has in flight at `replica`.
     pub fn outstanding(&self, replica: NodeId) -> u32 {
-        self.outstanding.get(replica as usize).copied().unwrap_or(0)
+        self.outstanding.count(replica)
     }
 }
 
 impl ReplicaSelector for Lor {
     fn select(&mut self, _now: Nanos, _req: &RequestView, replicas: &[NodeId], _world: &dyn World) -> Decision {
         let out = &self.outstanding;
-        let i = argmin_random_ties(replicas, &mut self.rng, |&r| out[r as usize] as f64)
-            .expect("replica set is never empty");
+        let i =
+            argmin_random_ties(replicas, &mut self.rng, |&r| out.count(r) as f64).expect("replica set is never empty");
         Decision::to(replicas[i])
     }
 
     fn on_sent(&mut self, _now: Nanos, _req: &RequestView, replica: NodeId) {
-        self.outstanding[replica as usize] += 1;
+        self.outstanding.sent(replica);
     }
 
     fn on_response(&mut self, _now: Nanos, resp: &Response) {
-        let o = &mut self.outstanding[resp.replica as usize];
-        *o = o.saturating_sub(1);
+        self.outstanding.answered(resp.replica);
     }
 }
 

@@ -6,6 +6,7 @@
 //! **Choice:** without a world (the store, or any replica lacking either quantity) it falls back to
 //! LOR on this coordinator's own outstanding counts, which it always tracks.
 
+use super::node_map::InFlight;
 use super::{argmin_random_ties, Decision, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::Response;
 use crate::model::{NodeId, RequestView};
@@ -13,19 +14,20 @@ use crate::time::Nanos;
 
 /// `oracle` selector.
 pub struct Oracle {
-    outstanding: Vec<u32>,
+    /// In-flight requests per server this coordinator has sent to.
+    outstanding: InFlight,
     rng: Rng,
 }
 
 impl Oracle {
     /// Build for one coordinator.
     pub fn new(env: &SelectorEnv) -> Self {
-        Oracle { outstanding: vec![0; env.servers], rng: Rng::new(env.seed, 0x004f_5241 + env.coordinator as u64) }
+        Oracle { outstanding: InFlight::default(), rng: Rng::new(env.seed, 0x004f_5241 + env.coordinator as u64) }
     }
 
     /// Requests this coordinator has in flight at `replica`.
     pub fn outstanding(&self, replica: NodeId) -> u32 {
-        self.outstanding.get(replica as usize).copied().unwrap_or(0)
+        self.outstanding.count(replica)
     }
 }
 
@@ -43,7 +45,7 @@ impl ReplicaSelector for Oracle {
             argmin_random_ties(replicas, &mut self.rng, |&r| true_cost(world, r).unwrap_or(f64::INFINITY))
         } else {
             let out = &self.outstanding;
-            argmin_random_ties(replicas, &mut self.rng, |&r| f64::from(out.get(r as usize).copied().unwrap_or(0)))
+            argmin_random_ties(replicas, &mut self.rng, |&r| f64::from(out.count(r)))
         };
         match pick {
             Some(i) => Decision::to(replicas[i]),
@@ -52,17 +54,11 @@ impl ReplicaSelector for Oracle {
     }
 
     fn on_sent(&mut self, _now: Nanos, _req: &RequestView, replica: NodeId) {
-        let i = replica as usize;
-        if i >= self.outstanding.len() {
-            self.outstanding.resize(i + 1, 0);
-        }
-        self.outstanding[i] += 1;
+        self.outstanding.sent(replica);
     }
 
     fn on_response(&mut self, _now: Nanos, resp: &Response) {
-        if let Some(o) = self.outstanding.get_mut(resp.replica as usize) {
-            *o = o.saturating_sub(1);
-        }
+        self.outstanding.answered(resp.replica);
     }
 }
 

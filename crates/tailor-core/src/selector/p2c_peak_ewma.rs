@@ -10,6 +10,7 @@
 //! (the first drawn on a tie, itself a random choice). A peer never heard from costs 0
 //! **(choice: Finagle's extra penalty for unknown peers with requests in flight is not applied)**.
 
+use super::node_map::NodeMap;
 use super::{Decision, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::Response;
 use crate::model::{NodeId, RequestView};
@@ -61,7 +62,8 @@ impl Peer {
 
 /// `p2c-peak-ewma` selector.
 pub struct P2cPeakEwma {
-    peers: Vec<Peer>,
+    /// Per server this coordinator has looked at.
+    peers: NodeMap<Peer>,
     tau: f64,
     rng: Rng,
 }
@@ -70,7 +72,7 @@ impl P2cPeakEwma {
     /// Build for one coordinator.
     pub fn new(cfg: &P2cConfig, env: &SelectorEnv) -> Self {
         P2cPeakEwma {
-            peers: vec![Peer::default(); env.servers],
+            peers: NodeMap::new(),
             // A zero or negative tau would divide by zero: keep it at least 1 ns.
             tau: from_ms(cfg.tau_ms).max(1) as f64,
             rng: Rng::new(env.seed, 0x0050_3243 + env.coordinator as u64),
@@ -78,11 +80,7 @@ impl P2cPeakEwma {
     }
 
     fn peer(&mut self, node: NodeId) -> &mut Peer {
-        let i = node as usize;
-        if i >= self.peers.len() {
-            self.peers.resize(i + 1, Peer::default());
-        }
-        &mut self.peers[i]
+        self.peers.get_or_insert_with(node, Peer::default)
     }
 
     /// The peer's current load, `cost * (in_flight + 1)`, after decaying its cost to `now`.

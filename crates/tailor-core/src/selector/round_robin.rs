@@ -1,32 +1,25 @@
 //! `round-robin`: per coordinator and replica set, rotate through the replicas.
 
-use super::c3_score::node_slot;
+use super::node_map::NodeMap;
 use super::{Decision, ReplicaSelector, SelectorEnv, World};
 use crate::model::{NodeId, RequestView};
 use crate::time::Nanos;
-use std::collections::HashMap;
 
 /// Rotation per replica set (keyed by the primary, which identifies the set on a ring).
 pub struct RoundRobin {
-    /// Next turn per primary id: a vector indexed by the id, since `select` runs for every read
-    /// and a hashed lookup cost more than the rest of the choice.
-    dense: Vec<usize>,
-    /// Next turn for primary ids too large to index (only a peer's absurd id in the store).
-    sparse: HashMap<NodeId, usize>,
+    /// Next turn per primary this coordinator has read from.
+    turns: NodeMap<usize>,
 }
 
 impl RoundRobin {
     /// A round-robin selector for one coordinator.
-    pub fn new(env: &SelectorEnv) -> Self {
-        RoundRobin { dense: vec![0; env.servers.min(super::c3_score::MAX_NODES)], sparse: HashMap::new() }
+    pub fn new(_env: &SelectorEnv) -> Self {
+        RoundRobin { turns: NodeMap::new() }
     }
 
     /// The rotation counter of the replica set whose primary is `primary`.
     fn turn(&mut self, primary: NodeId) -> &mut usize {
-        match node_slot(&mut self.dense, primary, || 0) {
-            Some(turn) => turn,
-            None => self.sparse.entry(primary).or_insert(0),
-        }
+        self.turns.get_or_insert_with(primary, || 0)
     }
 }
 

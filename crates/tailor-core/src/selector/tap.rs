@@ -23,7 +23,8 @@
 //!   until fresh feedback (e.g. from read repair) arrives, as the paper's rule implies.
 
 use super::c3::{check, InvalidConfig};
-use super::c3_score::{node_slot, ServerFeedback, ABSIM_EWMA_WEIGHT};
+use super::c3_score::{ServerFeedback, ABSIM_EWMA_WEIGHT};
+use super::node_map::NodeMap;
 use super::{argmin_random_ties, Decision, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::{Ewma, Response};
 use crate::model::{NodeId, RequestView};
@@ -248,7 +249,9 @@ pub struct Tap {
     threshold: f64,
     stable_weight: f64,
     max_points: usize,
-    servers: Vec<Server>,
+    /// State per server this coordinator has sent to, passed over or heard from (a server
+    /// never dealt with scores as one without feedback).
+    servers: NodeMap<Server>,
     rng: Rng,
 }
 
@@ -257,7 +260,7 @@ impl Tap {
     /// they are only kept from panicking.
     pub fn new(cfg: &TapConfig, env: &SelectorEnv) -> Self {
         let weight = cfg.concurrency_weight.unwrap_or(env.coordinators as f64);
-        let mut tap = Tap {
+        Tap {
             weight: if weight.is_finite() { weight.max(0.0) } else { env.coordinators as f64 },
             exponent: cfg.score_exponent,
             staleness: from_ms(cfg.staleness_ms),
@@ -265,19 +268,15 @@ impl Tap {
             threshold: cfg.trend_queue_threshold,
             stable_weight: cfg.stable_ewma_weight,
             max_points: cfg.max_points,
-            servers: Vec::new(),
+            servers: NodeMap::new(),
             rng: Rng::new(env.seed, 0x7A9 + ((env.coordinator as u64) << 8)),
-        };
-        for node in 0..env.servers.min(super::c3_score::MAX_NODES) {
-            tap.server_mut(node as NodeId);
         }
-        tap
     }
 
     #[inline]
-    fn server_mut(&mut self, node: NodeId) -> Option<&mut Server> {
+    fn server_mut(&mut self, node: NodeId) -> &mut Server {
         let (w, thr, sw, mp) = (self.ewma_weight, self.threshold, self.stable_weight, self.max_points);
-        node_slot(&mut self.servers, node, || Server {
+        self.servers.get_or_insert_with(node, || Server {
             feedback: ServerFeedback::new(w),
             trend: TrendTracker::new(thr, sw, mp),
             not_chosen: 0,
@@ -285,7 +284,7 @@ impl Tap {
     }
 
     fn server(&self, node: NodeId) -> Option<&Server> {
-        self.servers.get(node as usize)
+        self.servers.get(node)
     }
 
     /// The feedback state kept for `node`, if it was ever seen.
@@ -338,26 +337,22 @@ impl ReplicaSelector for Tap {
         let pick = replicas[i];
         for &r in replicas {
             if r != pick {
-                if let Some(s) = self.server_mut(r) {
-                    s.not_chosen = s.not_chosen.saturating_add(1);
-                }
+                let s = self.server_mut(r);
+                s.not_chosen = s.not_chosen.saturating_add(1);
             }
         }
         Decision::to(pick)
     }
 
     fn on_sent(&mut self, _now: Nanos, _req: &RequestView, replica: NodeId) {
-        if let Some(s) = self.server_mut(replica) {
-            s.feedback.sent();
-        }
+        self.server_mut(replica).feedback.sent();
     }
 
     fn on_response(&mut self, now: Nanos, resp: &Response) {
-        if let Some(s) = self.server_mut(resp.replica) {
-            if s.feedback.respond(now, resp) {
-                s.trend.observe(now, resp.feedback.queue_len as f64, resp.feedback.dq);
-                s.not_chosen = 0;
-            }
+        let s = self.server_mut(resp.replica);
+        if s.feedback.respond(now, resp) {
+            s.trend.observe(now, resp.feedback.queue_len as f64, resp.feedback.dq);
+            s.not_chosen = 0;
         }
     }
 }

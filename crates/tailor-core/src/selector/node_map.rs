@@ -1,0 +1,183 @@
+//! Per-server state a coordinator keeps, only for the servers it has dealt with.
+//!
+//! A coordinator of a 5,000-server cluster talks to a few of them; a dense vector per
+//! coordinator made memory grow with clients × servers (15.7 GB at 5,000 servers and 15,000
+//! clients). [`NodeMap`] holds an entry per server touched. Written by hand rather than with
+//! `std::collections::HashMap`: node ids are small integers that hash well with one multiply,
+//! the simulator looks servers up several times per request, and entries must iterate in
+//! insertion order (a pure function of the run, never of a hasher's state).
+
+use crate::model::NodeId;
+
+/// Empty table slot.
+const EMPTY: u32 = u32::MAX;
+
+/// A map from server to `T`, open addressing with linear probing, entries in insertion order.
+#[derive(Clone, Debug)]
+pub struct NodeMap<T> {
+    /// Entry index per slot ([`EMPTY`]: none); a power of two, at most half full.
+    table: Vec<u32>,
+    nodes: Vec<NodeId>,
+    values: Vec<T>,
+}
+
+impl<T> Default for NodeMap<T> {
+    fn default() -> Self {
+        NodeMap { table: Vec::new(), nodes: Vec::new(), values: Vec::new() }
+    }
+}
+
+impl<T> NodeMap<T> {
+    /// An empty map.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Servers with an entry.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether no server has an entry.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The first slot to probe for `node` in a table of `len` slots (Fibonacci hashing).
+    #[inline]
+    fn home(node: NodeId, len: usize) -> usize {
+        debug_assert!(len.is_power_of_two());
+        ((node as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - len.trailing_zeros())) as usize
+    }
+
+    /// The slot holding `node`'s entry index, or the empty slot where it would go.
+    #[inline]
+    fn slot(&self, node: NodeId) -> usize {
+        let mask = self.table.len() - 1;
+        let mut i = Self::home(node, self.table.len());
+        loop {
+            let e = self.table[i];
+            if e == EMPTY || self.nodes[e as usize] == node {
+                return i;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// The entry of `node`, if it has one.
+    #[inline]
+    pub fn get(&self, node: NodeId) -> Option<&T> {
+        if self.table.is_empty() {
+            return None;
+        }
+        let e = self.table[self.slot(node)];
+        (e != EMPTY).then(|| &self.values[e as usize])
+    }
+
+    /// The entry of `node`, mutable, if it has one.
+    #[inline]
+    pub fn get_mut(&mut self, node: NodeId) -> Option<&mut T> {
+        if self.table.is_empty() {
+            return None;
+        }
+        let e = self.table[self.slot(node)];
+        (e != EMPTY).then(|| &mut self.values[e as usize])
+    }
+
+    /// The entry of `node`, made with `make` if it has none.
+    #[inline]
+    pub fn get_or_insert_with(&mut self, node: NodeId, make: impl FnOnce() -> T) -> &mut T {
+        if 2 * (self.nodes.len() + 1) > self.table.len() {
+            self.grow();
+        }
+        let slot = self.slot(node);
+        if self.table[slot] == EMPTY {
+            assert!(self.nodes.len() < EMPTY as usize, "fewer than 2^32 servers");
+            self.table[slot] = self.nodes.len() as u32;
+            self.nodes.push(node);
+            self.values.push(make());
+        }
+        &mut self.values[self.table[slot] as usize]
+    }
+
+    /// Double the table (at least 8 slots) and re-place every entry.
+    fn grow(&mut self) {
+        let len = (2 * self.table.len()).max(8);
+        self.table = vec![EMPTY; len];
+        for (e, &node) in self.nodes.iter().enumerate() {
+            let slot = self.slot(node);
+            self.table[slot] = e as u32;
+        }
+    }
+
+    /// Entries in the order they were made.
+    pub fn iter(&self) -> impl Iterator<Item = (NodeId, &T)> {
+        self.nodes.iter().copied().zip(self.values.iter())
+    }
+
+    /// Entries in the order they were made, mutable.
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (NodeId, &mut T)> {
+        self.nodes.iter().copied().zip(self.values.iter_mut())
+    }
+
+    /// Values in the order they were made.
+    pub fn values(&self) -> impl Iterator<Item = &T> {
+        self.values.iter()
+    }
+}
+
+/// Requests one coordinator has in flight per server (LOR's count, and the oracle's when blind).
+#[derive(Clone, Debug, Default)]
+pub struct InFlight(NodeMap<u32>);
+
+impl InFlight {
+    /// Requests in flight at `node`.
+    #[inline]
+    pub fn count(&self, node: NodeId) -> u32 {
+        self.0.get(node).copied().unwrap_or(0)
+    }
+
+    /// One more sent to `node`.
+    #[inline]
+    pub fn sent(&mut self, node: NodeId) {
+        *self.0.get_or_insert_with(node, || 0) += 1;
+    }
+
+    /// One answered by `node` (answers to requests the selector never saw sent, like writes,
+    /// do not take the count below 0).
+    #[inline]
+    pub fn answered(&mut self, node: NodeId) {
+        if let Some(n) = self.0.get_mut(node) {
+            *n = n.saturating_sub(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_are_made_once_found_again_and_iterate_in_insertion_order() {
+        let mut m: NodeMap<u64> = NodeMap::new();
+        assert!(m.get(3).is_none() && m.get_mut(3).is_none() && m.is_empty());
+        // ids that collide in a small table, and a sparse spread over a large id space
+        let ids: Vec<NodeId> = (0..200).map(|i| (i * 7919 + 5) % 100_003).chain([0, 8, 16, 24]).collect();
+        for (n, &id) in ids.iter().enumerate() {
+            *m.get_or_insert_with(id, || n as u64) += 1000;
+        }
+        assert_eq!(m.len(), ids.len());
+        for (n, &id) in ids.iter().enumerate() {
+            assert_eq!(m.get(id), Some(&(n as u64 + 1000)), "node {id}");
+        }
+        *m.get_or_insert_with(ids[7], || unreachable!("an entry is made once")) += 1;
+        assert_eq!(m.get(ids[7]), Some(&1_008));
+        assert!(m.get(100_500).is_none(), "ids run below 100,003");
+        let order: Vec<NodeId> = m.iter().map(|(id, _)| id).collect();
+        assert_eq!(order, ids);
+        for (_, v) in m.iter_mut() {
+            *v = 1;
+        }
+        assert_eq!(m.values().sum::<u64>(), ids.len() as u64);
+    }
+}
