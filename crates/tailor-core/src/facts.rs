@@ -3,8 +3,8 @@
 //! `replica/accountant.rs`.
 
 use crate::model::NodeId;
+use crate::node_map::NodeMap;
 use crate::time::Nanos;
-use std::collections::HashMap;
 
 /// The facts themselves are defined where they are measured, in the one accountant.
 pub use crate::replica::accountant::{Feedback, ProbeReply};
@@ -145,28 +145,16 @@ impl BitOr {
 /// Discards stale feedback: per sender, only timestamps newer than the newest applied pass.
 #[derive(Clone, Debug, Default)]
 pub struct Freshness {
-    /// Newest timestamp per small node id (the common case, checked on every response).
-    dense: Vec<Nanos>,
-    /// Newest timestamp for ids too large to index densely.
-    sparse: HashMap<NodeId, Nanos>,
+    /// Newest timestamp per sender heard from.
+    newest: NodeMap<Nanos>,
 }
-
-/// Node ids below this are tracked in a vector; larger ones (never seen in practice) in a map.
-const DENSE_IDS: NodeId = 1 << 16;
 
 impl Freshness {
     /// True (and remembered) if `timestamp` from `from` is newer than anything applied from it.
     /// Equal timestamps pass: one sender can emit several facts in the same instant.
     #[inline]
     pub fn accept(&mut self, from: NodeId, timestamp: Nanos) -> bool {
-        let newest = if from < DENSE_IDS {
-            if self.dense.len() <= from as usize {
-                self.dense.resize(from as usize + 1, 0);
-            }
-            &mut self.dense[from as usize]
-        } else {
-            self.sparse.entry(from).or_insert(0)
-        };
+        let newest = self.newest.get_or_insert_with(from, || 0);
         if timestamp >= *newest {
             *newest = timestamp;
             true

@@ -9,6 +9,7 @@ pub mod coordinator;
 pub mod facts;
 pub mod local;
 pub mod model;
+pub mod node_map;
 pub mod oracle;
 pub mod replica;
 pub mod results;

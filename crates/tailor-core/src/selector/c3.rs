@@ -20,10 +20,10 @@
 
 use super::c3_rate::{CubicRateLimiter, RateParams};
 use super::c3_score::{rank_by_score, shuffle, ServerFeedback, ABSIM_EWMA_WEIGHT};
-use super::node_map::NodeMap;
 use super::{Decision, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::Response;
 use crate::model::{NodeId, RequestView};
+use crate::node_map::NodeMap;
 use crate::time::{from_ms, Nanos};
 use serde::{Deserialize, Serialize};
 

@@ -32,6 +32,7 @@
 use super::{Decision, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::{Ewma, Response};
 use crate::model::{NodeId, RequestView};
+use crate::node_map::NodeMap;
 use crate::time::{from_ms, Nanos, SEC, US};
 use serde::{Deserialize, Serialize};
 
@@ -215,8 +216,11 @@ struct Peer {
 /// `dynamic-snitch` selector.
 pub struct DynamicSnitch {
     cfg: SnitchConfig,
-    peers: Vec<Peer>,
+    /// Per peer this coordinator has heard from; the others are `blank`.
+    peers: NodeMap<Peer>,
     blank: Peer,
+    /// Servers in the cluster: while fewer peers are tracked, some peer was never heard from.
+    servers: usize,
     update_interval: Nanos,
     reset_interval: Nanos,
     next_update: Nanos,
@@ -252,8 +256,9 @@ impl DynamicSnitch {
         let phase = if env.coordinators > 1 { rng.below(update_interval as usize) as Nanos } else { 0 };
         DynamicSnitch {
             cfg: cfg.clone(),
-            peers: vec![blank.clone(); env.servers],
+            peers: NodeMap::new(),
             blank,
+            servers: env.servers,
             update_interval,
             reset_interval,
             next_update: update_interval + phase,
@@ -265,22 +270,19 @@ impl DynamicSnitch {
 
     /// The peer's score from the last update, if it had samples then.
     pub fn score(&self, node: NodeId) -> Option<f64> {
-        self.peers.get(node as usize).and_then(|p| p.score)
+        self.peers.get(node).and_then(|p| p.score)
     }
 
     fn peer_mut(&mut self, node: NodeId) -> &mut Peer {
-        let i = node as usize;
-        if i >= self.peers.len() {
-            self.peers.resize(i + 1, self.blank.clone());
-        }
-        &mut self.peers[i]
+        let blank = &self.blank;
+        self.peers.get_or_insert_with(node, || blank.clone())
     }
 
     /// Apply the reset and score-update ticks `now` has passed.
     fn tick(&mut self, now: Nanos) {
         if now >= self.next_reset {
             let blank = self.blank.clone();
-            for p in &mut self.peers {
+            for (_, p) in self.peers.iter_mut() {
                 p.reservoir = blank.reservoir.clone();
                 p.ewma = blank.ewma;
                 p.dirty = true;
@@ -301,7 +303,7 @@ impl DynamicSnitch {
         }
         let after = from_ms(self.cfg.resample_after_ms);
         let blank = (self.blank.reservoir.clone(), self.blank.ewma);
-        for p in &mut self.peers {
+        for (_, p) in self.peers.iter_mut() {
             if p.stat.is_some() && p.last_reply.is_some_and(|t| now.saturating_sub(t) >= after) {
                 (p.reservoir, p.ewma) = blank.clone();
                 p.dirty = true;
@@ -309,38 +311,50 @@ impl DynamicSnitch {
         }
     }
 
-    /// `min(now - last reply, update interval)` per peer, in ns, and the largest of them (at
-    /// least 1 ms, as absim, so that peers all heard from within the last millisecond score alike).
-    fn penalties(&self, now: Nanos) -> (Vec<f64>, f64) {
+    /// `min(now - last reply, update interval)` for `p`, in ns.
+    fn penalty(&self, p: &Peer, now: Nanos) -> f64 {
         let cap = self.update_interval;
-        let of = |p: &Peer| p.last_reply.map_or(cap, |t| now.saturating_sub(t).min(cap)) as f64;
-        let penalties: Vec<f64> = self.peers.iter().map(of).collect();
-        let max = penalties.iter().copied().fold(crate::time::MS as f64, f64::max);
-        (penalties, max)
+        p.last_reply.map_or(cap, |t| now.saturating_sub(t).min(cap)) as f64
+    }
+
+    /// The largest penalty over all peers, those never heard from included (their penalty is
+    /// the cap), and at least 1 ms, as absim, so that peers all heard from within the last
+    /// millisecond score alike.
+    fn max_penalty(&self, now: Nanos) -> f64 {
+        let unheard = (self.peers.len() < self.servers).then_some(self.update_interval as f64);
+        let heard = self.peers.values().map(|p| self.penalty(p, now));
+        heard.chain(unheard).fold(crate::time::MS as f64, f64::max)
     }
 
     fn update_scores(&mut self, now: Nanos) {
-        for p in self.peers.iter_mut().filter(|p| p.dirty) {
+        for (_, p) in self.peers.iter_mut().filter(|(_, p)| p.dirty) {
             p.stat = match self.cfg.sampling {
                 Sampling::Reservoir => p.reservoir.median(),
                 Sampling::Ewma => p.ewma.get(),
             };
             p.dirty = false;
         }
-        let max = self.peers.iter().filter_map(|p| p.stat).fold(0.0f64, f64::max);
-        let max_queue = self.peers.iter().filter_map(|p| p.queue_len).max().unwrap_or(0);
-        let penalties = self.cfg.time_penalty.then(|| self.penalties(now));
-        for (i, p) in self.peers.iter_mut().enumerate() {
-            p.score = p.stat.map(|v| {
-                let mut score = if max > 0.0 { v / max } else { 0.0 };
-                if self.cfg.severity && max_queue > 0 {
-                    score += f64::from(p.queue_len.unwrap_or(0)) / f64::from(max_queue);
-                }
-                if let Some((penalty, max_penalty)) = &penalties {
-                    score += penalty[i] / max_penalty;
-                }
-                score
-            });
+        let max = self.peers.values().filter_map(|p| p.stat).fold(0.0f64, f64::max);
+        let max_queue = self.peers.values().filter_map(|p| p.queue_len).max().unwrap_or(0);
+        let max_penalty = self.cfg.time_penalty.then(|| self.max_penalty(now));
+        let scores: Vec<Option<f64>> = self
+            .peers
+            .values()
+            .map(|p| {
+                p.stat.map(|v| {
+                    let mut score = if max > 0.0 { v / max } else { 0.0 };
+                    if self.cfg.severity && max_queue > 0 {
+                        score += f64::from(p.queue_len.unwrap_or(0)) / f64::from(max_queue);
+                    }
+                    if let Some(max_penalty) = max_penalty {
+                        score += self.penalty(p, now) / max_penalty;
+                    }
+                    score
+                })
+            })
+            .collect();
+        for ((_, p), score) in self.peers.iter_mut().zip(scores) {
+            p.score = score;
         }
     }
 
@@ -524,8 +538,8 @@ mod tests {
             sample(&mut s, 11 * SEC + i * MS, 0, 2);
         }
         sample(&mut s, 11 * SEC + 50 * MS, 1, 4);
-        assert_eq!(s.peers[0].reservoir.samples.len(), 100);
-        assert_eq!(s.peers[0].reservoir.median(), Some(2_000.0));
+        assert_eq!(s.peers.get(0).unwrap().reservoir.samples.len(), 100);
+        assert_eq!(s.peers.get(0).unwrap().reservoir.median(), Some(2_000.0));
         head(&mut s, 11 * SEC + 100 * MS);
         assert_eq!(s.score(0), Some(0.5));
         assert_eq!(s.score(1), Some(1.0));

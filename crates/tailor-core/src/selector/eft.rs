@@ -23,10 +23,10 @@
 //! feedback arrived but still in flight when it was measured are not counted (the estimate is
 //! optimistic by one network delay's worth of sends); feedback the engine marks stale is ignored.
 
-use super::node_map::NodeMap;
 use super::{argmin_random_ties, Decision, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::{Ewma, Response};
 use crate::model::{NodeId, RequestView};
+use crate::node_map::NodeMap;
 use crate::time::Nanos;
 
 /// The store-side estimate's state for one replica.

@@ -26,10 +26,10 @@
 //! literal rule).
 
 use super::c3_score::ServerFeedback;
-use super::node_map::NodeMap;
 use super::{argmin_random_ties, Decision, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::{Ewma, Feedback, Response};
 use crate::model::{NodeId, RequestView, Tags};
+use crate::node_map::NodeMap;
 use crate::time::{from_ms, Nanos};
 use serde::{Deserialize, Serialize};
 

@@ -1,9 +1,9 @@
 //! `lor`: least outstanding requests, counting only this coordinator's own in-flight requests.
 
-use super::node_map::InFlight;
 use super::{argmin_random_ties, Decision, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::Response;
 use crate::model::{NodeId, RequestView};
+use crate::node_map::InFlight;
 use crate::time::Nanos;
 
 /// Fewest outstanding requests from this coordinator; ties broken at random.

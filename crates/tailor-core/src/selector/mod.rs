@@ -21,7 +21,6 @@ pub mod eft;
 pub mod eft_sharded;
 pub mod heron;
 pub mod lor;
-pub mod node_map;
 pub mod oracle;
 pub mod p2c_peak_ewma;
 pub mod popularity_aware;

@@ -6,10 +6,10 @@
 //! **Choice:** without a world (the store, or any replica lacking either quantity) it falls back to
 //! LOR on this coordinator's own outstanding counts, which it always tracks.
 
-use super::node_map::InFlight;
 use super::{argmin_random_ties, Decision, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::Response;
 use crate::model::{NodeId, RequestView};
+use crate::node_map::InFlight;
 use crate::time::Nanos;
 
 /// `oracle` selector.

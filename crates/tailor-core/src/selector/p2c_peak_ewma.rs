@@ -10,10 +10,10 @@
 //! (the first drawn on a tie, itself a random choice). A peer never heard from costs 0
 //! **(choice: Finagle's extra penalty for unknown peers with requests in flight is not applied)**.
 
-use super::node_map::NodeMap;
 use super::{Decision, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::Response;
 use crate::model::{NodeId, RequestView};
+use crate::node_map::NodeMap;
 use crate::time::{from_ms, Nanos};
 use serde::{Deserialize, Serialize};
 

@@ -1,8 +1,8 @@
 //! `round-robin`: per coordinator and replica set, rotate through the replicas.
 
-use super::node_map::NodeMap;
 use super::{Decision, ReplicaSelector, SelectorEnv, World};
 use crate::model::{NodeId, RequestView};
+use crate::node_map::NodeMap;
 use crate::time::Nanos;
 
 /// Rotation per replica set (keyed by the primary, which identifies the set on a ring).

@@ -24,10 +24,10 @@
 
 use super::c3::{check, InvalidConfig};
 use super::c3_score::{ServerFeedback, ABSIM_EWMA_WEIGHT};
-use super::node_map::NodeMap;
 use super::{argmin_random_ties, Decision, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::{Ewma, Response};
 use crate::model::{NodeId, RequestView};
+use crate::node_map::NodeMap;
 use crate::time::{from_ms, Nanos, MS};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
