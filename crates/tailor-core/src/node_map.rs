@@ -9,14 +9,23 @@
 
 use crate::model::NodeId;
 
-/// Empty table slot.
+/// Entry index of an empty table slot.
 const EMPTY: u32 = u32::MAX;
+
+/// A table slot: the node and its entry's index, side by side so a probe reads one place.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    node: NodeId,
+    entry: u32,
+}
+
+const FREE: Slot = Slot { node: 0, entry: EMPTY };
 
 /// A map from server to `T`, open addressing with linear probing, entries in insertion order.
 #[derive(Clone, Debug)]
 pub struct NodeMap<T> {
-    /// Entry index per slot ([`EMPTY`]: none); a power of two, at most half full.
-    table: Vec<u32>,
+    /// A power of two long (or empty), at most half full.
+    table: Vec<Slot>,
     nodes: Vec<NodeId>,
     values: Vec<T>,
 }
@@ -50,63 +59,73 @@ impl<T> NodeMap<T> {
         ((node as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - len.trailing_zeros())) as usize
     }
 
-    /// The slot holding `node`'s entry index, or the empty slot where it would go.
+    /// The slot holding `node`, or the free slot where it would go (the table is not empty).
     #[inline]
     fn slot(&self, node: NodeId) -> usize {
         let mask = self.table.len() - 1;
         let mut i = Self::home(node, self.table.len());
         loop {
-            let e = self.table[i];
-            if e == EMPTY || self.nodes[e as usize] == node {
+            let s = self.table[i];
+            if s.entry == EMPTY || s.node == node {
                 return i;
             }
             i = (i + 1) & mask;
         }
     }
 
-    /// The entry of `node`, if it has one.
+    /// The entry index of `node`, if it has one.
     #[inline]
-    pub fn get(&self, node: NodeId) -> Option<&T> {
+    fn find(&self, node: NodeId) -> Option<usize> {
         if self.table.is_empty() {
             return None;
         }
-        let e = self.table[self.slot(node)];
-        (e != EMPTY).then(|| &self.values[e as usize])
+        let s = self.table[self.slot(node)];
+        (s.entry != EMPTY).then_some(s.entry as usize)
+    }
+
+    /// The entry of `node`, if it has one.
+    #[inline]
+    pub fn get(&self, node: NodeId) -> Option<&T> {
+        self.find(node).map(|e| &self.values[e])
     }
 
     /// The entry of `node`, mutable, if it has one.
     #[inline]
     pub fn get_mut(&mut self, node: NodeId) -> Option<&mut T> {
-        if self.table.is_empty() {
-            return None;
-        }
-        let e = self.table[self.slot(node)];
-        (e != EMPTY).then(|| &mut self.values[e as usize])
+        self.find(node).map(|e| &mut self.values[e])
     }
 
     /// The entry of `node`, made with `make` if it has none.
     #[inline]
     pub fn get_or_insert_with(&mut self, node: NodeId, make: impl FnOnce() -> T) -> &mut T {
+        let e = match self.find(node) {
+            Some(e) => e,
+            None => self.insert(node, make()),
+        };
+        &mut self.values[e]
+    }
+
+    /// Add `node`'s entry (it has none); its index.
+    #[inline(never)]
+    fn insert(&mut self, node: NodeId, value: T) -> usize {
+        assert!(self.nodes.len() < EMPTY as usize, "fewer than 2^32 servers");
         if 2 * (self.nodes.len() + 1) > self.table.len() {
             self.grow();
         }
+        let e = self.nodes.len();
         let slot = self.slot(node);
-        if self.table[slot] == EMPTY {
-            assert!(self.nodes.len() < EMPTY as usize, "fewer than 2^32 servers");
-            self.table[slot] = self.nodes.len() as u32;
-            self.nodes.push(node);
-            self.values.push(make());
-        }
-        &mut self.values[self.table[slot] as usize]
+        self.table[slot] = Slot { node, entry: e as u32 };
+        self.nodes.push(node);
+        self.values.push(value);
+        e
     }
 
     /// Double the table (at least 8 slots) and re-place every entry.
     fn grow(&mut self) {
-        let len = (2 * self.table.len()).max(8);
-        self.table = vec![EMPTY; len];
+        self.table = vec![FREE; (2 * self.table.len()).max(8)];
         for (e, &node) in self.nodes.iter().enumerate() {
             let slot = self.slot(node);
-            self.table[slot] = e as u32;
+            self.table[slot] = Slot { node, entry: e as u32 };
         }
     }
 

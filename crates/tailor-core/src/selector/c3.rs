@@ -277,6 +277,7 @@ impl C3 {
     }
 
     /// C3's score of `node` (lower is better; 0 without feedback).
+    #[inline]
     pub fn score(&self, node: NodeId) -> f64 {
         self.state(node).feedback.c3_score(self.weight, self.exponent)
     }
@@ -295,6 +296,7 @@ impl C3 {
         }
     }
 
+    #[inline]
     fn has_token(&self, node: NodeId, now: Nanos) -> bool {
         self.state(node).rate.has_token(&self.params, now)
     }
