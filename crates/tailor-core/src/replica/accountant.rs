@@ -77,7 +77,7 @@ pub const RIF_EWMA_WEIGHT: f64 = 0.2;
 #[derive(Clone, Debug, Default)]
 pub struct RifLatency {
     /// Requests here: arrival time and requests in flight found on arrival.
-    arrived: std::collections::HashMap<u64, (Nanos, u32)>,
+    arrived: rustc_hash::FxHashMap<u64, (Nanos, u32)>,
     /// Average latency per level, ns (`None`: never measured).
     levels: Vec<Option<f64>>,
 }

@@ -25,6 +25,7 @@ pub mod oracle;
 pub mod p2c_peak_ewma;
 pub mod popularity_aware;
 pub mod prequal;
+pub mod prequal_pool;
 pub mod random;
 pub mod round_robin;
 pub mod tap;

@@ -38,6 +38,7 @@
 //! idle-time probing are not modelled.
 
 use super::c3::{check, InvalidConfig};
+use super::prequal_pool::{Pool, Probe};
 use super::{argmin_random_ties, Decision, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::ProbeReply;
 use crate::model::{NodeId, RequestView};
@@ -77,27 +78,19 @@ impl PrequalConfig {
     }
 }
 
-/// One probe answer in the pool.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Probe {
-    replica: NodeId,
-    rif: u32,
-    latency: Nanos,
-    /// When the answer arrived.
-    at: Nanos,
-    /// Queries it routed.
-    uses: u32,
-}
-
 /// Prequal for one coordinator.
 pub struct Prequal {
     cfg: PrequalConfig,
     max_age: Nanos,
-    pool: Vec<Probe>,
+    pool: Pool,
     /// Probes asked for by the last `select`, not yet handed to the core.
     outbox: Vec<NodeId>,
     rng: Rng,
-    scratch: Vec<u32>,
+    /// Scratch buffers reused by every `select` (it runs for every read): replicas left to
+    /// probe, the candidates and the cold ones among them.
+    left: Vec<NodeId>,
+    candidates: Vec<usize>,
+    cold: Vec<usize>,
 }
 
 impl Prequal {
@@ -106,10 +99,12 @@ impl Prequal {
         Prequal {
             cfg: cfg.clone(),
             max_age: from_ms(cfg.max_age_ms),
-            pool: Vec::with_capacity(cfg.pool_size),
+            pool: Pool::default(),
             outbox: Vec::new(),
             rng: Rng::new(env.seed, 0x5052_4551 + env.coordinator as u64),
-            scratch: Vec::new(),
+            left: Vec::new(),
+            candidates: Vec::new(),
+            cold: Vec::new(),
         }
     }
 
@@ -123,49 +118,44 @@ impl Prequal {
         let whole = self.cfg.probes_per_query.floor();
         let extra = self.rng.unit() < self.cfg.probes_per_query - whole;
         let n = (whole as usize + extra as usize).min(replicas.len());
-        let mut left: Vec<NodeId> = replicas.to_vec();
+        self.left.clear();
+        self.left.extend_from_slice(replicas);
         for _ in 0..n {
-            let i = self.rng.below(left.len());
-            self.outbox.push(left.swap_remove(i));
+            let i = self.rng.below(self.left.len());
+            self.outbox.push(self.left.swap_remove(i));
         }
-    }
-
-    /// The RIF at the `q_rif` quantile of the pool.
-    fn hot_threshold(&mut self) -> u32 {
-        self.scratch.clear();
-        self.scratch.extend(self.pool.iter().map(|p| p.rif));
-        let rank = (self.cfg.q_rif * self.scratch.len() as f64).ceil() as usize;
-        let i = rank.clamp(1, self.scratch.len()) - 1;
-        *self.scratch.select_nth_unstable(i).1
     }
 }
 
 impl ReplicaSelector for Prequal {
     fn select(&mut self, now: Nanos, _req: &RequestView, replicas: &[NodeId], _world: &dyn World) -> Decision {
         let max_age = self.max_age;
-        self.pool.retain(|p| now.saturating_sub(p.at) <= max_age);
+        self.pool.retain_fresh(now, max_age);
         self.plan_probes(replicas);
-        let candidates: Vec<usize> =
-            (0..self.pool.len()).filter(|&i| replicas.contains(&self.pool[i].replica)).collect();
+        let (mut candidates, mut cold) = (std::mem::take(&mut self.candidates), std::mem::take(&mut self.cold));
+        candidates.clear();
+        // in pool order, as a pass over the pool would list them
+        candidates.extend(replicas.iter().filter_map(|&r| self.pool.find(r)));
+        candidates.sort_unstable();
         if candidates.is_empty() {
+            self.candidates = candidates;
             return Decision::to(replicas[self.rng.below(replicas.len())]);
         }
-        let hot = self.hot_threshold();
-        let pool = &self.pool;
-        let cold: Vec<usize> = candidates.iter().copied().filter(|&i| pool[i].rif <= hot).collect();
+        let hot = self.pool.rif_quantile(self.cfg.q_rif);
+        let pool = self.pool.probes();
+        cold.clear();
+        cold.extend(candidates.iter().copied().filter(|&i| pool[i].rif <= hot));
         let i = if cold.is_empty() {
             candidates[argmin_random_ties(&candidates, &mut self.rng, |&i| pool[i].rif as f64).expect("not empty")]
         } else {
             cold[argmin_random_ties(&cold, &mut self.rng, |&i| pool[i].latency as f64).expect("not empty")]
         };
-        let p = &mut self.pool[i];
-        let replica = p.replica;
-        p.uses += 1;
-        p.rif += 1;
+        (self.candidates, self.cold) = (candidates, cold);
+        let p = self.pool.used(i);
         if p.uses >= self.cfg.reuse_limit {
             self.pool.swap_remove(i);
         }
-        Decision::to(replica)
+        Decision::to(p.replica)
     }
 
     fn probes(&mut self, out: &mut Vec<NodeId>) {
@@ -174,12 +164,12 @@ impl ReplicaSelector for Prequal {
 
     fn on_probe(&mut self, now: Nanos, replica: NodeId, reply: &ProbeReply) {
         let probe = Probe { replica, rif: reply.rif, latency: reply.latency, at: now, uses: 0 };
-        if let Some(old) = self.pool.iter_mut().find(|p| p.replica == replica) {
-            *old = probe;
-            return;
+        if let Some(i) = self.pool.find(replica) {
+            return self.pool.replace(i, probe);
         }
-        if self.pool.len() >= self.cfg.pool_size {
-            let oldest = (0..self.pool.len()).min_by_key(|&i| self.pool[i].at).expect("a full pool is not empty");
+        let probes = self.pool.probes();
+        if probes.len() >= self.cfg.pool_size {
+            let oldest = (0..probes.len()).min_by_key(|&i| probes[i].at).expect("a full pool is not empty");
             self.pool.swap_remove(oldest);
         }
         self.pool.push(probe);
@@ -261,7 +251,7 @@ mod tests {
         assert_eq!(s.pool_len(), 2, "replica 2's newer probe replaced its older one");
         probe(&mut s, 3 * MS, 3, 0, 1);
         assert_eq!(s.pool_len(), 2);
-        assert!(s.pool.iter().all(|p| p.replica != 1), "the oldest left the full pool");
+        assert!(s.pool.find(1).is_none(), "the oldest left the full pool");
     }
 
     #[test]

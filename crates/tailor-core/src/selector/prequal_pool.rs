@@ -1,0 +1,195 @@
+//! Prequal's probe pool: at most one answer per replica, with the answers' requests-in-flight
+//! also kept sorted and each replica's position indexed, so what every query reads (the
+//! hot-cold threshold, a quantile of the pool's RIFs, and the probes of its own replicas) costs
+//! lookups instead of passes over the pool.
+
+use crate::model::NodeId;
+use crate::node_map::NodeMap;
+
+/// Index entry of a replica not in the pool.
+const ABSENT: u32 = u32::MAX;
+use crate::time::Nanos;
+
+/// One probe answer in the pool.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Probe {
+    /// The replica that answered.
+    pub replica: NodeId,
+    /// Its requests in flight, plus the queries this coordinator sent it since.
+    pub rif: u32,
+    /// Its latency estimate at that RIF, ns.
+    pub latency: Nanos,
+    /// When the answer arrived.
+    pub at: Nanos,
+    /// Queries it routed.
+    pub uses: u32,
+}
+
+/// The pool, in arrival order (swap-removes aside): the order candidates are offered in.
+#[derive(Clone, Debug, Default)]
+pub struct Pool {
+    probes: Vec<Probe>,
+    /// The probes' `rif`s, ascending.
+    rifs: Vec<u32>,
+    /// Each replica's position in `probes` ([`ABSENT`]: none).
+    index: NodeMap<u32>,
+}
+
+impl Pool {
+    /// Probes held.
+    pub fn len(&self) -> usize {
+        self.probes.len()
+    }
+
+    /// Whether no probe is held.
+    pub fn is_empty(&self) -> bool {
+        self.probes.is_empty()
+    }
+
+    /// The probes, in pool order.
+    pub fn probes(&self) -> &[Probe] {
+        &self.probes
+    }
+
+    /// The position of `replica`'s probe, if the pool holds one.
+    #[inline]
+    pub fn find(&self, replica: NodeId) -> Option<usize> {
+        self.index.get(replica).copied().filter(|&i| i != ABSENT).map(|i| i as usize)
+    }
+
+    fn place(&mut self, replica: NodeId, at: u32) {
+        *self.index.get_or_insert_with(replica, || ABSENT) = at;
+    }
+
+    fn add_rif(&mut self, rif: u32) {
+        let at = self.rifs.partition_point(|&r| r <= rif);
+        self.rifs.insert(at, rif);
+    }
+
+    fn remove_rif(rifs: &mut Vec<u32>, rif: u32) {
+        let at = rifs.binary_search(&rif).expect("a held probe's rif is in the sorted list");
+        rifs.remove(at);
+    }
+
+    /// Add `probe` at the end.
+    pub fn push(&mut self, probe: Probe) {
+        assert!(self.find(probe.replica).is_none(), "one probe per replica");
+        self.add_rif(probe.rif);
+        self.place(probe.replica, self.probes.len() as u32);
+        self.probes.push(probe);
+    }
+
+    /// Put `probe` in place of the `i`-th, a probe of the same replica.
+    pub fn replace(&mut self, i: usize, probe: Probe) {
+        assert_eq!(self.probes[i].replica, probe.replica, "a probe replaces its replica's");
+        Self::remove_rif(&mut self.rifs, self.probes[i].rif);
+        self.add_rif(probe.rif);
+        self.probes[i] = probe;
+    }
+
+    /// Remove the `i`-th; the last takes its place.
+    pub fn swap_remove(&mut self, i: usize) -> Probe {
+        Self::remove_rif(&mut self.rifs, self.probes[i].rif);
+        let gone = self.probes.swap_remove(i);
+        self.place(gone.replica, ABSENT);
+        if let Some(moved) = self.probes.get(i) {
+            self.place(moved.replica, i as u32);
+        }
+        gone
+    }
+
+    /// Drop the probes older than `max_age` at `now`, keeping the others' order.
+    pub fn retain_fresh(&mut self, now: Nanos, max_age: Nanos) {
+        if self.probes.iter().all(|p| now.saturating_sub(p.at) <= max_age) {
+            return;
+        }
+        let (rifs, index) = (&mut self.rifs, &mut self.index);
+        self.probes.retain(|p| {
+            let fresh = now.saturating_sub(p.at) <= max_age;
+            if !fresh {
+                Self::remove_rif(rifs, p.rif);
+                *index.get_mut(p.replica).expect("a held probe is indexed") = ABSENT;
+            }
+            fresh
+        });
+        for (i, p) in self.probes.iter().enumerate() {
+            *self.index.get_mut(p.replica).expect("a held probe is indexed") = i as u32;
+        }
+    }
+
+    /// The `i`-th routed one more query: one more use, one more request in flight.
+    pub fn used(&mut self, i: usize) -> Probe {
+        let old = self.probes[i];
+        Self::remove_rif(&mut self.rifs, old.rif);
+        let p = Probe { uses: old.uses + 1, rif: old.rif + 1, ..old };
+        self.add_rif(p.rif);
+        self.probes[i] = p;
+        p
+    }
+
+    /// The RIF at quantile `q` (in (0, 1]) of the pool: the `ceil(q * len)`-th smallest, at
+    /// least the smallest. The pool must not be empty.
+    pub fn rif_quantile(&self, q: f64) -> u32 {
+        let rank = (q * self.rifs.len() as f64).ceil() as usize;
+        self.rifs[rank.clamp(1, self.rifs.len()) - 1]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(replica: NodeId, rif: u32, at: Nanos) -> Probe {
+        Probe { replica, rif, latency: 0, at, uses: 0 }
+    }
+
+    /// The quantile read from a fresh selection over the probes, as the pool once computed it.
+    fn selected(pool: &Pool, q: f64) -> u32 {
+        let mut rifs: Vec<u32> = pool.probes().iter().map(|p| p.rif).collect();
+        let rank = (q * rifs.len() as f64).ceil() as usize;
+        let i = rank.clamp(1, rifs.len()) - 1;
+        *rifs.select_nth_unstable(i).1
+    }
+
+    #[test]
+    fn the_sorted_rifs_follow_every_change_to_the_pool() {
+        let mut pool = Pool::default();
+        let mut x: u64 = 7;
+        for step in 0..2_000u64 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let r = (x >> 33) as u32;
+            match r % 5 {
+                0 | 1 if pool.find(r % 40).is_none() => pool.push(probe(r % 40, r % 13, step)),
+                2 if !pool.is_empty() => {
+                    let i = r as usize % pool.len();
+                    pool.replace(i, probe(pool.probes()[i].replica, r % 7, step));
+                }
+                3 if !pool.is_empty() => {
+                    pool.used(r as usize % pool.len());
+                }
+                4 if !pool.is_empty() => {
+                    pool.swap_remove(r as usize % pool.len());
+                }
+                _ => pool.retain_fresh(step, 30),
+            }
+            for (i, p) in pool.probes().iter().enumerate() {
+                assert_eq!(pool.find(p.replica), Some(i), "step {step}");
+            }
+            if !pool.is_empty() {
+                for q in [0.01, 0.5, 0.75, 1.0] {
+                    assert_eq!(pool.rif_quantile(q), selected(&pool, q), "step {step}, q {q}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn used_counts_a_use_and_a_request_in_flight() {
+        let mut pool = Pool::default();
+        pool.push(probe(3, 2, 0));
+        assert_eq!(pool.used(0), Probe { uses: 1, rif: 3, ..probe(3, 2, 0) });
+        assert_eq!(pool.rif_quantile(1.0), 3);
+        pool.retain_fresh(100, 10);
+        assert!(pool.is_empty());
+    }
+}
