@@ -283,6 +283,7 @@ impl Tap {
         })
     }
 
+    #[inline]
     fn server(&self, node: NodeId) -> Option<&Server> {
         self.servers.get(node)
     }
@@ -304,7 +305,12 @@ impl Tap {
 
     /// TAP's queue estimate for `node` at `now` (Algorithm 1), if it has sent feedback.
     pub fn q_hat(&self, now: Nanos, node: NodeId) -> Option<f64> {
-        let s = self.server(node)?;
+        self.q_hat_of(now, self.server(node)?)
+    }
+
+    /// [`Tap::q_hat`] for a server's state already looked up.
+    #[inline]
+    fn q_hat_of(&self, now: Nanos, s: &Server) -> Option<f64> {
         let received = s.feedback.received_at()?;
         let tau_w = now.saturating_sub(received);
         if tau_w < self.staleness {
@@ -319,10 +325,8 @@ impl Tap {
 
     /// TAP's score of `node` at `now` (lower is better; 0 without feedback).
     pub fn score(&self, now: Nanos, node: NodeId) -> f64 {
-        match (self.server(node), self.q_hat(now, node)) {
-            (Some(s), Some(q)) => s.feedback.score_with(q, self.exponent),
-            _ => 0.0,
-        }
+        let Some(s) = self.server(node) else { return 0.0 };
+        self.q_hat_of(now, s).map_or(0.0, |q| s.feedback.score_with(q, self.exponent))
     }
 }
 
