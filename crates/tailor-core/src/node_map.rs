@@ -5,12 +5,17 @@
 //! clients). [`NodeMap`] holds an entry per server touched. Written by hand rather than with
 //! `std::collections::HashMap`: node ids are small integers that hash well with one multiply,
 //! the simulator looks servers up several times per request, and entries must iterate in
-//! insertion order (a pure function of the run, never of a hasher's state).
+//! insertion order (a pure function of the run, never of a hasher's state). Ids below
+//! [`NEAR`] (every server of the published setups) are indexed directly, without hashing: at
+//! most 256 bytes per map, and the common case costs one load more than a dense vector.
 
 use crate::model::NodeId;
 
 /// Entry index of an empty table slot.
 const EMPTY: u32 = u32::MAX;
+
+/// Ids below this are indexed directly; the others are hashed.
+const NEAR: usize = 64;
 
 /// A table slot: the node and its entry's index, side by side so a probe reads one place.
 #[derive(Clone, Copy, Debug)]
@@ -24,15 +29,19 @@ const FREE: Slot = Slot { node: 0, entry: EMPTY };
 /// A map from server to `T`, open addressing with linear probing, entries in insertion order.
 #[derive(Clone, Debug)]
 pub struct NodeMap<T> {
-    /// A power of two long (or empty), at most half full.
+    /// Entry index per id below [`NEAR`] ([`EMPTY`]: none), as long as the largest such id seen.
+    near: Vec<u32>,
+    /// The other ids: a power of two long (or empty), at most half full.
     table: Vec<Slot>,
+    /// Entries in `table`.
+    far: usize,
     nodes: Vec<NodeId>,
     values: Vec<T>,
 }
 
 impl<T> Default for NodeMap<T> {
     fn default() -> Self {
-        NodeMap { table: Vec::new(), nodes: Vec::new(), values: Vec::new() }
+        NodeMap { near: Vec::new(), table: Vec::new(), far: 0, nodes: Vec::new(), values: Vec::new() }
     }
 }
 
@@ -76,11 +85,12 @@ impl<T> NodeMap<T> {
     /// The entry index of `node`, if it has one.
     #[inline]
     fn find(&self, node: NodeId) -> Option<usize> {
-        if self.table.is_empty() {
-            return None;
-        }
-        let s = self.table[self.slot(node)];
-        (s.entry != EMPTY).then_some(s.entry as usize)
+        let e = match self.near.get(node as usize) {
+            Some(&e) => e,
+            None if (node as usize) < NEAR || self.table.is_empty() => return None,
+            None => self.table[self.slot(node)].entry,
+        };
+        (e != EMPTY).then_some(e as usize)
     }
 
     /// The entry of `node`, if it has one.
@@ -109,21 +119,29 @@ impl<T> NodeMap<T> {
     #[inline(never)]
     fn insert(&mut self, node: NodeId, value: T) -> usize {
         assert!(self.nodes.len() < EMPTY as usize, "fewer than 2^32 servers");
-        if 2 * (self.nodes.len() + 1) > self.table.len() {
-            self.grow();
-        }
         let e = self.nodes.len();
-        let slot = self.slot(node);
-        self.table[slot] = Slot { node, entry: e as u32 };
+        if (node as usize) < NEAR {
+            if self.near.len() <= node as usize {
+                self.near.resize(node as usize + 1, EMPTY);
+            }
+            self.near[node as usize] = e as u32;
+        } else {
+            if 2 * (self.far + 1) > self.table.len() {
+                self.grow();
+            }
+            let slot = self.slot(node);
+            self.table[slot] = Slot { node, entry: e as u32 };
+            self.far += 1;
+        }
         self.nodes.push(node);
         self.values.push(value);
         e
     }
 
-    /// Double the table (at least 8 slots) and re-place every entry.
+    /// Double the table (at least 8 slots) and re-place its entries.
     fn grow(&mut self) {
         self.table = vec![FREE; (2 * self.table.len()).max(8)];
-        for (e, &node) in self.nodes.iter().enumerate() {
+        for (e, &node) in self.nodes.iter().enumerate().filter(|&(_, &n)| n as usize >= NEAR) {
             let slot = self.slot(node);
             self.table[slot] = Slot { node, entry: e as u32 };
         }
