@@ -504,7 +504,10 @@ impl Coordinator {
 
     /// Read `key` at `level`, or at the configured read consistency.
     pub async fn read(self: &Arc<Self>, key: &[u8], level: Option<Consistency>) -> Result<Versioned, CoordError> {
-        self.submit(key, None, level).await
+        let started = std::time::Instant::now();
+        let result = self.submit(key, None, level).await;
+        self.metrics.read_latency.observe(started.elapsed().as_nanos() as u64);
+        result
     }
 
     /// Write (or delete, with `None`) `key` at `level`, or at the configured write consistency.
@@ -514,8 +517,11 @@ impl Coordinator {
         value: Option<Vec<u8>>,
         level: Option<Consistency>,
     ) -> Result<(), CoordError> {
+        let started = std::time::Instant::now();
         let version = self.hlc.now();
-        self.submit(key, Some((version, Arc::new(value))), level).await.map(|_| ())
+        let result = self.submit(key, Some((version, Arc::new(value))), level).await.map(|_| ());
+        self.metrics.write_latency.observe(started.elapsed().as_nanos() as u64);
+        result
     }
 }
 

@@ -9,6 +9,64 @@ use tokio::net::TcpListener;
 /// Upper bounds (seconds) of the service-time histogram buckets.
 pub const SERVICE_BUCKETS: &[f64] = &[0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0];
 
+/// Upper bounds (seconds) of the end-to-end latency buckets: from a cached local read to a
+/// request that waited out timeouts and retries.
+pub const LATENCY_BUCKETS: &[f64] =
+    &[0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
+
+/// A Prometheus histogram of durations with fixed buckets, updated lock-free.
+#[derive(Debug)]
+pub struct Histogram {
+    bounds: &'static [f64],
+    /// Samples per bucket (not cumulative; rendering accumulates).
+    buckets: Vec<AtomicU64>,
+    sum_ns: AtomicU64,
+    count: AtomicU64,
+}
+
+impl Default for Histogram {
+    fn default() -> Self {
+        Histogram::new(LATENCY_BUCKETS)
+    }
+}
+
+impl Histogram {
+    /// An empty histogram with these bucket upper bounds (seconds, ascending).
+    pub fn new(bounds: &'static [f64]) -> Histogram {
+        assert!(bounds.windows(2).all(|w| w[0] < w[1]), "bucket bounds ascend");
+        Histogram {
+            bounds,
+            buckets: bounds.iter().map(|_| AtomicU64::new(0)).collect(),
+            sum_ns: AtomicU64::new(0),
+            count: AtomicU64::new(0),
+        }
+    }
+
+    /// Record one duration of `ns` nanoseconds.
+    pub fn observe(&self, ns: u64) {
+        let s = ns as f64 / 1e9;
+        if let Some(i) = self.bounds.iter().position(|&b| s <= b) {
+            self.buckets[i].fetch_add(1, Ordering::Relaxed);
+        }
+        self.sum_ns.fetch_add(ns, Ordering::Relaxed);
+        self.count.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Append the histogram's exposition as `name` with `labels`.
+    fn render(&self, o: &mut String, name: &str, help: &str, labels: &str) {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} histogram");
+        let mut cum = 0;
+        for (b, c) in self.bounds.iter().zip(&self.buckets) {
+            cum += c.load(Ordering::Relaxed);
+            let _ = writeln!(o, "{name}_bucket{{{labels},le=\"{b}\"}} {cum}");
+        }
+        let count = self.count.load(Ordering::Relaxed);
+        let _ = writeln!(o, "{name}_bucket{{{labels},le=\"+Inf\"}} {count}");
+        let sum = self.sum_ns.load(Ordering::Relaxed) as f64 / 1e9;
+        let _ = writeln!(o, "{name}_sum{{{labels}}} {sum}\n{name}_count{{{labels}}} {count}");
+    }
+}
+
 /// A node's counters, updated lock-free by every path.
 #[derive(Debug, Default)]
 pub struct Metrics {
@@ -65,9 +123,13 @@ pub struct Metrics {
     pub busy_refusals: AtomicU64,
     /// TLS client handshakes that failed or did not finish within `tls_handshake_timeout_ms`.
     pub tls_handshake_failures: AtomicU64,
-    service_buckets: Vec<AtomicU64>,
-    service_sum_ns: AtomicU64,
-    service_count: AtomicU64,
+    /// Service time of requests this replica executed.
+    pub service: Histogram,
+    /// Reads this node coordinated, from the call to the coordinator to its result (failures
+    /// included).
+    pub read_latency: Histogram,
+    /// Writes and deletes this node coordinated, the same way.
+    pub write_latency: Histogram,
 }
 
 impl Metrics {
@@ -75,7 +137,7 @@ impl Metrics {
     pub fn new(members: usize) -> Metrics {
         Metrics {
             selections: (0..members).map(|_| AtomicU64::new(0)).collect(),
-            service_buckets: (0..SERVICE_BUCKETS.len()).map(|_| AtomicU64::new(0)).collect(),
+            service: Histogram::new(SERVICE_BUCKETS),
             ..Metrics::default()
         }
     }
@@ -89,12 +151,7 @@ impl Metrics {
 
     /// Record one service time.
     pub fn service(&self, ns: u64) {
-        let s = ns as f64 / 1e9;
-        if let Some(i) = SERVICE_BUCKETS.iter().position(|&b| s <= b) {
-            self.service_buckets[i].fetch_add(1, Ordering::Relaxed);
-        }
-        self.service_sum_ns.fetch_add(ns, Ordering::Relaxed);
-        self.service_count.fetch_add(1, Ordering::Relaxed);
+        self.service.observe(ns);
     }
 
     /// The Prometheus text exposition; `gauges` are extra `(name{labels}, value)` samples.
@@ -161,17 +218,19 @@ impl Metrics {
         for (i, c) in self.selections.iter().enumerate() {
             let _ = writeln!(o, "tailor_selections_total{{{l},replica=\"{i}\"}} {}", c.load(Ordering::Relaxed));
         }
-        let _ = writeln!(o, "# HELP tailor_service_seconds Service time of requests executed here.");
-        let _ = writeln!(o, "# TYPE tailor_service_seconds histogram");
-        let mut cum = 0;
-        for (b, c) in SERVICE_BUCKETS.iter().zip(&self.service_buckets) {
-            cum += c.load(Ordering::Relaxed);
-            let _ = writeln!(o, "tailor_service_seconds_bucket{{{l},le=\"{b}\"}} {cum}");
-        }
-        let count = self.service_count.load(Ordering::Relaxed);
-        let _ = writeln!(o, "tailor_service_seconds_bucket{{{l},le=\"+Inf\"}} {count}");
-        let sum = self.service_sum_ns.load(Ordering::Relaxed) as f64 / 1e9;
-        let _ = writeln!(o, "tailor_service_seconds_sum{{{l}}} {sum}\ntailor_service_seconds_count{{{l}}} {count}");
+        self.service.render(&mut o, "tailor_service_seconds", "Service time of requests executed here.", &l);
+        self.read_latency.render(
+            &mut o,
+            "tailor_read_latency_seconds",
+            "Reads coordinated here, from the coordinator's call to its result.",
+            &l,
+        );
+        self.write_latency.render(
+            &mut o,
+            "tailor_write_latency_seconds",
+            "Writes and deletes coordinated here, from the coordinator's call to its result.",
+            &l,
+        );
         for (name, v) in gauges {
             let _ = writeln!(o, "{name} {v}");
         }
@@ -239,5 +298,28 @@ mod tests {
         assert!(text.contains("le=\"0.0025\"} 2"), "{text}");
         assert!(text.contains("tailor_service_seconds_count{node=\"0\",selector=\"c3\",local=\"fcfs\"} 2"));
         assert!(text.contains("tailor_queue_length{node=\"0\"} 4"));
+    }
+
+    #[test]
+    fn latency_histograms_bucket_every_sample_and_count_the_slow_ones_in_inf() {
+        let m = Metrics::new(1);
+        m.read_latency.observe(40_000);
+        m.read_latency.observe(3_000_000);
+        m.read_latency.observe(30_000_000_000);
+        m.write_latency.observe(700_000);
+        let text = m.render(0, "lor", "fcfs", &[]);
+        let l = "node=\"0\",selector=\"lor\",local=\"fcfs\"";
+        for line in [
+            format!("tailor_read_latency_seconds_bucket{{{l},le=\"0.00005\"}} 1"),
+            format!("tailor_read_latency_seconds_bucket{{{l},le=\"0.005\"}} 2"),
+            format!("tailor_read_latency_seconds_bucket{{{l},le=\"10\"}} 2"),
+            format!("tailor_read_latency_seconds_bucket{{{l},le=\"+Inf\"}} 3"),
+            format!("tailor_read_latency_seconds_count{{{l}}} 3"),
+            format!("tailor_write_latency_seconds_bucket{{{l},le=\"0.0005\"}} 0"),
+            format!("tailor_write_latency_seconds_bucket{{{l},le=\"0.001\"}} 1"),
+            format!("tailor_write_latency_seconds_sum{{{l}}} 0.0007"),
+        ] {
+            assert!(text.lines().any(|t| t == line), "missing {line} in\n{text}");
+        }
     }
 }
