@@ -2,10 +2,9 @@
 //! open-loop send loop, the connection tasks and the progress line.
 
 use crate::record::{Completion, Outcome, Recorder};
-use crate::resp::{Conn, Reply};
-use crate::schedule::{self, load_set, value_bytes, Planned, Schedule, ScheduleInput};
+use crate::schedule::{self, load_set, Planned, Schedule, ScheduleInput};
+use crate::target::{Answer, Target};
 use crate::{BenchConfig, BenchError, LoadStats, SecondStats};
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -33,8 +32,8 @@ fn nanos(d: Duration) -> Nanos {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// The whole run (see the crate docs for the rules it follows).
-pub async fn run(cfg: &BenchConfig) -> Result<DriverOutput, BenchError> {
+/// The whole run against `target` (see the crate docs for the rules it follows).
+pub async fn run<T: Target>(cfg: &BenchConfig, target: Arc<T>) -> Result<DriverOutput, BenchError> {
     let spec = &cfg.spec;
     let seed = cfg.seed.or_else(|| spec.seeds.first().copied()).unwrap_or(1);
     let input = ScheduleInput {
@@ -55,7 +54,7 @@ pub async fn run(cfg: &BenchConfig) -> Result<DriverOutput, BenchError> {
             schedule.duration as f64 / 1e9
         )));
     }
-    let (selector, local) = labels(cfg).await;
+    let (selector, local) = labels(cfg, &*target).await;
     if cfg.progress {
         eprintln!(
             "bench {}: {} requests over {:.1} s at {:.0} req/s offered ({:.1} s warm-up) on {} nodes, {} connections; selector {selector}, local {local}",
@@ -68,10 +67,10 @@ pub async fn run(cfg: &BenchConfig) -> Result<DriverOutput, BenchError> {
             cfg.connections
         );
     }
-    let load = load_phase(cfg, &load_set(&schedule, cfg.load_keys)).await;
+    let load = load_phase(cfg, &target, &load_set(&schedule, cfg.load_keys)).await;
     let recorder = Arc::new(Mutex::new(Recorder::new(warmup, schedule.duration, spec.cluster.service.clone())));
     let monitor = crate::host::Monitor::start();
-    open_loop(cfg, &schedule, &recorder).await;
+    open_loop(cfg, &target, &schedule, &recorder).await;
     let host = monitor.stop();
     let rec = recorder.lock().unwrap_or_else(|e| e.into_inner());
     let mut result = RunResult {
@@ -100,52 +99,19 @@ pub async fn run(cfg: &BenchConfig) -> Result<DriverOutput, BenchError> {
     Ok(DriverOutput { result, timeseries: rec.timeseries(), load, error_samples: rec.error_samples().to_vec() })
 }
 
-/// The selector and local policy labels: the flags, else what the first answering node says
-/// (`TAILOR.GET selector`/`local`, falling back to the `selector:`/`local:` lines of `INFO`),
-/// else "unknown".
-async fn labels(cfg: &BenchConfig) -> (String, String) {
+/// The selector and local policy labels: the flags, else what the target says, else "unknown".
+async fn labels<T: Target>(cfg: &BenchConfig, target: &T) -> (String, String) {
     let (mut sel, mut loc) = (cfg.selector_label.clone(), cfg.local_label.clone());
-    for &addr in &cfg.nodes {
-        if sel.is_some() && loc.is_some() {
-            break;
-        }
-        let asked = tokio::time::timeout(Duration::from_secs(2), ask_labels(addr)).await;
-        if let Ok(Ok((s, l))) = asked {
-            sel = sel.or(s);
-            loc = loc.or(l);
-        }
+    if sel.is_none() || loc.is_none() {
+        let (s, l) = target.labels().await;
+        sel = sel.or(s);
+        loc = loc.or(l);
     }
     (sel.unwrap_or_else(|| "unknown".into()), loc.unwrap_or_else(|| "unknown".into()))
 }
 
-async fn ask_labels(addr: SocketAddr) -> std::io::Result<(Option<String>, Option<String>)> {
-    let mut conn = Conn::connect(addr).await?;
-    let (mut s, mut l) = (knob(&mut conn, "selector").await?, knob(&mut conn, "local").await?);
-    if s.is_none() || l.is_none() {
-        if let Reply::Bulk(info) = conn.command(&[b"INFO"]).await? {
-            let info = String::from_utf8_lossy(&info).into_owned();
-            let field = |name: &str| {
-                info.lines()
-                    .find_map(|line| line.strip_prefix(name).map(|v| v.trim().to_string()))
-                    .filter(|v| !v.is_empty())
-            };
-            s = s.or_else(|| field("selector:"));
-            l = l.or_else(|| field("local:"));
-        }
-    }
-    Ok((s, l))
-}
-
-/// A `TAILOR.GET` knob as text, `None` if the node does not know it.
-async fn knob(conn: &mut Conn, name: &str) -> std::io::Result<Option<String>> {
-    Ok(match conn.command(&[b"TAILOR.GET", name.as_bytes()]).await? {
-        Reply::Bulk(v) => Some(String::from_utf8_lossy(&v).into_owned()),
-        _ => None,
-    })
-}
-
 /// Write `keys` with `connections` writers spread over the nodes; failures are counted, not fatal.
-async fn load_phase(cfg: &BenchConfig, keys: &[(u64, u64)]) -> LoadStats {
+async fn load_phase<T: Target>(cfg: &BenchConfig, target: &Arc<T>, keys: &[(u64, u64)]) -> LoadStats {
     if keys.is_empty() {
         return LoadStats::default();
     }
@@ -157,24 +123,25 @@ async fn load_phase(cfg: &BenchConfig, keys: &[(u64, u64)]) -> LoadStats {
     let writers = cfg.connections.min(keys.len());
     let mut tasks = Vec::with_capacity(writers);
     for w in 0..writers {
-        let addr = cfg.nodes[w % cfg.nodes.len()];
+        let node = w % cfg.nodes.len();
         let (keys, next, ok, failed, timeout) = (keys.clone(), next.clone(), ok.clone(), failed.clone(), cfg.timeout);
+        let target = target.clone();
         tasks.push(tokio::spawn(async move {
-            let mut conn: Option<Conn> = None;
+            let mut conn: Option<T::Conn> = None;
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&(key, size)) = keys.get(i) else { break };
-                let value = value_bytes(key, size);
+                let write = Planned { at: 0, key, op: Op::Write, size, node: node as u32 };
                 let done = tokio::time::timeout(timeout, async {
                     let c = match &mut conn {
                         Some(c) => c,
-                        None => conn.insert(Conn::connect(addr).await?),
+                        None => conn.insert(target.connect(node).await?),
                     };
-                    c.command(&[b"SET", key.to_string().as_bytes(), &value]).await
+                    target.exec(c, &write).await
                 })
                 .await;
                 match done {
-                    Ok(Ok(Reply::Simple(_))) => ok.fetch_add(1, Ordering::Relaxed),
+                    Ok(Ok(Answer::Ok)) => ok.fetch_add(1, Ordering::Relaxed),
                     Ok(Ok(_)) => failed.fetch_add(1, Ordering::Relaxed),
                     _ => {
                         conn = None;
@@ -217,7 +184,12 @@ async fn load_phase(cfg: &BenchConfig, keys: &[(u64, u64)]) -> LoadStats {
 type Queue = Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Planned>>>;
 
 /// Send every request at its intended time and wait until each has completed or timed out.
-async fn open_loop(cfg: &BenchConfig, schedule: &Schedule, recorder: &Arc<Mutex<Recorder>>) {
+async fn open_loop<T: Target>(
+    cfg: &BenchConfig,
+    target: &Arc<T>,
+    schedule: &Schedule,
+    recorder: &Arc<Mutex<Recorder>>,
+) {
     let n = cfg.nodes.len();
     let (senders, queues): (Vec<_>, Vec<Queue>) = (0..n)
         .map(|_| {
@@ -226,10 +198,13 @@ async fn open_loop(cfg: &BenchConfig, schedule: &Schedule, recorder: &Arc<Mutex<
         })
         .unzip();
     // Connect first so that the first requests do not pay for the handshakes.
-    let connects = (0..cfg.connections).map(|i| {
-        let addr = cfg.nodes[i % n];
-        async move { tokio::time::timeout(Duration::from_secs(1), Conn::connect(addr)).await.ok().and_then(Result::ok) }
-    });
+    let connects =
+        (0..cfg.connections).map(|i| {
+            let target = target.clone();
+            async move {
+                tokio::time::timeout(Duration::from_secs(1), target.connect(i % n)).await.ok().and_then(Result::ok)
+            }
+        });
     let mut conns = Vec::with_capacity(cfg.connections);
     for c in connects {
         conns.push(c.await);
@@ -238,7 +213,8 @@ async fn open_loop(cfg: &BenchConfig, schedule: &Schedule, recorder: &Arc<Mutex<
     let mut workers = Vec::with_capacity(cfg.connections);
     for (i, conn) in conns.into_iter().enumerate() {
         let w = Worker {
-            addr: cfg.nodes[i % n],
+            target: target.clone(),
+            node: i % n,
             queue: queues[i % n].clone(),
             start,
             timeout: cfg.timeout,
@@ -273,16 +249,17 @@ async fn open_loop(cfg: &BenchConfig, schedule: &Schedule, recorder: &Arc<Mutex<
 }
 
 /// One connection: takes its coordinator's next request, sends it, waits for the reply.
-struct Worker {
-    addr: SocketAddr,
+struct Worker<T: Target> {
+    target: Arc<T>,
+    node: usize,
     queue: Queue,
     start: Instant,
     timeout: Duration,
     recorder: Arc<Mutex<Recorder>>,
-    conn: Option<Conn>,
+    conn: Option<T::Conn>,
 }
 
-impl Worker {
+impl<T: Target> Worker<T> {
     async fn serve(mut self) {
         loop {
             let next = self.queue.lock().await.recv().await;
@@ -297,7 +274,7 @@ impl Worker {
                     Ok(Ok(o)) => o,
                     Ok(Err(e)) => {
                         self.conn = None;
-                        self.note(format!("{}: {e}", self.addr));
+                        self.note(format!("{}: {e}", self.target.describe(self.node)));
                         Outcome::Error
                     }
                     Err(_) => {
@@ -322,22 +299,13 @@ impl Worker {
     async fn exec(&mut self, p: &Planned) -> std::io::Result<Outcome> {
         let conn = match &mut self.conn {
             Some(c) => c,
-            None => self.conn.insert(Conn::connect(self.addr).await?),
+            None => self.conn.insert(self.target.connect(self.node).await?),
         };
-        let key = p.key.to_string();
-        let reply = match p.op {
-            Op::Read => conn.command(&[b"GET", key.as_bytes()]).await?,
-            Op::Write => conn.command(&[b"SET", key.as_bytes(), &value_bytes(p.key, p.size)]).await?,
-        };
-        Ok(match (p.op, reply) {
-            (Op::Read, Reply::Bulk(_)) | (Op::Write, Reply::Simple(_)) => Outcome::Ok,
-            (Op::Read, Reply::Null) => Outcome::Miss,
-            (_, Reply::Error(e)) => {
-                self.note(format!("{}: {e}", self.addr));
-                Outcome::Error
-            }
-            (_, other) => {
-                self.note(format!("{}: unexpected reply {other:?}", self.addr));
+        Ok(match self.target.exec(conn, p).await? {
+            Answer::Ok => Outcome::Ok,
+            Answer::Miss => Outcome::Miss,
+            Answer::Failed(e) => {
+                self.note(format!("{}: {e}", self.target.describe(self.node)));
                 Outcome::Error
             }
         })

@@ -32,6 +32,7 @@ pub mod host;
 pub mod record;
 pub mod resp;
 pub mod schedule;
+pub mod target;
 pub mod validity;
 
 use serde::Serialize;
@@ -185,12 +186,44 @@ fn io(what: String) -> impl FnOnce(std::io::Error) -> BenchError {
     move |source| BenchError::Io { what, source }
 }
 
-/// Run the bench: load phase, then the open-loop run; blocks until done.
+/// Run the bench against Tailor's store nodes (RESP): load phase, then the open-loop run;
+/// blocks until done.
 ///
 /// Builds its own tokio runtime, so call it from a plain thread (or `spawn_blocking`). Errors,
 /// refused connections and timeouts during the run do not fail it: they are counted in the
 /// results. Only bad options, a bad spec or an unusable runtime return `Err`.
 pub fn run(cfg: &BenchConfig) -> Result<BenchOutput, BenchError> {
+    check(cfg)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cfg.threads.max(1))
+        .enable_all()
+        .build()
+        .map_err(io("start the tokio runtime".into()))?;
+    let target = std::sync::Arc::new(target::RespTarget { nodes: cfg.nodes.clone() });
+    runtime.block_on(run_on(cfg, target))
+}
+
+/// Run the bench against any [`target::Target`] from inside a tokio runtime; results are
+/// labelled with engine "live".
+pub async fn run_on<T: target::Target>(
+    cfg: &BenchConfig,
+    target: std::sync::Arc<T>,
+) -> Result<BenchOutput, BenchError> {
+    check(cfg)?;
+    let out = driver::run(cfg, target).await?;
+    let results = Results {
+        format: RESULTS_FORMAT,
+        tailor_version: env!("CARGO_PKG_VERSION").to_string(),
+        experiment: cfg.spec.name.clone(),
+        engine: "live".into(),
+        spec: cfg.spec.to_toml(),
+        runs: vec![out.result],
+    };
+    Ok(BenchOutput { results, timeseries: out.timeseries, load: out.load, error_samples: out.error_samples })
+}
+
+/// Options every run needs.
+fn check(cfg: &BenchConfig) -> Result<(), BenchError> {
     if cfg.nodes.is_empty() {
         return Err(BenchError::Config("--nodes: give at least one node address".into()));
     }
@@ -204,21 +237,7 @@ pub fn run(cfg: &BenchConfig) -> Result<BenchOutput, BenchError> {
     if cfg.timeout.is_zero() {
         return Err(BenchError::Config("the request timeout must be > 0".into()));
     }
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(cfg.threads.max(1))
-        .enable_all()
-        .build()
-        .map_err(io("start the tokio runtime".into()))?;
-    let out = runtime.block_on(driver::run(cfg))?;
-    let results = Results {
-        format: RESULTS_FORMAT,
-        tailor_version: env!("CARGO_PKG_VERSION").to_string(),
-        experiment: cfg.spec.name.clone(),
-        engine: "live".into(),
-        spec: cfg.spec.to_toml(),
-        runs: vec![out.result],
-    };
-    Ok(BenchOutput { results, timeseries: out.timeseries, load: out.load, error_samples: out.error_samples })
+    Ok(())
 }
 
 #[cfg(test)]

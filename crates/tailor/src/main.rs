@@ -31,6 +31,8 @@ enum Command {
     Node(tailor_store::cli::NodeArgs),
     /// Start or stop a loopback cluster of store nodes.
     Cluster(tailor_store::cli::ClusterArgs),
+    /// Fetch, start or stop a real Apache Cassandra cluster on loopback.
+    Cassandra(tailor_cql::cli::CassandraArgs),
     /// Drive live nodes with a workload, open loop, and write results.
     Bench(cmd::bench::BenchArgs),
     /// Turn results files into one self-contained HTML page with plots.
@@ -53,6 +55,7 @@ fn main() {
         Command::Presets(args) => cmd::presets::run(args),
         Command::Node(args) => tailor_store::cli::run_node(&args).map_err(Into::into),
         Command::Cluster(args) => tailor_store::cli::run_cluster(&args).map_err(Into::into),
+        Command::Cassandra(args) => tailor_cql::cli::run(&args).map_err(Into::into),
         Command::Bench(args) => cmd::bench::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Reproduce(args) => cmd::reproduce::run(args),

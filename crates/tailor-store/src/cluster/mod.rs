@@ -11,7 +11,7 @@ mod supervise;
 pub use pids::{children, down, restart, stop_pids_within};
 pub use ready::http_get;
 pub use repair::repair;
-pub use supervise::{stop_children, up};
+pub use supervise::{install_stop_flag, stop_children, up};
 
 use crate::config::{Consistency, Durability, Member, NodeConfig};
 use std::net::{SocketAddr, TcpListener, TcpStream};

@@ -82,7 +82,9 @@ fn watch(dir: &Path, children: &mut [Child], stop: &AtomicBool) {
     }
 }
 
-fn install_stop_flag() -> std::sync::Arc<AtomicBool> {
+/// A flag set on the first SIGINT/SIGTERM: long-running commands poll it to stop their children
+/// and clean up instead of dying with them.
+pub fn install_stop_flag() -> std::sync::Arc<AtomicBool> {
     static STOP: AtomicBool = AtomicBool::new(false);
     extern "C" fn on_signal(_: i32) {
         STOP.store(true, Ordering::Relaxed);

@@ -1,0 +1,13 @@
+//! Tailor on Apache Cassandra.
+//!
+//! - [`launch`]: `tailor cassandra up/down`, a real Cassandra cluster on loopback from the
+//!   server's jars (fetched once through Maven).
+//! - [`policy`]: [`policy::TailorPolicy`], the CQL driver's load-balancing policy driving one of
+//!   tailor-core's selectors unchanged, fed with per-attempt latency, in-flight counts and,
+//!   optionally, server facts polled by [`facts`].
+//! - [`cli`]: the `tailor cassandra` command line.
+
+pub mod cli;
+pub mod facts;
+pub mod launch;
+pub mod policy;
