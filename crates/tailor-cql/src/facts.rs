@@ -63,6 +63,16 @@ pub fn spawn(
     })
 }
 
+/// How many local reads of `table` node `host` has served (Cassandra's own count).
+pub async fn read_count(session: &Session, host: Uuid, table: &ReadTable) -> Result<i64, String> {
+    let cql = "SELECT count FROM system_views.local_read_latency WHERE keyspace_name = ? AND table_name = ?";
+    let rows =
+        session.query_unpaged(pinned(cql, host), (&table.keyspace, &table.table)).await.map_err(|e| e.to_string())?;
+    let rows = rows.into_rows_result().map_err(|e| e.to_string())?;
+    let (count,): (i64,) = rows.maybe_first_row().map_err(|e| e.to_string())?.unwrap_or((0,));
+    Ok(count)
+}
+
 fn pinned(cql: &str, host: Uuid) -> Statement {
     let mut s = Statement::new(cql);
     s.set_load_balancing_policy(Some(SingleTargetLoadBalancingPolicy::new(NodeIdentifier::HostId(host), None)));

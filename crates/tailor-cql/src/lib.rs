@@ -5,9 +5,13 @@
 //! - [`policy`]: [`policy::TailorPolicy`], the CQL driver's load-balancing policy driving one of
 //!   tailor-core's selectors unchanged, fed with per-attempt latency, in-flight counts and,
 //!   optionally, server facts polled by [`facts`].
+//! - [`bench`]: `tailor bench --engine cassandra`, the open-loop bench through a policy.
+//! - [`experiment`]: every policy in turn on one cluster with a slowed node.
 //! - [`cli`]: the `tailor cassandra` command line.
 
+pub mod bench;
 pub mod cli;
+pub mod experiment;
 pub mod facts;
 pub mod launch;
 pub mod policy;

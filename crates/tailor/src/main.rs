@@ -32,7 +32,7 @@ enum Command {
     /// Start or stop a loopback cluster of store nodes.
     Cluster(tailor_store::cli::ClusterArgs),
     /// Fetch, start or stop a real Apache Cassandra cluster on loopback.
-    Cassandra(tailor_cql::cli::CassandraArgs),
+    Cassandra(cmd::cassandra::CassandraArgs),
     /// Drive live nodes with a workload, open loop, and write results.
     Bench(cmd::bench::BenchArgs),
     /// Turn results files into one self-contained HTML page with plots.
@@ -43,7 +43,9 @@ enum Command {
 
 fn main() {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,scylla=warn".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
@@ -55,7 +57,7 @@ fn main() {
         Command::Presets(args) => cmd::presets::run(args),
         Command::Node(args) => tailor_store::cli::run_node(&args).map_err(Into::into),
         Command::Cluster(args) => tailor_store::cli::run_cluster(&args).map_err(Into::into),
-        Command::Cassandra(args) => tailor_cql::cli::run(&args).map_err(Into::into),
+        Command::Cassandra(args) => cmd::cassandra::run(args),
         Command::Bench(args) => cmd::bench::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Reproduce(args) => cmd::reproduce::run(args),

@@ -28,6 +28,7 @@ pub mod prequal;
 pub mod prequal_pool;
 pub mod random;
 pub mod round_robin;
+pub mod slow_replica;
 pub mod tap;
 
 /// What the selector decided for a request.
@@ -182,6 +183,7 @@ pub const SELECTORS: &[&str] = &[
     "oracle",
     "p2c-peak-ewma",
     "prequal",
+    "slow-replica-avoidance",
 ];
 
 /// A strategy name that does not exist.
@@ -212,6 +214,7 @@ pub fn build(name: &str, cfg: &SelectorConfig, env: &SelectorEnv) -> Result<Box<
         "oracle" => Box::new(oracle::Oracle::new(env)),
         "p2c-peak-ewma" => Box::new(p2c_peak_ewma::P2cPeakEwma::new(&cfg.p2c_peak_ewma, env)),
         "prequal" => Box::new(prequal::Prequal::new(&cfg.prequal, env)),
+        "slow-replica-avoidance" => Box::new(slow_replica::SlowReplicaAvoidance::new(env)),
         _ => {
             return Err(UnknownStrategy { kind: "selector", name: name.to_string(), known: SELECTORS.join(", ") });
         }

@@ -7,6 +7,7 @@
 pub mod config;
 pub mod jars;
 pub mod node;
+pub mod slow;
 
 use node::Node;
 use std::path::{Path, PathBuf};
@@ -133,6 +134,14 @@ impl LocalCassandra {
         let n = &mut self.nodes[index];
         let _ = n.child.kill();
         let _ = n.child.wait();
+    }
+
+    /// Slow node `index` down with a stop/continue duty cycle (see [`slow`]).
+    pub fn slow(&self, index: usize, duty: f64, period: Duration) -> Result<slow::Slowdown, LaunchError> {
+        let node = self.nodes.get(index).ok_or_else(|| {
+            LaunchError::Invalid(format!("--slow-node {index}: the cluster has nodes 0..{}", self.nodes.len()))
+        })?;
+        slow::Slowdown::start(node.child.id() as i32, duty, period).map_err(LaunchError::Invalid)
     }
 
     /// Indexes of nodes whose JVM has exited, with how it ended.

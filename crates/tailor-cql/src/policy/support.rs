@@ -9,7 +9,13 @@
 /// Why `selector` cannot run on Cassandra with or without polled facts (`None`: it can).
 pub fn refusal(selector: &str, facts_polled: bool) -> Option<String> {
     let why = match selector {
-        "random" | "round-robin" | "lor" | "p2c-peak-ewma" | "popularity-aware" | "dynamic-snitch" => return None,
+        "random"
+        | "round-robin"
+        | "lor"
+        | "p2c-peak-ewma"
+        | "popularity-aware"
+        | "dynamic-snitch"
+        | "slow-replica-avoidance" => return None,
         "c3" if facts_polled => return None,
         "c3" => {
             "C3 scores replicas by their queue length and service time: enable fact polling \

@@ -8,12 +8,32 @@ use std::time::Duration;
 use tailor_bench::BenchConfig;
 use tailor_spec::{ArrivalKind, Spec};
 
+/// What `tailor bench` drives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BenchEngine {
+    /// Tailor's store nodes (RESP).
+    Store,
+    /// An Apache Cassandra cluster through the CQL driver (`--policy` chooses replicas).
+    Cassandra,
+}
+
 /// Arguments of `tailor bench`.
 #[derive(clap::Args)]
 pub struct BenchArgs {
-    /// Client addresses of the nodes, comma-separated (e.g. 127.0.0.1:7000,127.0.0.1:7001).
+    /// Client addresses of the nodes, comma-separated (e.g. 127.0.0.1:7000,127.0.0.1:7001; for
+    /// Cassandra the CQL contact points, e.g. 127.0.0.1:9042,127.0.0.2:9042).
     #[arg(long, value_delimiter = ',', required = true)]
     nodes: Vec<String>,
+    /// The system under load.
+    #[arg(long, value_enum, default_value = "store")]
+    engine: BenchEngine,
+    /// Cassandra only: the replica-selection policy, a tailor selector (lor, c3, ...) or
+    /// driver-default, driver-latency-aware, cassandra-dynamic-snitch.
+    #[arg(long, default_value = "lor")]
+    policy: String,
+    /// Cassandra only: poll each node's facts (system_views) this often, in ms (0: never; c3 needs it).
+    #[arg(long, default_value_t = 100)]
+    poll_ms: u64,
     /// A preset name or a spec file (`.toml`) whose `[workload]` is used (default: the default spec).
     spec: Option<String>,
     /// Override a spec field by its dotted path, e.g. `--set workload.reads=0.95`.
@@ -107,7 +127,14 @@ pub fn run(args: BenchArgs) -> Result<()> {
     cfg.trace_text = trace_text;
     cfg.threads = args.threads;
     cfg.progress = !args.quiet;
-    let out = tailor_bench::run(&cfg)?;
+    let out = match args.engine {
+        BenchEngine::Store => tailor_bench::run(&cfg)?,
+        BenchEngine::Cassandra => {
+            let policy = tailor_cql::bench::Policy::parse(&args.policy).map_err(anyhow::Error::msg)?;
+            let poll = (args.poll_ms > 0).then(|| Duration::from_millis(args.poll_ms));
+            tailor_cql::bench::run_blocking(&cfg, &tailor_cql::bench::CqlBench { policy, poll })?.bench
+        }
+    };
     print!("{}", crate::table::render(&out.results.runs));
     let r = out.run();
     eprintln!(

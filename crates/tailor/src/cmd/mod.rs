@@ -2,6 +2,7 @@
 
 pub mod bench;
 pub mod bound;
+pub mod cassandra;
 pub mod demo;
 pub mod experiment;
 pub mod presets;

@@ -1,0 +1,264 @@
+//! `tailor bench --engine cassandra`: the same open-loop load generator, workload and
+//! `results.json` shape as for Tailor's store, driving Cassandra through the CQL driver with one
+//! replica-selection policy per run.
+//!
+//! Rules:
+//! - Keys are `bigint` partition keys of `tailor.kv (k bigint PRIMARY KEY, v blob)`, values the
+//!   bench's deterministic bytes. The keyspace has the spec's replication factor; the table has
+//!   `speculative_retry = 'NONE'` so every read is served by the one node chosen.
+//! - Reads at ONE (the chosen coordinator reads locally, `launch/config.rs`); writes at ALL, so a
+//!   read after the load phase never misses because a replica lags.
+//! - One driver session; the bench's connections become request slots (one request each at a
+//!   time) over the driver's pooled connections.
+//! - After the run, each node's share of the reads comes from Cassandra's own counts
+//!   (`system_views.local_read_latency`), and the policy's forced picks are reported.
+
+use crate::facts::{self, ReadTable};
+use crate::policy::{PolicyConfig, TailorPolicy};
+use scylla::client::execution_profile::ExecutionProfile;
+use scylla::client::session::Session;
+use scylla::client::session_builder::SessionBuilder;
+use scylla::policies::load_balancing::{DefaultPolicy, LatencyAwarenessBuilder, LoadBalancingPolicy};
+use scylla::statement::prepared::PreparedStatement;
+use scylla::statement::Consistency;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tailor_bench::schedule::{value_bytes, Planned};
+use tailor_bench::target::{Answer, Target};
+use tailor_bench::{BenchConfig, BenchError, BenchOutput};
+use tailor_core::Op;
+
+/// The replica-selection policies a Cassandra run can use.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Policy {
+    /// A tailor-core selector through [`TailorPolicy`].
+    Tailor(String),
+    /// The driver's `DefaultPolicy`: token-aware, replicas shuffled.
+    DriverDefault,
+    /// `DefaultPolicy` with the driver's latency awareness.
+    DriverLatencyAware,
+    /// Cassandra's server-side dynamic snitch: the driver rotates among the replicas
+    /// (`round-robin`) and the cluster must run with `--dynamic-snitch`, so the coordinator may
+    /// forward the read.
+    ServerSnitch,
+}
+
+/// Policy names `--policy` accepts besides the tailor-core selectors.
+pub const DRIVER_POLICIES: &[&str] = &["driver-default", "driver-latency-aware", "cassandra-dynamic-snitch"];
+
+impl Policy {
+    /// Parse a `--policy` name.
+    pub fn parse(name: &str) -> Result<Policy, String> {
+        match name {
+            "driver-default" => Ok(Policy::DriverDefault),
+            "driver-latency-aware" => Ok(Policy::DriverLatencyAware),
+            "cassandra-dynamic-snitch" => Ok(Policy::ServerSnitch),
+            s if tailor_core::selector::SELECTORS.contains(&s) => Ok(Policy::Tailor(s.to_string())),
+            other => Err(format!(
+                "unknown policy `{other}` (known: {}, and the selectors {})",
+                DRIVER_POLICIES.join(", "),
+                tailor_core::selector::SELECTORS.join(", ")
+            )),
+        }
+    }
+
+    /// The name runs are labelled with.
+    pub fn label(&self) -> String {
+        match self {
+            Policy::Tailor(s) => s.clone(),
+            Policy::DriverDefault => "driver-default".into(),
+            Policy::DriverLatencyAware => "driver-latency-aware".into(),
+            Policy::ServerSnitch => "cassandra-dynamic-snitch".into(),
+        }
+    }
+}
+
+/// Options of a Cassandra bench run beyond [`BenchConfig`].
+#[derive(Clone, Debug)]
+pub struct CqlBench {
+    /// The policy.
+    pub policy: Policy,
+    /// Fact polling period for tailor policies (`None`: no polling).
+    pub poll: Option<Duration>,
+}
+
+/// A Cassandra run's extra outcome.
+pub struct CqlOutput {
+    /// The bench's output (results, time series, load phase).
+    pub bench: BenchOutput,
+}
+
+struct CqlTarget {
+    session: Arc<Session>,
+    read: PreparedStatement,
+    write: PreparedStatement,
+    label: String,
+}
+
+impl Target for CqlTarget {
+    type Conn = ();
+
+    async fn connect(&self, _node: usize) -> io::Result<()> {
+        Ok(())
+    }
+
+    async fn exec(&self, _conn: &mut (), p: &Planned) -> io::Result<Answer> {
+        let key = p.key as i64;
+        let outcome = match p.op {
+            Op::Read => self.session.execute_unpaged(&self.read, (key,)).await.map(|r| {
+                let found = r.into_rows_result().map(|rows| rows.rows_num() > 0).unwrap_or(false);
+                if found {
+                    Answer::Ok
+                } else {
+                    Answer::Miss
+                }
+            }),
+            Op::Write => {
+                self.session.execute_unpaged(&self.write, (key, value_bytes(p.key, p.size))).await.map(|_| Answer::Ok)
+            }
+        };
+        Ok(outcome.unwrap_or_else(|e| Answer::Failed(e.to_string())))
+    }
+
+    async fn labels(&self) -> (Option<String>, Option<String>) {
+        (Some(self.label.clone()), Some("cassandra".into()))
+    }
+
+    fn describe(&self, _node: usize) -> String {
+        "cassandra".into()
+    }
+}
+
+/// The policy the driver runs, and the tailor policy behind it when there is one.
+type Policies = (Arc<dyn LoadBalancingPolicy>, Option<Arc<TailorPolicy>>);
+
+/// The driver policy for `policy`, and the tailor policy behind it when there is one.
+fn build_policy(policy: &Policy, cfg: &BenchConfig, polled: bool) -> Result<Policies, BenchError> {
+    let tailor = |selector: &str| -> Result<_, BenchError> {
+        let pc = PolicyConfig {
+            selector: selector.to_string(),
+            selectors: cfg.spec.selector.clone(),
+            facts_polled: polled,
+            replication: cfg.spec.cluster.replication,
+            servers: cfg.nodes.len(),
+            workers: 32,
+            seed: cfg.seed.unwrap_or(1),
+        };
+        let p = Arc::new(TailorPolicy::new(&pc).map_err(|e| BenchError::Config(e.to_string()))?);
+        Ok((p.clone() as Arc<dyn LoadBalancingPolicy>, Some(p)))
+    };
+    Ok(match policy {
+        Policy::Tailor(s) => tailor(s)?,
+        Policy::ServerSnitch => tailor("round-robin")?,
+        Policy::DriverDefault => (DefaultPolicy::builder().token_aware(true).build(), None),
+        Policy::DriverLatencyAware => {
+            (DefaultPolicy::builder().token_aware(true).latency_awareness(LatencyAwarenessBuilder::new()).build(), None)
+        }
+    })
+}
+
+async fn connect(nodes: &[SocketAddr], policy: Arc<dyn LoadBalancingPolicy>) -> Result<Session, BenchError> {
+    let profile = ExecutionProfile::builder()
+        .load_balancing_policy(policy)
+        .consistency(Consistency::One)
+        .request_timeout(Some(Duration::from_secs(10)))
+        .build();
+    let mut builder = SessionBuilder::new().default_execution_profile_handle(profile.into_handle());
+    for &addr in nodes {
+        builder = builder.known_node_addr(addr);
+    }
+    builder.build().await.map_err(|e| BenchError::Config(format!("cannot connect to Cassandra at {nodes:?}: {e}")))
+}
+
+/// The keyspace and table, created if missing; returns the read and write statements.
+async fn prepare(session: &Session, replication: usize) -> Result<(PreparedStatement, PreparedStatement), BenchError> {
+    let cql_err = |what: &str, e: &dyn std::fmt::Display| BenchError::Config(format!("{what}: {e}"));
+    let keyspace = format!(
+        "CREATE KEYSPACE IF NOT EXISTS tailor WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': {replication}}}"
+    );
+    let table = "CREATE TABLE IF NOT EXISTS tailor.kv (k bigint PRIMARY KEY, v blob) WITH speculative_retry = 'NONE'";
+    for cql in [keyspace.as_str(), table] {
+        session.query_unpaged(cql, &[]).await.map_err(|e| cql_err(cql, &e))?;
+    }
+    session.await_schema_agreement().await.map_err(|e| cql_err("schema agreement", &e))?;
+    let read = session.prepare("SELECT v FROM tailor.kv WHERE k = ?").await.map_err(|e| cql_err("prepare read", &e))?;
+    let mut write = session
+        .prepare("INSERT INTO tailor.kv (k, v) VALUES (?, ?)")
+        .await
+        .map_err(|e| cql_err("prepare write", &e))?;
+    write.set_consistency(Consistency::All);
+    Ok((read, write))
+}
+
+/// [`run`] on its own tokio runtime (`cfg.threads` workers); blocks until done.
+pub fn run_blocking(cfg: &BenchConfig, opts: &CqlBench) -> Result<CqlOutput, BenchError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cfg.threads.max(1))
+        .enable_all()
+        .build()
+        .map_err(|source| BenchError::Io { what: "start the tokio runtime".into(), source })?;
+    runtime.block_on(run(cfg, opts))
+}
+
+/// Run one bench against the Cassandra cluster at `cfg.nodes` (CQL contact points).
+pub async fn run(cfg: &BenchConfig, opts: &CqlBench) -> Result<CqlOutput, BenchError> {
+    let (lb, tailor) = build_policy(&opts.policy, cfg, opts.poll.is_some())?;
+    let session = Arc::new(connect(&cfg.nodes, lb).await?);
+    let (read, write) = prepare(&session, cfg.spec.cluster.replication).await?;
+    let table = ReadTable { keyspace: "tailor".into(), table: "kv".into() };
+    let poller = match (&tailor, opts.poll) {
+        (Some(p), Some(every)) => Some(facts::spawn(session.clone(), p.clone(), table.clone(), every)),
+        _ => None,
+    };
+    let before = node_reads(&session, &table).await;
+    let target = Arc::new(CqlTarget { session: session.clone(), read, write, label: opts.policy.label() });
+    let outcome = tailor_bench::run_on(cfg, target).await;
+    if let Some(p) = poller {
+        p.abort();
+    }
+    let mut bench = outcome?;
+    let after = node_reads(&session, &table).await;
+    let run = &mut bench.results.runs[0];
+    record_shares(run, cfg, &before, &after);
+    if let Some(p) = &tailor {
+        let s = p.stats();
+        run.extra.insert("policy_forced_picks".into(), s.forced as f64);
+        run.extra.insert("policy_fact_polls".into(), s.polls as f64);
+    }
+    Ok(CqlOutput { bench })
+}
+
+/// Local reads of `table` per node address, from each node's own count.
+async fn node_reads(session: &Session, table: &ReadTable) -> Vec<(std::net::IpAddr, i64)> {
+    let nodes: Vec<_> =
+        session.get_cluster_state().get_nodes_info().iter().map(|n| (n.host_id, n.address.ip())).collect();
+    let mut out = Vec::with_capacity(nodes.len());
+    for (host, ip) in nodes {
+        if let Ok(n) = facts::read_count(session, host, table).await {
+            out.push((ip, n));
+        }
+    }
+    out
+}
+
+/// `extra.node<i>_read_share`: the share of the run's local reads node `i` (in `--nodes` order)
+/// served, from Cassandra's counts before and after (load phase and warm-up included).
+fn record_shares(
+    run: &mut tailor_core::results::RunResult,
+    cfg: &BenchConfig,
+    before: &[(std::net::IpAddr, i64)],
+    after: &[(std::net::IpAddr, i64)],
+) {
+    let delta = |ip| {
+        let a = after.iter().find(|(i, _)| *i == ip).map_or(0, |(_, n)| *n);
+        let b = before.iter().find(|(i, _)| *i == ip).map_or(0, |(_, n)| *n);
+        (a - b).max(0)
+    };
+    let total: i64 = cfg.nodes.iter().map(|a| delta(a.ip())).sum();
+    for (i, addr) in cfg.nodes.iter().enumerate() {
+        let share = if total > 0 { delta(addr.ip()) as f64 / total as f64 } else { 0.0 };
+        run.extra.insert(format!("node{i}_read_share"), (share * 1000.0).round() / 1000.0);
+    }
+}
