@@ -29,27 +29,27 @@ async fn connect(cluster: &LocalCassandra, policy: Arc<TailorPolicy>) -> Session
 
 async fn schema(session: &Session) {
     for cql in [
-        "CREATE KEYSPACE tailor WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}",
+        "CREATE KEYSPACE smoke WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2}",
         // no speculative retry: every read is served by exactly one node, the one picked
-        "CREATE TABLE tailor.kv (k int PRIMARY KEY, v blob) WITH speculative_retry = 'NONE'",
+        "CREATE TABLE smoke.kv (k int PRIMARY KEY, v blob) WITH speculative_retry = 'NONE'",
     ] {
         session.query_unpaged(cql, &[]).await.unwrap_or_else(|e| panic!("{cql}: {e}"));
     }
     session.await_schema_agreement().await.expect("schema agreement");
-    let insert = session.prepare("INSERT INTO tailor.kv (k, v) VALUES (?, ?)").await.expect("prepare insert");
+    let insert = session.prepare("INSERT INTO smoke.kv (k, v) VALUES (?, ?)").await.expect("prepare insert");
     for k in 0..KEYS {
         session.execute_unpaged(&insert, (k, vec![7u8; 100])).await.expect("insert");
     }
 }
 
-/// Local reads of `tailor.kv` each node has served, by host id (Cassandra's own count).
+/// Local reads of `smoke.kv` each node has served, by host id (Cassandra's own count).
 async fn local_reads(session: &Session) -> HashMap<Uuid, i64> {
-    let table = ReadTable { keyspace: "tailor".into(), table: "kv".into() };
+    let table = ReadTable { keyspace: "smoke".into(), table: "kv".into() };
     let mut out = HashMap::new();
     for (host, f) in facts::poll(session, &table).await {
         let _ = f.expect("facts of every node");
         let mut s = scylla::statement::Statement::new(
-            "SELECT count FROM system_views.local_read_latency WHERE keyspace_name = 'tailor' AND table_name = 'kv'",
+            "SELECT count FROM system_views.local_read_latency WHERE keyspace_name = 'smoke' AND table_name = 'kv'",
         );
         s.set_load_balancing_policy(Some(scylla::policies::load_balancing::SingleTargetLoadBalancingPolicy::new(
             scylla::policies::load_balancing::NodeIdentifier::HostId(host),
@@ -63,7 +63,7 @@ async fn local_reads(session: &Session) -> HashMap<Uuid, i64> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_policy_routes_reads_feeds_its_selector_and_avoids_a_killed_node() {
+async fn the_policy_routes_reads_feeds_its_selector_benches_and_avoids_a_killed_node() {
     let dir = tempfile::tempdir().expect("tempdir");
     let opts = CassandraOptions { nodes: 2, heap_mb: 384, ..CassandraOptions::default() };
     let mut cluster =
@@ -80,13 +80,13 @@ async fn the_policy_routes_reads_feeds_its_selector_and_avoids_a_killed_node() {
     let policy = Arc::new(TailorPolicy::new(&cfg).expect("lor runs on Cassandra"));
     let session = Arc::new(connect(&cluster, policy.clone()).await);
     schema(&session).await;
-    let table = ReadTable { keyspace: "tailor".into(), table: "kv".into() };
+    let table = ReadTable { keyspace: "smoke".into(), table: "kv".into() };
     let poller = facts::spawn(session.clone(), policy.clone(), table, Duration::from_millis(100));
 
     // every read goes where the policy sent it
     let before = local_reads(&session).await;
     let picks_before: HashMap<Uuid, u64> = policy.picks_per_host().into_iter().collect();
-    let read = session.prepare("SELECT v FROM tailor.kv WHERE k = ?").await.expect("prepare read");
+    let read = session.prepare("SELECT v FROM smoke.kv WHERE k = ?").await.expect("prepare read");
     let reads = 600;
     for i in 0..reads {
         let rows = session.execute_unpaged(&read, (i % KEYS,)).await.expect("read").into_rows_result().expect("rows");
@@ -104,6 +104,7 @@ async fn the_policy_routes_reads_feeds_its_selector_and_avoids_a_killed_node() {
     let stats = policy.stats();
     assert!(stats.polls >= 2, "polled facts reached the policy: {stats:?}");
     assert_eq!(stats.forced, 0, "lor never waits");
+    bench_c3(&cluster).await;
 
     // a node killed mid-run: reads keep succeeding and, once the driver sees it gone, none is sent there
     let victim = session
@@ -134,4 +135,30 @@ async fn the_policy_routes_reads_feeds_its_selector_and_avoids_a_killed_node() {
     let attempts = (KEYS + 2 * reads) as u64;
     assert!(stats.succeeded >= attempts, "every successful attempt reached the policy: {stats:?}");
     poller.abort();
+}
+
+/// The bench through the policy: c3 fed by polled facts, every read answered, each node's share
+/// of the reads from Cassandra's own counts.
+async fn bench_c3(cluster: &LocalCassandra) {
+    let mut spec = tailor_spec::Spec::default();
+    spec.cluster.replication = 2;
+    spec.workload.keys = 300;
+    let mut cfg = tailor_bench::BenchConfig::new(cluster.contact_points(), spec);
+    cfg.rate = Some(200.0);
+    cfg.duration = Some(Duration::from_secs(4));
+    cfg.warmup = Some(Duration::from_secs(1));
+    cfg.connections = 16;
+    let opts = tailor_cql::bench::CqlBench {
+        policy: tailor_cql::bench::Policy::parse("c3").expect("c3 is a policy"),
+        poll: Some(Duration::from_millis(100)),
+    };
+    let out = tailor_cql::bench::run(&cfg, &opts).await.expect("bench runs");
+    let r = out.bench.run();
+    eprintln!("c3 bench: {} reads, p99 {:.2} ms, extra {:?}", r.requests, r.read_latency_ms.p99, r.extra);
+    assert!(r.requests > 400, "{} reads measured", r.requests);
+    assert_eq!((r.errors, r.extra["read_misses"]), (0, 0.0), "every loaded key is read back");
+    assert_eq!((r.selector.as_str(), r.local.as_str()), ("c3", "cassandra"));
+    assert!(r.extra["policy_fact_polls"] >= 20.0, "facts reached c3 every 100 ms");
+    let shares = r.extra["node0_read_share"] + r.extra["node1_read_share"];
+    assert!((shares - 1.0).abs() < 0.01, "the nodes' shares add up: {shares}");
 }
