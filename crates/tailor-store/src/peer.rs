@@ -80,6 +80,11 @@ impl Peer {
         self.up.load(Ordering::Relaxed)
     }
 
+    /// Whether a connection to the peer is open now (not while one is being made).
+    pub fn connected(&self) -> bool {
+        self.conn.try_lock().is_ok_and(|c| c.as_ref().is_some_and(|c| c.alive.load(Ordering::Relaxed)))
+    }
+
     /// Record an unanswered request or heartbeat.
     pub fn miss(&self) {
         let m = self.misses.fetch_add(1, Ordering::Relaxed) + 1;

@@ -22,14 +22,13 @@ use tailor_core::model::Tags;
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 /// Accept peers until the task is dropped, at most `max_peer_connections` at once.
 pub async fn serve(node: Arc<Node>, listener: TcpListener, max_frame: u64) {
     let serve = |sock, slot| drop(tokio::spawn(run(node.clone(), sock, max_frame, slot)));
     let refuse = |_, from| tracing::warn!(%from, "internode connection refused: max_peer_connections reached");
-    let slots = Arc::new(Semaphore::new(node.cfg.max_peer_connections));
-    accept_capped(listener, slots, &node.metrics.connections_refused, serve, refuse).await
+    accept_capped(listener, node.peer_slots.clone(), &node.metrics.connections_refused, serve, refuse).await
 }
 
 /// Why a peer connection stopped reading.

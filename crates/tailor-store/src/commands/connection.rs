@@ -185,15 +185,8 @@ fn clients(_: &Arc<Node>, session: &Session) -> String {
     lines("Clients", &[("connected_clients", open.to_string()), ("unlisted_clients", unlisted.to_string())])
 }
 
-/// Resident set size in bytes from `/proc/self/statm` (0 where there is none).
-pub fn rss_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
-    pages * 4096
-}
-
 fn memory(node: &Arc<Node>, _: &Session) -> String {
-    let rss = rss_bytes();
+    let rss = crate::process::rss_bytes().unwrap_or(0);
     lines(
         "Memory",
         &[
