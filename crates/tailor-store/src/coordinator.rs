@@ -411,6 +411,7 @@ impl Coordinator {
     async fn write_back(&self, key: &[u8], newest: &Versioned, stale: &[NodeId]) {
         let repaired = repair::write_back(self.transport.as_ref(), key, newest, stale).await;
         self.metrics.read_repairs.fetch_add(repaired as u64, Ordering::Relaxed);
+        tracing::info!(stale = ?stale, repaired, version = newest.version, "read repair wrote the newest version back");
     }
 
     /// Replicas written back by read repair so far.

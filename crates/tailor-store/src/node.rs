@@ -283,9 +283,9 @@ async fn repair_periodically(node: Arc<Node>) {
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     loop {
         tick.tick().await;
-        match crate::anti_entropy::run(&node).await {
-            Ok(report) => tracing::info!("anti-entropy pass done: {report}"),
-            Err(e) => tracing::error!("anti-entropy pass failed: {e}"),
+        // a pass logs its own start and end
+        if let Err(e) = crate::anti_entropy::run(&node).await {
+            tracing::error!("anti-entropy pass failed: {e}");
         }
     }
 }

@@ -62,7 +62,10 @@ async fn run(node: Arc<Node>, sock: TcpStream, max_frame: u64, _slot: OwnedSemap
             Err(stop) => break stop,
         };
         match msg {
-            Message::Hello { from, .. } if (from as usize) < node.cfg.members.len() => receiver = Some(from),
+            Message::Hello { from, .. } if (from as usize) < node.cfg.members.len() => {
+                tracing::info!(peer = from, "connection from peer accepted");
+                receiver = Some(from);
+            }
             Message::Ping { id } => {
                 let feedback = node.replica.feedback_for(receiver);
                 let healthy = node.replica.healthy();
@@ -80,7 +83,7 @@ async fn run(node: Arc<Node>, sock: TcpStream, max_frame: u64, _slot: OwnedSemap
         }
     };
     match stop {
-        Stop::Eof => {}
+        Stop::Eof => tracing::info!(peer = ?receiver, "connection from peer closed"),
         Stop::Bad(e) => {
             node.metrics.protocol_errors.fetch_add(1, Ordering::Relaxed);
             tracing::warn!("dropping internode connection: {e}");
