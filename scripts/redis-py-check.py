@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Exercise a Tailor node with redis-py (a real client): every supported string, key and
 expiry command, with assertions. Run by crates/tailor/tests/redis_commands.rs against a
-started cluster: python3 scripts/redis-py-check.py --port P"""
+started cluster, once per protocol version: python3 scripts/redis-py-check.py --port P [--protocol 3]"""
 
 import argparse
 import sys
@@ -27,9 +27,10 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--protocol", type=int, default=2, choices=[2, 3])
     args = ap.parse_args()
     warnings.simplefilter("ignore", DeprecationWarning)  # setex/psetex: still Redis commands
-    r = redis.Redis(host=args.host, port=args.port, protocol=2, socket_timeout=10)
+    r = redis.Redis(host=args.host, port=args.port, protocol=args.protocol, socket_timeout=10)
     assert r.ping()
     # SET and its options
     assert r.set("k", "v1") is True

@@ -171,11 +171,22 @@ pub async fn run(node: &Node) -> Result<Report, StorageError> {
     node.metrics.tombstones_purged.fetch_add(pass.report.purged, Ordering::Relaxed);
     let ring = Ring::new(node.cfg.members.len(), node.cfg.replication, node.cfg.vnodes)
         .expect("the node started with this ring");
-    for range in ring.ranges().into_iter().filter(|r| r.replicas.contains(&node.cfg.id)) {
+    let ranges: Vec<_> = ring.ranges().into_iter().filter(|r| r.replicas.contains(&node.cfg.id)).collect();
+    tracing::info!(ranges = ranges.len(), purged = pass.report.purged, "anti-entropy pass started");
+    for range in ranges {
         let before = pass.report;
         pass.range(range).await?;
         pass.count(&before);
     }
+    let r = &pass.report;
+    tracing::info!(
+        ranges = r.ranges,
+        mismatched = r.mismatched,
+        exchanged = r.exchanged,
+        repaired = r.repaired,
+        failed = r.failed,
+        "anti-entropy pass done"
+    );
     Ok(pass.report)
 }
 

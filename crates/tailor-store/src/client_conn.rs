@@ -28,7 +28,7 @@
 use crate::commands;
 use crate::limits::{accept_capped, Exhausted, Lease};
 use crate::node::Node;
-use crate::resp::{parse_bulk_header, parse_command, Limits, Parsed, Reply, TooLarge};
+use crate::resp::{parse_bulk_header, parse_command, Limits, Parsed, Protocol, Reply, TooLarge};
 use crate::session::Session;
 use crate::tls;
 use std::sync::atomic::Ordering;
@@ -126,7 +126,7 @@ async fn run_tls(node: Arc<Node>, acceptor: TlsAcceptor, sock: TcpStream, slot: 
 /// cannot keep the task).
 async fn refuse(mut sock: TcpStream, why: String) {
     let mut out = Vec::new();
-    Reply::err(why).encode(&mut out);
+    Reply::err(why).encode(Protocol::Resp2, &mut out);
     let _ = tokio::time::timeout(Duration::from_secs(1), sock.write_all(&out)).await;
     let _ = sock.shutdown().await;
 }
@@ -229,7 +229,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                         continue;
                     }
                     let done = commands::execute(&self.node, &mut self.session, args).await;
-                    done.reply.encode(&mut self.out);
+                    done.reply.encode(self.session.protocol(), &mut self.out);
                     self.out_leases.extend(done.lease);
                     if done.close {
                         return Next::Close;
@@ -269,7 +269,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         let node = &self.node;
         let runs = sessions.iter_mut().zip(batch).map(|(session, args)| commands::execute(node, session, args));
         for done in futures_util::future::join_all(runs).await {
-            done.reply.encode(&mut self.out);
+            done.reply.encode(self.session.protocol(), &mut self.out);
             self.out_leases.extend(done.lease);
         }
     }
@@ -304,7 +304,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             d.rest -= 1;
         }
         let d = self.discard.take().expect("a discard in progress");
-        Reply::err(d.refusal).encode(&mut self.out);
+        Reply::err(d.refusal).encode(self.session.protocol(), &mut self.out);
         self.partial_since = None;
         Ok(true)
     }
@@ -312,7 +312,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     /// Reply to input that is not RESP; the connection closes after it.
     fn protocol_error(&mut self, e: crate::resp::ProtocolError) -> Next {
         self.node.metrics.protocol_errors.fetch_add(1, Ordering::Relaxed);
-        Reply::err(e).encode(&mut self.out);
+        Reply::err(e).encode(self.session.protocol(), &mut self.out);
         Next::Close
     }
 
@@ -366,7 +366,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     async fn fill(&mut self) -> bool {
         if let Err(e) = self.make_room() {
             self.node.metrics.limit_refusals.fetch_add(1, Ordering::Relaxed);
-            Reply::err(format!("{e}; closing the connection")).encode(&mut self.out);
+            Reply::err(format!("{e}; closing the connection")).encode(self.session.protocol(), &mut self.out);
             return false;
         }
         let deadline = self.deadline();
@@ -394,7 +394,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         if self.partial_since.is_some() {
             let ms = self.slow.as_millis();
             Reply::err(format!("command not received within {ms} ms (slow_sender_timeout_ms); closing the connection"))
-                .encode(&mut self.out);
+                .encode(self.session.protocol(), &mut self.out);
         }
         false
     }

@@ -123,7 +123,7 @@ pub struct NodeConfig {
     pub id: u32,
     /// Directory of the storage engine's files.
     pub data_dir: PathBuf,
-    /// Address of the plain-text RESP2 client endpoint; port 0 turns it off (as Redis's `port 0`),
+    /// Address of the plain-text RESP client endpoint; port 0 turns it off (as Redis's `port 0`),
     /// leaving only `tls_addr`.
     pub client_addr: SocketAddr,
     /// Address of the TLS client endpoint (Redis's `tls-port`); none (the default) turns TLS off.

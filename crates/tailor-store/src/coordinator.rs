@@ -24,7 +24,7 @@
 
 use crate::hints::{Hint, Hints};
 use crate::hlc::Hlc;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, ReadOutcome};
 use crate::repair;
 use crate::replica::{Outcome, Work};
 use crate::storage::Versioned;
@@ -88,6 +88,10 @@ struct InFlight {
     sent: Vec<NodeId>,
     /// Copies that failed.
     failed: usize,
+    /// Copies the selector chose (its first choice, retries, hedges).
+    attempts: u32,
+    /// Whether the selector ever said wait for it (it entered the backlog).
+    parked: bool,
     last_error: String,
     done: Done,
 }
@@ -127,6 +131,17 @@ impl InFlight {
         }
         let left = self.sent.len() - self.answers.len() - self.failed;
         Some(Trailing { key: self.key.clone(), answers: self.answers.clone(), left })
+    }
+
+    /// How this read's decisions went (`tailor_read_decisions_total`).
+    fn outcome(&self) -> ReadOutcome {
+        match (self.newest, self.attempts, self.parked) {
+            (true, _, _) => ReadOutcome::Fanout,
+            (false, 2.., _) => ReadOutcome::Retried,
+            (false, _, true) => ReadOutcome::Parked,
+            (false, 1, false) => ReadOutcome::Sent,
+            (false, _, false) => ReadOutcome::Refused,
+        }
     }
 
     /// The write this request carries, as a hint for a replica that missed it.
@@ -289,6 +304,7 @@ impl Coordinator {
                         if f.write.is_some() {
                             self.metrics.writes_acked.fetch_add(1, Ordering::Relaxed);
                         }
+                        self.resolved(&f);
                         if let Some(t) = f.trailing() {
                             self.trail(inner, request, t);
                         }
@@ -300,6 +316,7 @@ impl Coordinator {
                 }
                 Action::Fail { request, failure } => {
                     if let Some(f) = inner.in_flight.remove(&request) {
+                        self.resolved(&f);
                         let _ = f.done.send(Err(CoordError::from_failure(failure, f.last_error)));
                     }
                 }
@@ -319,6 +336,13 @@ impl Coordinator {
         }
     }
 
+    /// Request `f` was answered or failed: count a read's outcome.
+    fn resolved(&self, f: &InFlight) {
+        if f.write.is_none() {
+            self.metrics.decided(f.outcome());
+        }
+    }
+
     /// Start one copy's exchange; its answer or failure goes back to the core.
     fn send(self: &Arc<Self>, inner: &mut Inner, s: Send) {
         let Some(f) = inner.in_flight.get_mut(&s.ticket.id) else {
@@ -327,6 +351,7 @@ impl Coordinator {
         f.sent.push(s.replica);
         if matches!(s.kind, SendKind::Read | SendKind::Hedge) {
             self.metrics.selected(s.replica);
+            f.attempts += 1;
         }
         let (work, me) = (f.work(), self.clone());
         tokio::spawn(async move {
@@ -386,6 +411,7 @@ impl Coordinator {
     async fn write_back(&self, key: &[u8], newest: &Versioned, stale: &[NodeId]) {
         let repaired = repair::write_back(self.transport.as_ref(), key, newest, stale).await;
         self.metrics.read_repairs.fetch_add(repaired as u64, Ordering::Relaxed);
+        tracing::info!(stale = ?stale, repaired, version = newest.version, "read repair wrote the newest version back");
     }
 
     /// Replicas written back by read repair so far.
@@ -433,7 +459,10 @@ impl Coordinator {
                     }
                     None => self.trailing_copy(&mut inner, ticket.id, None),
                 }
+                let parked = inner.core.stats().parked;
                 inner.core.failed(now, ticket, replica, &Blind, &mut out);
+                // a failed attempt is offered to the selector again, which may park it
+                mark_parked(&mut inner, ticket.id, parked);
             }
         }
         self.carry_out(&mut inner, out);
@@ -476,17 +505,21 @@ impl Coordinator {
                 answers: Vec::new(),
                 sent: Vec::new(),
                 failed: 0,
+                attempts: 0,
+                parked: false,
                 last_error: String::new(),
                 done,
             };
             let is_write = f.write.is_some();
             inner.in_flight.insert(id, f);
             let req = ClientRequest { id, key: h, replicas, size };
+            let parked = inner.core.stats().parked;
             if is_write {
                 inner.core.write_at(self.now(), req, level, &mut out);
             } else {
                 inner.core.read_at(self.now(), req, level, &Blind, &mut out);
             }
+            mark_parked(&mut inner, id, parked);
             self.carry_out(&mut inner, out);
             if is_write {
                 self.hint_missed(&inner, id, &replicas);
@@ -522,6 +555,17 @@ impl Coordinator {
         let result = self.submit(key, Some((version, Arc::new(value))), level).await.map(|_| ());
         self.metrics.write_latency.observe(started.elapsed().as_nanos() as u64);
         result
+    }
+}
+
+/// Mark request `id` parked if the core parked a read since its count was `before`: only the
+/// core call for `id` ran in between (under the lock), and the backlog's drains never park
+/// anew, so the read parked was `id`.
+fn mark_parked(inner: &mut Inner, id: RequestId, before: u64) {
+    if inner.core.stats().parked > before {
+        if let Some(f) = inner.in_flight.get_mut(&id) {
+            f.parked = true;
+        }
     }
 }
 
@@ -636,6 +680,10 @@ mod tests {
         assert_eq!(responses.load(Ordering::Relaxed), 1);
         assert_eq!(c.metrics.selections[0].load(Ordering::Relaxed), 1);
         assert_eq!(c.size_hint(b"k").bytes, Some(1), "the oracle saw the value");
+        assert_eq!(c.metrics.decisions(ReadOutcome::Parked), 1, "the read counts as parked, once");
+        assert_eq!(c.metrics.decisions(ReadOutcome::Sent), 0);
+        c.read(b"k", None).await.unwrap();
+        assert_eq!(c.metrics.decisions(ReadOutcome::Sent), 1, "the selector's waits are used up: sent at once");
     }
 
     #[tokio::test]
@@ -654,6 +702,7 @@ mod tests {
         .unwrap();
         assert_eq!(c.read(b"k", None).await.unwrap_err(), CoordError::Busy);
         assert_eq!(c.metrics.park_rejected.load(Ordering::Relaxed), 1);
+        assert_eq!(c.metrics.decisions(ReadOutcome::Refused), 1, "refused before any copy left");
         first.abort();
     }
 
@@ -665,6 +714,7 @@ mod tests {
         assert_eq!(c.read(b"k", None).await.unwrap().value, None);
         c.set_consistency(false, Consistency::All);
         assert_eq!(c.read(b"k", None).await.unwrap().value, None);
+        assert_eq!((c.metrics.decisions(ReadOutcome::Sent), c.metrics.decisions(ReadOutcome::Fanout)), (1, 1));
         assert_eq!(c.consistency(), (Consistency::All, Consistency::All));
     }
 }

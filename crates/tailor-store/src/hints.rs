@@ -175,12 +175,20 @@ impl Hints {
     /// none is left or one fails (the replica is probably down again; the next pass retries).
     pub async fn replay(&self, transport: &dyn Transport) -> Result<(), StorageError> {
         for target in 0..transport.members() as NodeId {
+            let pending = self.waiting_for(target);
+            if pending == 0 || !transport.is_up(target) {
+                continue;
+            }
+            tracing::info!(peer = target, pending, "hint replay started");
+            let replayed = self.replayed.load(Ordering::Relaxed);
             while self.waiting_for(target) > 0 && transport.is_up(target) {
                 let batch = self.oldest(target, REPLAY_BATCH)?;
                 if batch.is_empty() || !self.send_all(transport, target, batch).await? {
                     break;
                 }
             }
+            let (done, left) = (self.replayed.load(Ordering::Relaxed) - replayed, self.waiting_for(target));
+            tracing::info!(peer = target, replayed = done, left, "hint replay done");
         }
         Ok(())
     }

@@ -1,6 +1,6 @@
 //! Tailor's real replicated key-value store.
 //!
-//! A node is a coordinator and a replica at once. Clients speak RESP2 to any node; its
+//! A node is a coordinator and a replica at once. Clients speak RESP2 or RESP3 to any node; its
 //! coordinator maps the key on the token ring ([`tailor_core::ring::Ring`]), picks a replica for
 //! reads with the configured [`tailor_core::selector`] strategy (parking requests when the
 //! strategy says wait), and sends writes to every replica, acknowledging at the configured
@@ -37,9 +37,11 @@ pub mod metrics;
 pub mod node;
 pub mod peer;
 pub mod peer_conn;
+pub mod process;
 pub mod repair;
 pub mod replica;
 pub mod resp;
+pub mod scrape;
 pub mod session;
 pub mod storage;
 pub mod tls;

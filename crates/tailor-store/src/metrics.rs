@@ -14,6 +14,79 @@ pub const SERVICE_BUCKETS: &[f64] = &[0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.
 pub const LATENCY_BUCKETS: &[f64] =
     &[0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0];
 
+/// How a read the coordinator handled went, counted once when it resolves: the label of
+/// `tailor_read_decisions_total`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadOutcome {
+    /// The selector chose a replica at once and that one copy carried the read.
+    Sent,
+    /// The selector said wait: the read waited in its group's backlog (served later, or expired).
+    Parked,
+    /// A second copy went out: a retry after a failure, or a speculative retry of a late one.
+    Retried,
+    /// A read at QUORUM or ALL: sent to the replicas without asking the selector.
+    Fanout,
+    /// Failed before any copy left: no replica up, or the backlog was full.
+    Refused,
+}
+
+impl ReadOutcome {
+    /// Every outcome, in exposition order.
+    pub const ALL: [ReadOutcome; 5] =
+        [ReadOutcome::Sent, ReadOutcome::Parked, ReadOutcome::Retried, ReadOutcome::Fanout, ReadOutcome::Refused];
+
+    /// Its `outcome` label.
+    pub fn label(self) -> &'static str {
+        match self {
+            ReadOutcome::Sent => "sent",
+            ReadOutcome::Parked => "parked",
+            ReadOutcome::Retried => "retried",
+            ReadOutcome::Fanout => "fanout",
+            ReadOutcome::Refused => "refused",
+        }
+    }
+}
+
+/// A metric family read at scrape time (a queue length, resident memory, bytes on disk).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Family {
+    /// Its name.
+    pub name: &'static str,
+    /// Its `# HELP` text.
+    pub help: &'static str,
+    /// `gauge` or `counter` (a total another part keeps, such as the engine's compactions).
+    pub kind: &'static str,
+    /// Samples: the labels inside the braces (empty: none) and the value.
+    pub samples: Vec<(String, f64)>,
+}
+
+impl Family {
+    /// A gauge with one sample per `(labels, value)`.
+    pub fn gauge(name: &'static str, help: &'static str, samples: Vec<(String, f64)>) -> Family {
+        Family { name, help, kind: "gauge", samples }
+    }
+
+    /// A counter another part keeps, with one sample per `(labels, value)`.
+    pub fn counter(name: &'static str, help: &'static str, samples: Vec<(String, f64)>) -> Family {
+        Family { name, help, kind: "counter", samples }
+    }
+
+    /// Append its exposition; a family without samples is left out (Prometheus's rule).
+    fn render(&self, o: &mut String) {
+        if self.samples.is_empty() {
+            return;
+        }
+        let _ = writeln!(o, "# HELP {} {}\n# TYPE {} {}", self.name, self.help, self.name, self.kind);
+        for (labels, v) in &self.samples {
+            let _ = if labels.is_empty() {
+                writeln!(o, "{} {v}", self.name)
+            } else {
+                writeln!(o, "{}{{{labels}}} {v}", self.name)
+            };
+        }
+    }
+}
+
 /// A Prometheus histogram of durations with fixed buckets, updated lock-free.
 #[derive(Debug)]
 pub struct Histogram {
@@ -130,6 +203,8 @@ pub struct Metrics {
     pub read_latency: Histogram,
     /// Writes and deletes this node coordinated, the same way.
     pub write_latency: Histogram,
+    /// Reads this node coordinated, by [`ReadOutcome`] (index = its place in `ALL`).
+    pub read_decisions: [AtomicU64; 5],
 }
 
 impl Metrics {
@@ -149,13 +224,25 @@ impl Metrics {
         }
     }
 
+    /// Count one resolved read with outcome `o`.
+    pub fn decided(&self, o: ReadOutcome) {
+        let i = ReadOutcome::ALL.iter().position(|&x| x == o).expect("every outcome is listed");
+        self.read_decisions[i].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Reads resolved with outcome `o` so far.
+    pub fn decisions(&self, o: ReadOutcome) -> u64 {
+        let i = ReadOutcome::ALL.iter().position(|&x| x == o).expect("every outcome is listed");
+        self.read_decisions[i].load(Ordering::Relaxed)
+    }
+
     /// Record one service time.
     pub fn service(&self, ns: u64) {
         self.service.observe(ns);
     }
 
-    /// The Prometheus text exposition; `gauges` are extra `(name{labels}, value)` samples.
-    pub fn render(&self, node: u32, selector: &str, local: &str, gauges: &[(String, f64)]) -> String {
+    /// The Prometheus text exposition, with `families` read at scrape time after the counters.
+    pub fn render(&self, node: u32, selector: &str, local: &str, families: &[Family]) -> String {
         let mut o = String::new();
         let l = format!("node=\"{node}\",selector=\"{selector}\",local=\"{local}\"");
         let counters: [(&str, &str, &AtomicU64); 25] = [
@@ -218,6 +305,15 @@ impl Metrics {
         for (i, c) in self.selections.iter().enumerate() {
             let _ = writeln!(o, "tailor_selections_total{{{l},replica=\"{i}\"}} {}", c.load(Ordering::Relaxed));
         }
+        let _ = writeln!(
+            o,
+            "# HELP tailor_read_decisions_total Reads coordinated here, by how the selector's decisions went."
+        );
+        let _ = writeln!(o, "# TYPE tailor_read_decisions_total counter");
+        for outcome in ReadOutcome::ALL {
+            let n = self.decisions(outcome);
+            let _ = writeln!(o, "tailor_read_decisions_total{{{l},outcome=\"{}\"}} {n}", outcome.label());
+        }
         self.service.render(&mut o, "tailor_service_seconds", "Service time of requests executed here.", &l);
         self.read_latency.render(
             &mut o,
@@ -231,8 +327,8 @@ impl Metrics {
             "Writes and deletes coordinated here, from the coordinator's call to its result.",
             &l,
         );
-        for (name, v) in gauges {
-            let _ = writeln!(o, "{name} {v}");
+        for f in families {
+            f.render(&mut o);
         }
         o
     }
@@ -289,7 +385,11 @@ mod tests {
         m.selected(9);
         m.service(300_000);
         m.service(2_000_000);
-        let text = m.render(0, "c3", "fcfs", &[("tailor_queue_length{node=\"0\"}".into(), 4.0)]);
+        m.decided(ReadOutcome::Parked);
+        let queue = Family::gauge("tailor_queue_length", "Waiting requests.", vec![("node=\"0\"".into(), 4.0)]);
+        let rss = Family::gauge("process_resident_memory_bytes", "Resident memory.", vec![(String::new(), 9.0)]);
+        let empty = Family::gauge("tailor_nothing", "Left out.", Vec::new());
+        let text = m.render(0, "c3", "fcfs", &[queue, rss, empty]);
         assert!(
             text.contains("tailor_selections_total{node=\"0\",selector=\"c3\",local=\"fcfs\",replica=\"1\"} 2"),
             "{text}"
@@ -297,7 +397,12 @@ mod tests {
         assert!(text.contains("le=\"0.0005\"} 1"), "{text}");
         assert!(text.contains("le=\"0.0025\"} 2"), "{text}");
         assert!(text.contains("tailor_service_seconds_count{node=\"0\",selector=\"c3\",local=\"fcfs\"} 2"));
-        assert!(text.contains("tailor_queue_length{node=\"0\"} 4"));
+        assert!(text.contains("# TYPE tailor_queue_length gauge\ntailor_queue_length{node=\"0\"} 4\n"), "{text}");
+        assert!(text.contains("\nprocess_resident_memory_bytes 9\n"), "{text}");
+        assert!(!text.contains("tailor_nothing"), "a family without samples is left out");
+        let l = "node=\"0\",selector=\"c3\",local=\"fcfs\"";
+        assert!(text.contains(&format!("tailor_read_decisions_total{{{l},outcome=\"parked\"}} 1")), "{text}");
+        assert!(text.contains(&format!("tailor_read_decisions_total{{{l},outcome=\"sent\"}} 0")), "{text}");
     }
 
     #[test]

@@ -76,6 +76,9 @@ pub struct Node {
     pub repair_scans: tokio::sync::Semaphore,
     /// Client connections (`CLIENT LIST`, `INFO clients`).
     pub clients: Arc<crate::clients::Registry>,
+    /// Internode connections from peers, at most `max_peer_connections` (the permits taken are
+    /// the connections open).
+    pub peer_slots: Arc<tokio::sync::Semaphore>,
 }
 
 /// Tree and key-list scans a node runs for its peers at once.
@@ -185,6 +188,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
     let budget = Budget::new(cfg.max_buffered_bytes);
     let seal = Seal::new(cfg.cluster_secret.as_deref());
     let repair_scans = tokio::sync::Semaphore::new(REPAIR_SCANS);
+    let max_peer_connections = cfg.max_peer_connections;
     let node = Arc::new(Node {
         cfg,
         storage,
@@ -200,6 +204,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
         network: network.clone(),
         repair_scans,
         clients: Default::default(),
+        peer_slots: Arc::new(tokio::sync::Semaphore::new(max_peer_connections)),
     });
     let mut tasks = Vec::new();
     for p in node.peers.iter().flatten() {
@@ -233,7 +238,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
     tasks.push(tokio::spawn(crate::peer_conn::serve(node.clone(), internode, max_frame)));
     if let Some(l) = metrics_l {
         let n = node.clone();
-        let render = Arc::new(move || render_metrics(&n));
+        let render = Arc::new(move || crate::scrape::render(&n));
         tasks.push(tokio::spawn(crate::metrics::serve(l, render)));
     }
     tracing::info!(id = node.cfg.id, client = %node.cfg.client_addr, tls = ?node.cfg.tls_addr, selector = %node.cfg.selector, local = %node.cfg.local, "node up");
@@ -278,9 +283,9 @@ async fn repair_periodically(node: Arc<Node>) {
     let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
     loop {
         tick.tick().await;
-        match crate::anti_entropy::run(&node).await {
-            Ok(report) => tracing::info!("anti-entropy pass done: {report}"),
-            Err(e) => tracing::error!("anti-entropy pass failed: {e}"),
+        // a pass logs its own start and end
+        if let Err(e) = crate::anti_entropy::run(&node).await {
+            tracing::error!("anti-entropy pass failed: {e}");
         }
     }
 }
@@ -294,25 +299,4 @@ async fn replay_hints(hints: Arc<Hints>, network: Arc<Network>, every: Duration)
             tracing::error!("hint replay failed: {e}");
         }
     }
-}
-
-fn render_metrics(node: &Node) -> String {
-    let id = node.cfg.id;
-    let mut gauges = vec![
-        (format!("tailor_queue_length{{node=\"{id}\"}}"), node.replica.queue_len() as f64),
-        (format!("tailor_workers{{node=\"{id}\"}}"), node.replica.workers() as f64),
-        (format!("tailor_healthy{{node=\"{id}\"}}"), node.replica.healthy() as u8 as f64),
-        (format!("tailor_buffered_bytes{{node=\"{id}\"}}"), node.budget.used() as f64),
-    ];
-    if let Some(h) = &node.hints {
-        let st = h.stats();
-        gauges.push((format!("tailor_hints_pending{{node=\"{id}\"}}"), st.pending as f64));
-        gauges.push((format!("tailor_hints_stored_total{{node=\"{id}\"}}"), st.stored as f64));
-        gauges.push((format!("tailor_hints_replayed_total{{node=\"{id}\"}}"), st.replayed as f64));
-        gauges.push((format!("tailor_hints_dropped_total{{node=\"{id}\"}}"), st.dropped as f64));
-    }
-    for p in node.peers.iter().flatten() {
-        gauges.push((format!("tailor_peer_up{{node=\"{id}\",peer=\"{}\"}}", p.id), p.is_up() as u8 as f64));
-    }
-    node.metrics.render(id, &node.cfg.selector, &node.cfg.local, &gauges)
 }

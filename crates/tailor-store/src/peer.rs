@@ -80,11 +80,16 @@ impl Peer {
         self.up.load(Ordering::Relaxed)
     }
 
+    /// Whether a connection to the peer is open now (not while one is being made).
+    pub fn connected(&self) -> bool {
+        self.conn.try_lock().is_ok_and(|c| c.as_ref().is_some_and(|c| c.alive.load(Ordering::Relaxed)))
+    }
+
     /// Record an unanswered request or heartbeat.
     pub fn miss(&self) {
         let m = self.misses.fetch_add(1, Ordering::Relaxed) + 1;
         if m >= self.down_after && self.up.swap(false, Ordering::Relaxed) {
-            tracing::warn!(peer = self.id, "peer marked down after {m} misses");
+            tracing::warn!(peer = self.id, addr = %self.addr, misses = m, "peer marked down");
         }
     }
 
@@ -92,14 +97,14 @@ impl Peer {
     fn unhealthy(&self) {
         self.misses.store(self.down_after, Ordering::Relaxed);
         if self.up.swap(false, Ordering::Relaxed) {
-            tracing::warn!(peer = self.id, "peer marked down: it reports itself unhealthy");
+            tracing::warn!(peer = self.id, addr = %self.addr, "peer marked down: it reports itself unhealthy");
         }
     }
 
     fn answered(&self) {
         self.misses.store(0, Ordering::Relaxed);
         if !self.up.swap(true, Ordering::Relaxed) {
-            tracing::info!(peer = self.id, "peer back up");
+            tracing::info!(peer = self.id, addr = %self.addr, "peer back up");
         }
     }
 
@@ -115,6 +120,8 @@ impl Peer {
             .map_err(|_| PeerError::Timeout(self.id))?
             .map_err(|e| PeerError::Unreachable(self.id, e.to_string()))?;
         let _ = stream.set_nodelay(true);
+        // logged once per connection: failed attempts (a peer down) are the failure detector's
+        tracing::info!(peer = self.id, addr = %self.addr, "connected to peer");
         let (mut rd, mut wr) = stream.into_split();
         let (tx, mut rx) = mpsc::channel::<Vec<u8>>(1024);
         // queued before anything else can be: the first frame the peer reads
@@ -131,11 +138,11 @@ impl Peer {
         });
         let a = alive.clone();
         let pending = self.pending.clone();
-        let (max, id, seal) = (self.max_frame, self.id, self.seal.clone());
+        let (max, id, seal, addr) = (self.max_frame, self.id, self.seal.clone(), self.addr);
         tokio::spawn(async move {
             // replies to requests this node sent: bounded by the frame limit, not the budget
             let mut lease = Budget::unlimited().lease();
-            loop {
+            let why = loop {
                 let frame = read_frame(&mut rd, max, &mut lease).await;
                 lease.resize(0).expect("shrinking a lease cannot fail");
                 match frame {
@@ -146,18 +153,13 @@ impl Peer {
                                 let _ = w.send(msg);
                             }
                         }
-                        Err(e) => {
-                            tracing::warn!(peer = id, "bad frame from peer: {e}");
-                            break;
-                        }
+                        Err(e) => break format!("bad frame: {e}"),
                     },
-                    Ok(None) => break,
-                    Err(e) => {
-                        tracing::debug!(peer = id, "peer connection closed: {e}");
-                        break;
-                    }
+                    Ok(None) => break "closed by the peer".to_string(),
+                    Err(e) => break e.to_string(),
                 }
-            }
+            };
+            tracing::warn!(peer = id, %addr, %why, "connection to peer lost");
             a.store(false, Ordering::Relaxed);
             // fail every caller waiting on this connection now rather than at its timeout
             pending.lock().unwrap_or_else(|p| p.into_inner()).clear();

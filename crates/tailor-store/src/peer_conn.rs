@@ -22,14 +22,13 @@ use tailor_core::model::Tags;
 use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 /// Accept peers until the task is dropped, at most `max_peer_connections` at once.
 pub async fn serve(node: Arc<Node>, listener: TcpListener, max_frame: u64) {
     let serve = |sock, slot| drop(tokio::spawn(run(node.clone(), sock, max_frame, slot)));
     let refuse = |_, from| tracing::warn!(%from, "internode connection refused: max_peer_connections reached");
-    let slots = Arc::new(Semaphore::new(node.cfg.max_peer_connections));
-    accept_capped(listener, slots, &node.metrics.connections_refused, serve, refuse).await
+    accept_capped(listener, node.peer_slots.clone(), &node.metrics.connections_refused, serve, refuse).await
 }
 
 /// Why a peer connection stopped reading.
@@ -63,7 +62,10 @@ async fn run(node: Arc<Node>, sock: TcpStream, max_frame: u64, _slot: OwnedSemap
             Err(stop) => break stop,
         };
         match msg {
-            Message::Hello { from, .. } if (from as usize) < node.cfg.members.len() => receiver = Some(from),
+            Message::Hello { from, .. } if (from as usize) < node.cfg.members.len() => {
+                tracing::info!(peer = from, "connection from peer accepted");
+                receiver = Some(from);
+            }
             Message::Ping { id } => {
                 let feedback = node.replica.feedback_for(receiver);
                 let healthy = node.replica.healthy();
@@ -81,7 +83,7 @@ async fn run(node: Arc<Node>, sock: TcpStream, max_frame: u64, _slot: OwnedSemap
         }
     };
     match stop {
-        Stop::Eof => {}
+        Stop::Eof => tracing::info!(peer = ?receiver, "connection from peer closed"),
         Stop::Bad(e) => {
             node.metrics.protocol_errors.fetch_add(1, Ordering::Relaxed);
             tracing::warn!("dropping internode connection: {e}");

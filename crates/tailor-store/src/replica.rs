@@ -544,7 +544,7 @@ impl Replica {
         loop {
             match catch_unwind(AssertUnwindSafe(|| self.worker())) {
                 Ok(()) => break,
-                Err(panic) => self.panicked(&panic_text(&*panic)),
+                Err(panic) => self.panicked(&panic_text(&*panic), true),
             }
         }
         self.health.alive.fetch_sub(1, Ordering::Relaxed);
@@ -568,7 +568,7 @@ impl Replica {
             }
             Err(panic) => {
                 let text = panic_text(&*panic);
-                self.panicked(&text);
+                self.panicked(&text, false);
                 (Err(format!("the replica's worker panicked: {text}")), 1, false)
             }
         };
@@ -589,10 +589,15 @@ impl Replica {
         }
     }
 
-    /// Log, count and remember a worker panic.
-    fn panicked(&self, text: &str) {
+    /// Log, count and remember a worker panic: in a job (answered with an error, the worker
+    /// carries on) or in the worker's loop (`restarted`: a fresh loop replaces it).
+    fn panicked(&self, text: &str, restarted: bool) {
         let name = std::thread::current().name().unwrap_or("worker").to_string();
-        tracing::error!(worker = %name, "worker panicked (replaced): {text}");
+        if restarted {
+            tracing::error!(worker = %name, "worker loop panicked; a fresh loop replaces it: {text}");
+        } else {
+            tracing::error!(worker = %name, "job panicked; answered with an error, the worker carries on: {text}");
+        }
         self.metrics.worker_panics.fetch_add(1, Ordering::Relaxed);
         self.health.panics_since_success.fetch_add(1, Ordering::Relaxed);
         self.health.last_panic.store(self.now().max(1), Ordering::Relaxed);

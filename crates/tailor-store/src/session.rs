@@ -1,5 +1,5 @@
-//! Who a client connection is (Redis-style `AUTH` with two users), and the consistency level it
-//! asked for with `CONSISTENCY`.
+//! Who a client connection is (Redis-style `AUTH` with two users), the consistency level it
+//! asked for with `CONSISTENCY`, and the protocol version it chose with `HELLO`.
 //!
 //! - `default`, whose password is `requirepass`: with one set, every command but `AUTH`,
 //!   `HELLO` and `QUIT` answers `-NOAUTH` until the client authenticates (Redis's rule);
@@ -12,7 +12,7 @@
 
 use crate::clients::{ClientHandle, ClientInfo, Registry};
 use crate::config::{Consistency, NodeConfig};
-use crate::resp::Reply;
+use crate::resp::{Protocol, Reply};
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
@@ -35,6 +35,8 @@ pub struct Session {
     client: Option<ClientHandle>,
     /// `CLIENT SETNAME`'s name.
     name: Option<String>,
+    /// The protocol its replies are encoded in (`HELLO 2` / `HELLO 3`).
+    protocol: Protocol,
 }
 
 /// Longest `CLIENT SETNAME` name.
@@ -60,7 +62,17 @@ impl Session {
     /// read the session (pipelined GET/SET run concurrently, each with one); it is not in the
     /// client registry, so the connection's own session must be [`Session::touch`]ed for them.
     pub fn snapshot(&self) -> Session {
-        Session { user: self.user, consistency: self.consistency, client: None, name: None }
+        Session { user: self.user, consistency: self.consistency, client: None, name: None, protocol: self.protocol }
+    }
+
+    /// The protocol version this connection's replies use.
+    pub fn protocol(&self) -> Protocol {
+        self.protocol
+    }
+
+    /// Encode this connection's replies in `p` from now on (`HELLO`).
+    pub fn set_protocol(&mut self, p: Protocol) {
+        self.protocol = p;
     }
 
     /// Its connection id (0 when not registered).

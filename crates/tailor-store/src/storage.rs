@@ -107,6 +107,23 @@ pub struct Storage {
     group: Option<crate::commit::GroupCommit>,
 }
 
+/// The engine's files at one moment ([`Storage::disk`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DiskUsage {
+    /// Bytes of every file: journals and every keyspace's tables.
+    pub bytes: Option<u64>,
+    /// Bytes of the write-ahead journals.
+    pub journal_bytes: Option<u64>,
+    /// Journal files.
+    pub journals: usize,
+    /// Table (sorted segment) files of the values and of the token-ordered versions.
+    pub tables: [(&'static str, usize); 2],
+    /// Compactions the engine finished since the node started.
+    pub compactions: usize,
+    /// About how many values it holds ([`Storage::approximate_keys`]).
+    pub keys: usize,
+}
+
 /// Whether an applied write is durable yet (see [`Storage::apply`]).
 #[derive(Debug, PartialEq, Eq)]
 pub enum Applied {
@@ -424,6 +441,19 @@ impl Storage {
         self.data.approximate_len()
     }
 
+    /// What the engine keeps on disk, for the metrics endpoint (`None`: the engine could not
+    /// size its journal).
+    pub fn disk(&self) -> DiskUsage {
+        DiskUsage {
+            bytes: self.db.disk_space().ok(),
+            journal_bytes: self.db.journal_disk_space().ok(),
+            journals: self.db.journal_count(),
+            tables: [("data", self.data.table_count()), ("versions", self.versions.table_count())],
+            keys: self.approximate_keys(),
+            compactions: self.db.compactions_completed(),
+        }
+    }
+
     /// A keyspace of its own for another part of the node (hints), in the same journal.
     pub(crate) fn keyspace(&self, name: &str) -> Result<Keyspace, StorageError> {
         Ok(self.db.keyspace(name, KeyspaceCreateOptions::default)?)
@@ -500,6 +530,24 @@ mod tests {
         assert!(s.put(b"big", 2, Some(b"ok")).unwrap());
         assert_eq!(s.large_keys(4).unwrap(), vec![crate::key_hash(b"new")], "deleted/shrunk keys drop out");
         assert!(s.large_keys(1 << 20).unwrap().is_empty());
+    }
+
+    #[test]
+    fn disk_usage_counts_the_journal_and_every_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path(), Durability::Sync).unwrap();
+        for i in 0..64u64 {
+            assert!(s.put(&i.to_be_bytes(), 1, Some(&[7u8; 4096])).unwrap());
+        }
+        let journal = s.disk().journal_bytes.unwrap();
+        assert!(journal >= 64 * 4096, "the journal (preallocated) holds the writes: {journal}");
+        s.data.rotate_memtable_and_wait().unwrap();
+        let used = s.disk();
+        assert_eq!(used.tables, [("data", 1), ("versions", 0)], "the flushed memtable is one table");
+        let (total, journal) = (used.bytes.unwrap(), used.journal_bytes.unwrap());
+        assert!(total > journal, "the table (compressed) on top of the journal: {total} vs {journal}");
+        assert!(used.journals >= 1);
+        assert_eq!(s.disk().keys, 64);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 mod cmd;
 mod live;
+mod logging;
 mod reproduce;
 mod table;
 
@@ -11,6 +12,10 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(name = "tailor", version, about)]
 struct Cli {
+    /// Log lines on stderr as text or as one JSON object per line (nodes started by `cluster
+    /// up`, `experiment` or `demo` log the same way).
+    #[arg(long, global = true, value_enum, default_value_t = logging::Format::Text)]
+    log_format: logging::Format,
     #[command(subcommand)]
     command: Command,
 }
@@ -42,13 +47,8 @@ enum Command {
 }
 
 fn main() {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,scylla=warn".into()),
-        )
-        .with_writer(std::io::stderr)
-        .init();
     let cli = Cli::parse();
+    logging::init(cli.log_format);
     let outcome = match cli.command {
         Command::Sim(args) => cmd::sim::run(args),
         Command::Bound(args) => cmd::bound::run(args),

@@ -123,7 +123,7 @@ fn a_worker_panic_is_answered_counted_and_the_worker_replaced() {
             set(&mut con, &format!("after{i}"), b"v").unwrap();
         }
     }
-    assert!(cl.log(0).contains("worker panicked (replaced): injected worker panic"));
+    assert!(cl.log(0).contains("job panicked; answered with an error, the worker carries on: injected worker panic"));
     let healthy: String = redis::cmd("TAILOR.GET").arg("healthy").query(&mut con).unwrap();
     assert_eq!(healthy, "true");
 }

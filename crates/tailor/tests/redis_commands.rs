@@ -223,10 +223,13 @@ fn redis_py_runs_every_command() {
     let cl = three(|_| {});
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/redis-py-check.py");
     let port = cl.cfgs[0].client_addr.port().to_string();
-    let out = std::process::Command::new("python3").args([script, "--port", &port]).output().unwrap();
-    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success(), "redis-py check failed:\n{stdout}\n{stderr}");
-    assert!(stdout.contains("redis-py check passed"), "{stdout}");
+    for protocol in ["2", "3"] {
+        let args = [script, "--port", &port, "--protocol", protocol];
+        let out = std::process::Command::new("python3").args(args).output().unwrap();
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "redis-py check (RESP{protocol}) failed:\n{stdout}\n{stderr}");
+        assert!(stdout.contains("redis-py check passed"), "{stdout}");
+    }
 }
 
 #[test]
@@ -246,7 +249,7 @@ fn connection_commands_answer_like_redis() {
     let hello: Vec<Value> = q(&mut b, &["HELLO", "2", "SETNAME", "beta"]);
     assert_eq!((hello.len(), &hello[5]), (14, &Value::Int(2)));
     assert_eq!(q::<Option<String>>(&mut b, &["CLIENT", "GETNAME"]), Some("beta".into()));
-    assert!(error(&mut b, &["HELLO", "3"]).contains("NOPROTO"));
+    assert!(error(&mut b, &["HELLO", "4"]).contains("NOPROTO"));
     assert!(error(&mut b, &["HELLO", "x"]).contains("Protocol version"));
     let count: i64 = q(&mut a, &["COMMAND", "COUNT"]);
     assert_eq!(q::<Vec<Value>>(&mut a, &["COMMAND"]).len() as i64, count);

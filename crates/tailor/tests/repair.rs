@@ -3,7 +3,7 @@
 //! background read repair when reads at ONE also go to the other replicas, and
 //! by anti-entropy (Merkle trees per token range) — checked on the replica's own data
 //! (internode reads), deletes included; and tombstones are dropped after their grace without
-//! deleted keys coming back.
+//! deleted keys coming back. Each of these state changes leaves a log line with its counts.
 
 mod common;
 use common::*;
@@ -54,6 +54,15 @@ fn hints_bring_a_restarted_replica_up_to_date() {
     assert!(eventually(20, || cl.metric(0, "tailor_hints_pending", &[]) == 0.0), "hints replayed: {}", cl.log(0));
     assert_eq!(missing_on_node2(&cl, &expected), Vec::<String>::new(), "node 2 holds every acknowledged write");
     assert!(cl.metric(0, "tailor_hints_replayed_total", &[]) >= 100.0);
+    let log = cl.log(0);
+    let line = |needle: &str| log.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("{needle}: {log}"));
+    assert!(line("peer marked down").contains("peer=2") && line("peer marked down").contains("misses="));
+    assert!(line("peer back up").contains("peer=2"));
+    assert!(line("hint replay started").contains("peer=2 pending="), "{}", line("hint replay started"));
+    let done = log.lines().filter(|l| l.contains("hint replay done peer=2"));
+    let replayed: u64 = done.filter_map(|l| l.split("replayed=").nth(1)?.split(' ').next()?.parse::<u64>().ok()).sum();
+    assert_eq!(replayed as f64, cl.metric(0, "tailor_hints_replayed_total", &[]), "the lines count every hint");
+    assert!(line("connection to peer lost").contains("peer=2"), "the kill cut node 0's connection");
 }
 
 /// Without hints: node 2 misses the writes while down and is restarted behind (every node
@@ -86,6 +95,8 @@ fn quorum_reads_repair_a_replica_that_missed_writes() {
     }
     assert_eq!(missing_on_node2(&cl, &expected), Vec::<String>::new(), "the reads wrote the newest back");
     assert!(cl.metric(2, "tailor_read_repairs_total", &[]) >= 60.0, "tombstones written back too");
+    let repairs = cl.log(2).lines().filter(|l| l.contains("read repair wrote the newest version back")).count();
+    assert!(repairs >= 60, "one line per repaired read: {repairs}");
 }
 
 #[test]
@@ -117,6 +128,10 @@ fn an_anti_entropy_pass_brings_a_replica_up_to_date() {
     assert!(text.contains(" repaired=60 failed=0 purged=0"), "{text}");
     assert!(text.contains("node 2: ranges=3 mismatched=0 "), "{text}");
     assert_eq!(missing_on_node2(&cl, &expected), Vec::<String>::new(), "the pass wrote the newest back");
+    let log = cl.log(0);
+    assert!(log.contains("anti-entropy pass started ranges=3"), "{log}");
+    assert!(log.contains("anti-entropy pass done ranges=3 mismatched=3 exchanged="), "{log}");
+    assert!(log.contains(" repaired=60 failed=0"), "{log}");
 }
 
 /// The fields of a `TAILOR.REPAIR` reply (`ranges=3 mismatched=1 ...`).

@@ -243,9 +243,13 @@ pub enum Lifetime {
     Detached,
 }
 
+/// The environment variable naming the `--log-format` of the `tailor` process (it sets it at
+/// start): the nodes it starts are given the same flag, so a cluster logs in one format.
+pub const LOG_FORMAT_ENV: &str = "TAILOR_LOG_FORMAT";
+
 /// Start one node process (`exe node --config dir/node{id}/node.toml`, under `nice -n
 /// niceness` when above 0, which execs it: the pid stays the node's), logging to `node.log`
-/// beside its config and writing `dir/node{id}.pid`.
+/// beside its config (in the format [`LOG_FORMAT_ENV`] names) and writing `dir/node{id}.pid`.
 pub fn spawn_node(
     exe: &Path,
     cfg: &NodeConfig,
@@ -272,6 +276,9 @@ pub fn spawn_node(
     };
     if lifetime == Lifetime::WithParent {
         die_with_parent(&mut cmd);
+    }
+    if let Ok(format) = std::env::var(LOG_FORMAT_ENV) {
+        cmd.arg("--log-format").arg(format);
     }
     let child = cmd
         .arg("node")

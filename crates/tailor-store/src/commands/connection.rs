@@ -1,8 +1,9 @@
 //! Connection and server commands: `HELLO [2] [AUTH u p] [SETNAME n]`, `CLIENT
 //! ID/SETNAME/GETNAME/LIST/INFO`, `COMMAND [COUNT|LIST|INFO|DOCS]`, `INFO [section]`.
 //!
-//! HELLO speaks RESP2 only: `HELLO 3` gets `-NOPROTO` (Redis's answer for a version it does not
-//! speak), after which clients stay on RESP2. INFO's `redis_version` is `7.2.0`, the Redis
+//! `HELLO 3` switches the connection to RESP3 and `HELLO 2` back (the session keeps the version,
+//! [`crate::resp::encode`] writes replies in it); any other version gets `-NOPROTO`, and a
+//! refused HELLO (a bad option, a wrong password) leaves the version as it was, as in Redis. INFO's `redis_version` is `7.2.0`, the Redis
 //! version whose commands and replies this node follows for what it supports: clients parse that
 //! field to choose features (redis-py, redis-cli's hints), so a Tailor version there would
 //! mislead them; Tailor's own version is `tailor_version`.
@@ -10,7 +11,7 @@
 use super::table;
 use super::wrong_args;
 use crate::node::Node;
-use crate::resp::Reply;
+use crate::resp::{Protocol, Reply};
 use crate::session::Session;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -20,7 +21,7 @@ use std::time::Instant;
 pub const REDIS_VERSION: &str = "7.2.0";
 
 fn bulk(s: impl Into<String>) -> Reply {
-    Reply::Bulk(s.into().into_bytes())
+    Reply::text(s)
 }
 
 /// `CLIENT subcommand ...`.
@@ -49,15 +50,19 @@ fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).chars().take(64).collect()
 }
 
-/// `HELLO [protover [AUTH user pass] [SETNAME name]]`.
+/// `HELLO [protover [AUTH user pass] [SETNAME name]]`: the version takes effect only once every
+/// option succeeded, so the reply (a map in RESP3) is already in the new version.
 pub fn hello(node: &Node, session: &mut Session, args: &[Vec<u8>]) -> Reply {
     let mut rest = args.iter().skip(1);
+    let mut protocol = session.protocol();
     if let Some(v) = rest.next() {
-        match super::access::integer(v) {
-            Ok(2) => {}
-            Ok(3) => return Reply::Error("NOPROTO sorry, this protocol version is not supported (RESP2 only)".into()),
-            _ => return Reply::err("Protocol version is not an integer or out of range"),
-        }
+        let Ok(v) = super::access::integer(v) else {
+            return Reply::err("Protocol version is not an integer or out of range");
+        };
+        let Some(p) = Protocol::from_version(v) else {
+            return Reply::Error("NOPROTO unsupported protocol version (this node speaks 2 and 3)".into());
+        };
+        protocol = p;
     }
     while let Some(opt) = rest.next() {
         match opt.to_ascii_lowercase().as_slice() {
@@ -80,21 +85,15 @@ pub fn hello(node: &Node, session: &mut Session, args: &[Vec<u8>]) -> Reply {
     if let Err(refused) = session.may_run(&node.cfg, "ping") {
         return refused;
     }
-    Reply::Array(vec![
-        bulk("server"),
-        bulk("redis"),
-        bulk("version"),
-        bulk(REDIS_VERSION),
-        bulk("proto"),
-        Reply::Integer(2),
-        bulk("id"),
-        Reply::Integer(session.id() as i64),
-        bulk("mode"),
-        bulk("standalone"),
-        bulk("role"),
-        bulk("master"),
-        bulk("modules"),
-        Reply::Array(Vec::new()),
+    session.set_protocol(protocol);
+    Reply::Map(vec![
+        (bulk("server"), bulk("redis")),
+        (bulk("version"), bulk(REDIS_VERSION)),
+        (bulk("proto"), Reply::Integer(protocol.version())),
+        (bulk("id"), Reply::Integer(session.id() as i64)),
+        (bulk("mode"), bulk("standalone")),
+        (bulk("role"), bulk("master")),
+        (bulk("modules"), Reply::Array(Vec::new())),
     ])
 }
 
@@ -111,8 +110,8 @@ pub fn command(args: &[Vec<u8>]) -> Reply {
         Some(b"info") => {
             Reply::Array(named(&args[2..]).into_iter().map(|s| s.map_or(Reply::Null, table::entry)).collect())
         }
-        Some(b"docs") if args.len() == 2 => Reply::Array(table::COMMANDS.iter().flat_map(table::docs).collect()),
-        Some(b"docs") => Reply::Array(named(&args[2..]).into_iter().flatten().flat_map(table::docs).collect()),
+        Some(b"docs") if args.len() == 2 => Reply::Map(table::COMMANDS.iter().map(table::docs).collect()),
+        Some(b"docs") => Reply::Map(named(&args[2..]).into_iter().flatten().map(table::docs).collect()),
         Some(other) => Reply::err(format!("unknown subcommand '{}'. Try COMMAND HELP.", lossy(other))),
     }
 }
@@ -186,15 +185,8 @@ fn clients(_: &Arc<Node>, session: &Session) -> String {
     lines("Clients", &[("connected_clients", open.to_string()), ("unlisted_clients", unlisted.to_string())])
 }
 
-/// Resident set size in bytes from `/proc/self/statm` (0 where there is none).
-pub fn rss_bytes() -> u64 {
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
-    pages * 4096
-}
-
 fn memory(node: &Arc<Node>, _: &Session) -> String {
-    let rss = rss_bytes();
+    let rss = crate::process::rss_bytes().unwrap_or(0);
     lines(
         "Memory",
         &[

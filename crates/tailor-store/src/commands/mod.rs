@@ -9,7 +9,8 @@
 //! command's consistency.
 //!
 //! Choices: `CONFIG GET` answers `save` and `appendonly` (what redis-benchmark asks) and an
-//! empty list otherwise.
+//! empty list otherwise. Replies are protocol-neutral [`Reply`]s (field-value replies are
+//! [`Reply::Map`]); the connection encodes them in the version its session chose with `HELLO`.
 //!
 //! Size-oracle introspection: `TAILOR.GET size_class <key>` answers `large` or `small` as this
 //! node's coordinator would class the key for its selector (its configured oracle);
@@ -149,10 +150,9 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
                     "appendonly" => "no",
                     _ => continue,
                 };
-                out.push(Reply::Bulk(p.into_bytes()));
-                out.push(Reply::Bulk(v.as_bytes().to_vec()));
+                out.push((Reply::text(p), Reply::text(v)));
             }
-            Reply::Array(out)
+            Reply::Map(out)
         }
         "config" => Reply::err("CONFIG supports only GET here"),
         "client" => connection::client(session, &args),

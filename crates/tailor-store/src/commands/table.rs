@@ -71,7 +71,7 @@ pub const COMMANDS: &[Spec] = &[
     spec("dbsize", 1, &["readonly"], (0, 0, 0), "server", "Count the cluster's live keys (a whole scan)"),
     spec("ping", -1, C, (0, 0, 0), "connection", "Ping the node"),
     spec("echo", 2, C, (0, 0, 0), "connection", "Echo the argument"),
-    spec("hello", -1, C, (0, 0, 0), "connection", "Handshake (RESP2)"),
+    spec("hello", -1, C, (0, 0, 0), "connection", "Handshake; HELLO 3 switches to RESP3, HELLO 2 back"),
     spec("auth", -2, C, (0, 0, 0), "connection", "Authenticate"),
     spec("client", -2, C, (0, 0, 0), "connection", "CLIENT ID/SETNAME/GETNAME/LIST/INFO"),
     spec("select", 2, C, (0, 0, 0), "connection", "Select database 0 (the only one)"),
@@ -117,11 +117,11 @@ pub fn entry(s: &Spec) -> Reply {
     ])
 }
 
-/// `COMMAND DOCS`' entry for `s`: name, then summary, since and group.
-pub fn docs(s: &Spec) -> [Reply; 2] {
-    let field = |t: &str| Reply::Bulk(t.as_bytes().to_vec());
-    let doc = vec![field("summary"), field(s.summary), field("since"), field("1.0.0"), field("group"), field(s.group)];
-    [field(s.name), Reply::Array(doc)]
+/// `COMMAND DOCS`' entry for `s`: its name and a map of summary, since and group.
+pub fn docs(s: &Spec) -> (Reply, Reply) {
+    let field = |t: &str| Reply::text(t);
+    let doc = [("summary", s.summary), ("since", "1.0.0"), ("group", s.group)];
+    (field(s.name), Reply::Map(doc.iter().map(|(k, v)| (field(k), field(v))).collect()))
 }
 
 #[cfg(test)]

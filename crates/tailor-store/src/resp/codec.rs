@@ -1,7 +1,8 @@
-//! A bounded RESP2 command parser: arrays of bulk strings (what clients send) and inline
-//! commands (what a human types), with limits that turn hostile input into clear errors.
+//! A bounded command parser: arrays of bulk strings (what clients send, in RESP2 and RESP3
+//! alike) and inline commands (what a human types), with limits that turn hostile input into
+//! clear errors.
 
-/// Input that is not RESP2 or breaks a hard limit; the connection is closed after replying.
+/// Input that is not RESP or breaks a hard limit; the connection is closed after replying.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum ProtocolError {
     /// A length or count is not a number.

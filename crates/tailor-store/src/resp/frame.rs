@@ -1,4 +1,5 @@
-//! RESP2 replies and their wire encoding.
+//! Replies to client commands, independent of the protocol version that carries them
+//! ([`super::encode`] writes them as RESP2 or RESP3).
 
 /// A reply to a client command.
 #[derive(Clone, Debug, PartialEq)]
@@ -11,10 +12,13 @@ pub enum Reply {
     Integer(i64),
     /// `$n` bulk string.
     Bulk(Vec<u8>),
-    /// `$-1`.
+    /// No value (a missing key): `$-1` in RESP2, `_` in RESP3.
     Null,
     /// `*n` array.
     Array(Vec<Reply>),
+    /// Field-value pairs (HELLO, CONFIG GET, COMMAND DOCS): a RESP3 map, a flat array of
+    /// `2n` elements in RESP2, as Redis answers them.
+    Map(Vec<(Reply, Reply)>),
 }
 
 impl Reply {
@@ -28,51 +32,8 @@ impl Reply {
         Reply::Error(format!("ERR {msg}"))
     }
 
-    /// Append the wire form to `out`.
-    pub fn encode(&self, out: &mut Vec<u8>) {
-        match self {
-            Reply::Simple(s) => {
-                out.push(b'+');
-                out.extend(s.bytes().map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
-                out.extend_from_slice(b"\r\n");
-            }
-            Reply::Error(s) => {
-                out.push(b'-');
-                out.extend(s.bytes().map(|b| if b == b'\r' || b == b'\n' { b' ' } else { b }));
-                out.extend_from_slice(b"\r\n");
-            }
-            Reply::Integer(n) => out.extend_from_slice(format!(":{n}\r\n").as_bytes()),
-            Reply::Bulk(b) => {
-                out.extend_from_slice(format!("${}\r\n", b.len()).as_bytes());
-                out.extend_from_slice(b);
-                out.extend_from_slice(b"\r\n");
-            }
-            Reply::Null => out.extend_from_slice(b"$-1\r\n"),
-            Reply::Array(items) => {
-                out.extend_from_slice(format!("*{}\r\n", items.len()).as_bytes());
-                for i in items {
-                    i.encode(out);
-                }
-            }
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn encodes_every_kind() {
-        let mut out = Vec::new();
-        Reply::Array(vec![
-            Reply::ok(),
-            Reply::err("bad\r\nthing"),
-            Reply::Integer(-3),
-            Reply::Bulk(b"hi".to_vec()),
-            Reply::Null,
-        ])
-        .encode(&mut out);
-        assert_eq!(out, b"*5\r\n+OK\r\n-ERR bad  thing\r\n:-3\r\n$2\r\nhi\r\n$-1\r\n");
+    /// A bulk string from text.
+    pub fn text(s: impl Into<String>) -> Reply {
+        Reply::Bulk(s.into().into_bytes())
     }
 }

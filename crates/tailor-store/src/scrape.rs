@@ -1,0 +1,107 @@
+//! What a node's Prometheus endpoint serves: its counters and histograms ([`Metrics`]) and the
+//! families read at scrape time, so a scrape costs nothing between scrapes: queue and workers,
+//! hints, peers, open connections, this process's resources ([`crate::process`]) and the storage
+//! engine's files.
+//!
+//! [`Metrics`]: crate::metrics::Metrics
+
+use crate::metrics::Family;
+use crate::node::Node;
+use std::sync::atomic::Ordering;
+
+/// The whole exposition of `node`.
+pub fn render(node: &Node) -> String {
+    let l = format!("node=\"{}\"", node.cfg.id);
+    let mut families = replica(node, &l);
+    families.extend(hints(node, &l));
+    families.extend(connections(node, &l));
+    families.extend(process());
+    families.extend(storage(node, &l));
+    node.metrics.render(node.cfg.id, &node.cfg.selector, &node.cfg.local, &families)
+}
+
+/// One sample labelled `l`.
+fn one(l: &str, v: f64) -> Vec<(String, f64)> {
+    vec![(l.to_string(), v)]
+}
+
+fn replica(node: &Node, l: &str) -> Vec<Family> {
+    vec![
+        Family::gauge("tailor_queue_length", "Requests waiting in the replica's local queue.", {
+            one(l, node.replica.queue_len() as f64)
+        }),
+        Family::gauge("tailor_workers", "Replica worker threads.", one(l, node.replica.workers() as f64)),
+        Family::gauge("tailor_healthy", "1 while the replica's workers can run requests.", {
+            one(l, node.replica.healthy() as u8 as f64)
+        }),
+        Family::gauge("tailor_buffered_bytes", "Bytes of partly received input held (max_buffered_bytes).", {
+            one(l, node.budget.used() as f64)
+        }),
+    ]
+}
+
+fn hints(node: &Node, l: &str) -> Vec<Family> {
+    let Some(h) = &node.hints else { return Vec::new() };
+    let st = h.stats();
+    vec![
+        Family::gauge("tailor_hints_pending", "Writes kept for peers that missed them.", one(l, st.pending as f64)),
+        Family::counter("tailor_hints_stored_total", "Hints kept.", one(l, st.stored as f64)),
+        Family::counter("tailor_hints_replayed_total", "Hints delivered.", one(l, st.replayed as f64)),
+        Family::counter("tailor_hints_dropped_total", "Hints dropped at hint_max_bytes.", one(l, st.dropped as f64)),
+    ]
+}
+
+fn connections(node: &Node, l: &str) -> Vec<Family> {
+    let peers = node.peers.iter().flatten();
+    let up = peers.clone().map(|p| (format!("{l},peer=\"{}\"", p.id), p.is_up() as u8 as f64)).collect();
+    let outgoing = peers.filter(|p| p.connected()).count();
+    let incoming = node.cfg.max_peer_connections - node.peer_slots.available_permits();
+    vec![
+        Family::gauge("tailor_peer_up", "1 while the failure detector considers the peer up.", up),
+        Family::gauge("tailor_client_connections", "Client connections open (plain and TLS).", {
+            one(l, node.clients.open.load(Ordering::Relaxed) as f64)
+        }),
+        Family::gauge(
+            "tailor_peer_connections",
+            "Internode connections open: out to peers, in from peers.",
+            vec![
+                (format!("{l},direction=\"out\""), outgoing as f64),
+                (format!("{l},direction=\"in\""), incoming as f64),
+            ],
+        ),
+    ]
+}
+
+/// Prometheus's standard process families; none where `/proc` is missing.
+fn process() -> Vec<Family> {
+    let sample = |v: Option<f64>| v.map(|v| vec![(String::new(), v)]).unwrap_or_default();
+    vec![
+        Family::gauge("process_resident_memory_bytes", "Resident memory size in bytes.", {
+            sample(crate::process::rss_bytes().map(|b| b as f64))
+        }),
+        Family::counter("process_cpu_seconds_total", "User and system CPU time spent in seconds.", {
+            sample(crate::process::cpu_seconds())
+        }),
+        Family::gauge(
+            "process_open_fds",
+            "Open file descriptors.",
+            sample(crate::process::open_fds().map(|n| n as f64)),
+        ),
+    ]
+}
+
+fn storage(node: &Node, l: &str) -> Vec<Family> {
+    let d = node.storage.disk();
+    let bytes = |v: Option<u64>| v.map(|v| one(l, v as f64)).unwrap_or_default();
+    let tables = d.tables.iter().map(|(ks, n)| (format!("{l},keyspace=\"{ks}\""), *n as f64)).collect();
+    vec![
+        Family::gauge("tailor_storage_disk_bytes", "Bytes of the storage engine's files.", bytes(d.bytes)),
+        Family::gauge("tailor_storage_journal_bytes", "Bytes of the write-ahead journals.", bytes(d.journal_bytes)),
+        Family::gauge("tailor_storage_journals", "Write-ahead journal files.", one(l, d.journals as f64)),
+        Family::gauge("tailor_storage_keys", "Values stored here, the engine's estimate.", one(l, d.keys as f64)),
+        Family::gauge("tailor_storage_tables", "Sorted table files (LSM segments) per keyspace.", tables),
+        Family::counter("tailor_storage_compactions_total", "Compactions finished since the node started.", {
+            one(l, d.compactions as f64)
+        }),
+    ]
+}
