@@ -52,8 +52,8 @@ fn redis_commands_and_errors() {
     assert!(e.to_string().contains("unknown command 'FLY'"), "{e}");
     let e = redis::cmd("GET").query::<()>(&mut con).unwrap_err();
     assert!(e.to_string().contains("wrong number of arguments for 'get' command"), "{e}");
-    let e = redis::cmd("HELLO").arg(3).query::<()>(&mut con).unwrap_err();
-    assert!(e.to_string().contains("NOPROTO"), "RESP2 only: {e}");
+    let e = redis::cmd("HELLO").arg(4).query::<()>(&mut con).unwrap_err();
+    assert!(e.to_string().contains("NOPROTO"), "RESP2 and RESP3 only: {e}");
     // a value above the maximum is refused and the connection stays usable
     let e = set(&mut con, "big", &vec![1u8; 3 << 20]).unwrap_err();
     assert!(e.to_string().contains("exceeds the maximum"), "{e}");
