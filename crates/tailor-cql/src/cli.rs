@@ -74,6 +74,7 @@ pub fn run(args: &CassandraArgs) -> Result<(), LaunchError> {
                 cache: cache.clone().unwrap_or_else(launch::jars::default_cache),
                 dynamic_snitch: *dynamic_snitch,
                 start_timeout: Duration::from_secs(*start_timeout_s),
+                niceness: 0,
             };
             up(&opts, dir.clone())
         }

@@ -63,6 +63,9 @@ pub struct CassandraOptions {
     pub dynamic_snitch: bool,
     /// How long each node may take to answer CQL.
     pub start_timeout: Duration,
+    /// CPU niceness of the JVMs (0: as this process). Experiments lower the nodes' priority so
+    /// that on one shared machine the load generator keeps its schedule first, as for the store.
+    pub niceness: u8,
 }
 
 impl Default for CassandraOptions {
@@ -74,6 +77,7 @@ impl Default for CassandraOptions {
             cache: jars::default_cache(),
             dynamic_snitch: false,
             start_timeout: Duration::from_secs(180),
+            niceness: 0,
         }
     }
 }
@@ -111,7 +115,7 @@ impl LocalCassandra {
         for index in 0..opts.nodes {
             let started = Instant::now();
             let settings = config::NodeSettings { index, dynamic_snitch: opts.dynamic_snitch, num_tokens: 16 };
-            cluster.nodes.push(node::spawn(dir, &settings, opts.heap_mb, &lib)?);
+            cluster.nodes.push(node::spawn(dir, &settings, opts.heap_mb, opts.niceness, &lib)?);
             let last = cluster.nodes.last_mut().expect("just pushed");
             node::wait_ready(last, started + opts.start_timeout)?;
             eprintln!("cassandra node {index} answers on {} after {:.0?}", last.addr, started.elapsed());

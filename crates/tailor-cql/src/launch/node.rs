@@ -31,8 +31,9 @@ pub fn pid_path(dir: &Path, index: usize) -> PathBuf {
     dir.join(format!("node{index}.pid"))
 }
 
-/// Write node `s.index`'s files under `dir` and start its JVM (output to `home/stdout.log`).
-pub fn spawn(dir: &Path, s: &NodeSettings, heap_mb: u32, lib: &Path) -> Result<Node, LaunchError> {
+/// Write node `s.index`'s files under `dir` and start its JVM (output to `home/stdout.log`),
+/// under `nice -n niceness` when above 0 (which execs java: the pid stays the JVM's).
+pub fn spawn(dir: &Path, s: &NodeSettings, heap_mb: u32, niceness: u8, lib: &Path) -> Result<Node, LaunchError> {
     let home = home(dir, s.index);
     let addr = SocketAddr::new(config::node_ip(s.index), CQL_PORT);
     if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
@@ -49,7 +50,14 @@ pub fn spawn(dir: &Path, s: &NodeSettings, heap_mb: u32, lib: &Path) -> Result<N
     write("logback.xml", config::logback_xml(&home))?;
     let out = std::fs::File::create(home.join("stdout.log")).map_err(LaunchError::io("create stdout.log".into()))?;
     let err = out.try_clone().map_err(LaunchError::io("open stdout.log".into()))?;
-    let child = Command::new("java")
+    let mut cmd = if niceness > 0 {
+        let mut nice = Command::new("nice");
+        nice.arg("-n").arg(niceness.to_string()).arg("java");
+        nice
+    } else {
+        Command::new("java")
+    };
+    let child = cmd
         .args(config::jvm_args(s.index, heap_mb, &home, lib))
         .arg(config::MAIN_CLASS)
         .stdin(Stdio::null())

@@ -76,6 +76,9 @@ struct ExperimentArgs {
     /// Fact polling period of Tailor's policies in ms (0: none; c3 needs it).
     #[arg(long, default_value_t = 100)]
     poll_ms: u64,
+    /// CPU niceness of the JVMs, so the load generator keeps its schedule first on one machine.
+    #[arg(long, default_value_t = 5)]
+    niceness: u8,
     /// Cluster directory (default: a temporary one, removed at the end).
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -112,8 +115,13 @@ fn plan(e: &ExperimentArgs) -> Result<Plan> {
         duty: e.slow_duty,
         period: Duration::from_millis(e.slow_period_ms),
     });
-    let cluster =
-        CassandraOptions { nodes: e.nodes, heap_mb: e.heap_mb, cache: jars::default_cache(), ..Default::default() };
+    let cluster = CassandraOptions {
+        nodes: e.nodes,
+        heap_mb: e.heap_mb,
+        cache: jars::default_cache(),
+        niceness: e.niceness,
+        ..Default::default()
+    };
     let poll = (e.poll_ms > 0).then(|| Duration::from_millis(e.poll_ms));
     Ok(Plan { cluster, policies, bench, poll, slow })
 }
