@@ -11,9 +11,11 @@
 //! - One driver session; the bench's connections become request slots (one request each at a
 //!   time) over the driver's pooled connections.
 //! - After the run, each node's share of the reads comes from Cassandra's own counts
-//!   (`system_views.local_read_latency`), and the policy's forced picks are reported.
+//!   (`system_views.local_read_latency`), and the policy's forced picks are reported; during
+//!   it, the same counts sampled every `report.window_ms` give `per_server_load`.
 
 use crate::facts::{self, ReadTable};
+use crate::load_sampler::LoadSampler;
 use crate::policy::{PolicyConfig, TailorPolicy};
 use scylla::client::execution_profile::ExecutionProfile;
 use scylla::client::session::Session;
@@ -213,14 +215,24 @@ pub async fn run(cfg: &BenchConfig, opts: &CqlBench) -> Result<CqlOutput, BenchE
         _ => None,
     };
     let before = node_reads(&session, &table).await;
+    let window_ms = cfg.spec.report.window_ms;
+    let sampler = (cfg.spec.report.per_server_load && window_ms > 0.0).then(|| {
+        let nodes = cfg.nodes.iter().map(|a| a.ip()).collect();
+        LoadSampler::start(session.clone(), table.clone(), nodes, Duration::from_secs_f64(window_ms / 1000.0))
+    });
     let target = Arc::new(CqlTarget { session: session.clone(), read, write, label: opts.policy.label() });
     let outcome = tailor_bench::run_on(cfg, target).await;
     if let Some(p) = poller {
         p.abort();
     }
+    let per_server_load = sampler.map(LoadSampler::finish);
     let mut bench = outcome?;
     let after = node_reads(&session, &table).await;
     let run = &mut bench.results.runs[0];
+    if let Some(rows) = per_server_load {
+        run.per_server_load = rows;
+        run.window_ms = window_ms;
+    }
     record_shares(run, cfg, &before, &after);
     if let Some(p) = &tailor {
         let s = p.stats();

@@ -14,4 +14,5 @@ pub mod cli;
 pub mod experiment;
 pub mod facts;
 pub mod launch;
+pub mod load_sampler;
 pub mod policy;

@@ -161,4 +161,9 @@ async fn bench_c3(cluster: &LocalCassandra) {
     assert!(r.extra["policy_fact_polls"] >= 20.0, "facts reached c3 every 100 ms");
     let shares = r.extra["node0_read_share"] + r.extra["node1_read_share"];
     assert!((shares - 1.0).abs() < 0.01, "the nodes' shares add up: {shares}");
+    // the same counts sampled every 100 ms: one row per node, nearly every read in some window
+    assert_eq!(r.per_server_load.len(), 2, "one row per node");
+    let sampled: u64 = r.per_server_load.iter().flatten().map(|&n| u64::from(n)).sum();
+    assert!(sampled as f64 >= 0.8 * r.requests as f64, "{sampled} reads sampled, {} measured", r.requests);
+    assert_eq!(r.window_ms, 100.0);
 }
