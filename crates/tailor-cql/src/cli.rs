@@ -1,5 +1,6 @@
 //! `tailor cassandra up/down`: arguments and what they run.
 
+use crate::experiment::SlowNode;
 use crate::launch::{self, CassandraOptions, LaunchError, LocalCassandra};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -49,6 +50,15 @@ pub enum CassandraCommand {
         /// Seconds each node may take to answer CQL.
         #[arg(long, default_value_t = 180)]
         start_timeout_s: u64,
+        /// Slow this node down with a stop/continue duty cycle of its JVM (docs/cassandra.md).
+        #[arg(long)]
+        slow_node: Option<usize>,
+        /// Share of each period the slowed node's JVM is stopped.
+        #[arg(long, default_value_t = 0.5)]
+        slow_duty: f64,
+        /// Period of the duty cycle in ms.
+        #[arg(long, default_value_t = 100)]
+        slow_period_ms: u64,
     },
     /// Stop the nodes of a cluster directory started by `up --dir`.
     Down {
@@ -66,7 +76,18 @@ pub fn run(args: &CassandraArgs) -> Result<(), LaunchError> {
             println!("{}", lib.display());
             Ok(())
         }
-        CassandraCommand::Up { nodes, heap_mb, version, cache, dir, dynamic_snitch, start_timeout_s } => {
+        CassandraCommand::Up {
+            nodes,
+            heap_mb,
+            version,
+            cache,
+            dir,
+            dynamic_snitch,
+            start_timeout_s,
+            slow_node,
+            slow_duty,
+            slow_period_ms,
+        } => {
             let opts = CassandraOptions {
                 nodes: *nodes,
                 heap_mb: *heap_mb,
@@ -76,7 +97,12 @@ pub fn run(args: &CassandraArgs) -> Result<(), LaunchError> {
                 start_timeout: Duration::from_secs(*start_timeout_s),
                 niceness: 0,
             };
-            up(&opts, dir.clone())
+            let slow = slow_node.map(|index| SlowNode {
+                index,
+                duty: *slow_duty,
+                period: Duration::from_millis(*slow_period_ms),
+            });
+            up(&opts, dir.clone(), slow)
         }
         CassandraCommand::Down { dir } => {
             let n = launch::down(dir)?;
@@ -88,11 +114,18 @@ pub fn run(args: &CassandraArgs) -> Result<(), LaunchError> {
 
 /// Start the cluster, print its contact points, and keep it until Ctrl-C/SIGTERM or until every
 /// node has exited; a temporary directory is removed at the end whatever happened.
-fn up(opts: &CassandraOptions, dir: Option<PathBuf>) -> Result<(), LaunchError> {
+fn up(opts: &CassandraOptions, dir: Option<PathBuf>, slow: Option<SlowNode>) -> Result<(), LaunchError> {
     let temporary = dir.is_none();
     let dir = dir.unwrap_or_else(|| std::env::temp_dir().join(format!("tailor-cassandra-{}", std::process::id())));
     let stop = tailor_store::cluster::install_stop_flag();
-    let outcome = LocalCassandra::start(opts, &dir).map(|mut cluster| {
+    let started = LocalCassandra::start(opts, &dir).and_then(|cluster| {
+        let slowdown = slow.map(|s| cluster.slow(s.index, s.duty, s.period)).transpose()?;
+        if let Some(s) = slow {
+            eprintln!("node {} slowed: its JVM stopped {:.0} % of every {:?}", s.index, s.duty * 100.0, s.period);
+        }
+        Ok((cluster, slowdown))
+    });
+    let outcome = started.map(|(mut cluster, slowdown)| {
         eprintln!("Cassandra cluster of {} nodes in {} (stop with Ctrl-C)", opts.nodes, dir.display());
         for addr in cluster.contact_points() {
             println!("{addr}");
@@ -110,6 +143,7 @@ fn up(opts: &CassandraOptions, dir: Option<PathBuf>) -> Result<(), LaunchError> 
             }
             std::thread::sleep(Duration::from_millis(200));
         }
+        drop(slowdown);
         cluster.stop();
     });
     if temporary {

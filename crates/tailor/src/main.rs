@@ -36,7 +36,7 @@ enum Command {
     Node(tailor_store::cli::NodeArgs),
     /// Start or stop a loopback cluster of store nodes.
     Cluster(tailor_store::cli::ClusterArgs),
-    /// Fetch, start or stop a real Apache Cassandra cluster on loopback.
+    /// A real Apache Cassandra on loopback: fetch, start and stop it, and compare every policy on it.
     Cassandra(cmd::cassandra::CassandraArgs),
     /// Drive live nodes with a workload, open loop, and write results.
     Bench(cmd::bench::BenchArgs),
