@@ -94,6 +94,8 @@ struct InFlight {
     parked: bool,
     last_error: String,
     done: Done,
+    /// When the request reached this coordinator (its latency by outcome is counted from here).
+    started: std::time::Instant,
 }
 
 impl InFlight {
@@ -339,7 +341,7 @@ impl Coordinator {
     /// Request `f` was answered or failed: count a read's outcome.
     fn resolved(&self, f: &InFlight) {
         if f.write.is_none() {
-            self.metrics.decided(f.outcome());
+            self.metrics.decided(f.outcome(), f.started.elapsed().as_nanos() as u64);
         }
     }
 
@@ -509,6 +511,7 @@ impl Coordinator {
                 parked: false,
                 last_error: String::new(),
                 done,
+                started: std::time::Instant::now(),
             };
             let is_write = f.write.is_some();
             inner.in_flight.insert(id, f);

@@ -128,6 +128,12 @@ impl Histogram {
     /// Append the histogram's exposition as `name` with `labels`.
     fn render(&self, o: &mut String, name: &str, help: &str, labels: &str) {
         let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} histogram");
+        self.render_series(o, name, labels);
+    }
+
+    /// Append the buckets, sum and count as one series of family `name` (no HELP/TYPE lines:
+    /// a family with several label sets has them once).
+    fn render_series(&self, o: &mut String, name: &str, labels: &str) {
         let mut cum = 0;
         for (b, c) in self.bounds.iter().zip(&self.buckets) {
             cum += c.load(Ordering::Relaxed);
@@ -205,6 +211,8 @@ pub struct Metrics {
     pub write_latency: Histogram,
     /// Reads this node coordinated, by [`ReadOutcome`] (index = its place in `ALL`).
     pub read_decisions: [AtomicU64; 5],
+    /// Their latency, from reaching the coordinator core to being resolved, by the same index.
+    pub read_latency_by_outcome: [Histogram; 5],
 }
 
 impl Metrics {
@@ -224,10 +232,11 @@ impl Metrics {
         }
     }
 
-    /// Count one resolved read with outcome `o`.
-    pub fn decided(&self, o: ReadOutcome) {
+    /// Count one resolved read with outcome `o` that took `ns` at the coordinator.
+    pub fn decided(&self, o: ReadOutcome, ns: u64) {
         let i = ReadOutcome::ALL.iter().position(|&x| x == o).expect("every outcome is listed");
         self.read_decisions[i].fetch_add(1, Ordering::Relaxed);
+        self.read_latency_by_outcome[i].observe(ns);
     }
 
     /// Reads resolved with outcome `o` so far.
@@ -314,6 +323,13 @@ impl Metrics {
             let n = self.decisions(outcome);
             let _ = writeln!(o, "tailor_read_decisions_total{{{l},outcome=\"{}\"}} {n}", outcome.label());
         }
+        let name = "tailor_read_decision_latency_seconds";
+        let _ =
+            writeln!(o, "# HELP {name} Reads coordinated here, from the coordinator core to their result, by outcome.");
+        let _ = writeln!(o, "# TYPE {name} histogram");
+        for (outcome, h) in ReadOutcome::ALL.iter().zip(&self.read_latency_by_outcome) {
+            h.render_series(&mut o, name, &format!("{l},outcome=\"{}\"", outcome.label()));
+        }
         self.service.render(&mut o, "tailor_service_seconds", "Service time of requests executed here.", &l);
         self.read_latency.render(
             &mut o,
@@ -385,7 +401,7 @@ mod tests {
         m.selected(9);
         m.service(300_000);
         m.service(2_000_000);
-        m.decided(ReadOutcome::Parked);
+        m.decided(ReadOutcome::Parked, 30_000_000);
         let queue = Family::gauge("tailor_queue_length", "Waiting requests.", vec![("node=\"0\"".into(), 4.0)]);
         let rss = Family::gauge("process_resident_memory_bytes", "Resident memory.", vec![(String::new(), 9.0)]);
         let empty = Family::gauge("tailor_nothing", "Left out.", Vec::new());
@@ -403,6 +419,11 @@ mod tests {
         let l = "node=\"0\",selector=\"c3\",local=\"fcfs\"";
         assert!(text.contains(&format!("tailor_read_decisions_total{{{l},outcome=\"parked\"}} 1")), "{text}");
         assert!(text.contains(&format!("tailor_read_decisions_total{{{l},outcome=\"sent\"}} 0")), "{text}");
+        let name = "tailor_read_decision_latency_seconds";
+        assert_eq!(text.matches(&format!("# TYPE {name} histogram")).count(), 1, "one family header");
+        assert!(text.contains(&format!("{name}_bucket{{{l},outcome=\"parked\",le=\"0.05\"}} 1")), "{text}");
+        assert!(text.contains(&format!("{name}_bucket{{{l},outcome=\"parked\",le=\"0.025\"}} 0")), "{text}");
+        assert!(text.contains(&format!("{name}_count{{{l},outcome=\"sent\"}} 0")), "{text}");
     }
 
     #[test]

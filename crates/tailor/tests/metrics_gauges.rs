@@ -77,5 +77,9 @@ fn read_decisions_add_up_to_the_reads_a_client_sent() {
     assert_eq!(outcomes[3], 0.0, "reads at ONE go through the selector");
     assert!(outcomes[0] > 0.0, "most reads are sent at once: {outcomes:?}");
     assert_eq!(sample(&cl, 2, "tailor_read_latency_seconds_count", &[]), reads);
+    for (o, n) in ["sent", "parked", "retried", "fanout", "refused"].iter().zip(outcomes) {
+        let timed = sample(&cl, 2, "tailor_read_decision_latency_seconds_count", &[&format!("outcome=\"{o}\"")]);
+        assert_eq!(timed, n, "the latency of each {o} read is in its histogram");
+    }
     assert_eq!(cl.metric(0, "tailor_read_decisions_total", &[]), 0.0, "node 0 coordinated nothing");
 }
