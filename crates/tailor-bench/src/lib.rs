@@ -194,13 +194,17 @@ fn io(what: String) -> impl FnOnce(std::io::Error) -> BenchError {
 /// results. Only bad options, a bad spec or an unusable runtime return `Err`.
 pub fn run(cfg: &BenchConfig) -> Result<BenchOutput, BenchError> {
     check(cfg)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    let target = std::sync::Arc::new(target::RespTarget { nodes: cfg.nodes.clone() });
+    runtime(cfg)?.block_on(run_on(cfg, target))
+}
+
+/// The client's tokio runtime: `cfg.threads` workers, timers and I/O on.
+pub fn runtime(cfg: &BenchConfig) -> Result<tokio::runtime::Runtime, BenchError> {
+    tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cfg.threads.max(1))
         .enable_all()
         .build()
-        .map_err(io("start the tokio runtime".into()))?;
-    let target = std::sync::Arc::new(target::RespTarget { nodes: cfg.nodes.clone() });
-    runtime.block_on(run_on(cfg, target))
+        .map_err(io("start the tokio runtime".into()))
 }
 
 /// Run the bench against any [`target::Target`] from inside a tokio runtime; results are

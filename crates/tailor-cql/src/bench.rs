@@ -86,12 +86,6 @@ pub struct CqlBench {
     pub poll: Option<Duration>,
 }
 
-/// A Cassandra run's extra outcome.
-pub struct CqlOutput {
-    /// The bench's output (results, time series, load phase).
-    pub bench: BenchOutput,
-}
-
 struct CqlTarget {
     session: Arc<Session>,
     read: PreparedStatement,
@@ -195,17 +189,12 @@ async fn prepare(session: &Session, replication: usize) -> Result<(PreparedState
 }
 
 /// [`run`] on its own tokio runtime (`cfg.threads` workers); blocks until done.
-pub fn run_blocking(cfg: &BenchConfig, opts: &CqlBench) -> Result<CqlOutput, BenchError> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(cfg.threads.max(1))
-        .enable_all()
-        .build()
-        .map_err(|source| BenchError::Io { what: "start the tokio runtime".into(), source })?;
-    runtime.block_on(run(cfg, opts))
+pub fn run_blocking(cfg: &BenchConfig, opts: &CqlBench) -> Result<BenchOutput, BenchError> {
+    tailor_bench::runtime(cfg)?.block_on(run(cfg, opts))
 }
 
 /// Run one bench against the Cassandra cluster at `cfg.nodes` (CQL contact points).
-pub async fn run(cfg: &BenchConfig, opts: &CqlBench) -> Result<CqlOutput, BenchError> {
+pub async fn run(cfg: &BenchConfig, opts: &CqlBench) -> Result<BenchOutput, BenchError> {
     let (lb, tailor) = build_policy(&opts.policy, cfg, opts.poll.is_some())?;
     let session = Arc::new(connect(&cfg.nodes, lb).await?);
     let (read, write) = prepare(&session, cfg.spec.cluster.replication).await?;
@@ -239,7 +228,7 @@ pub async fn run(cfg: &BenchConfig, opts: &CqlBench) -> Result<CqlOutput, BenchE
         run.extra.insert("policy_forced_picks".into(), s.forced as f64);
         run.extra.insert("policy_fact_polls".into(), s.polls as f64);
     }
-    Ok(CqlOutput { bench })
+    Ok(bench)
 }
 
 /// Local reads of `table` per node address, from each node's own count.

@@ -1,21 +1,13 @@
-//! `tailor cassandra up/down`: arguments and what they run.
+//! `tailor cassandra fetch/up/down`: arguments and what they run.
 
 use crate::experiment::SlowNode;
 use crate::launch::{self, CassandraOptions, LaunchError, LocalCassandra};
-use clap::{Args, Subcommand};
+use clap::Subcommand;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-/// `tailor cassandra`: a real Apache Cassandra cluster on loopback.
-#[derive(Args, Debug, Clone)]
-pub struct CassandraArgs {
-    /// What to do.
-    #[command(subcommand)]
-    pub command: CassandraCommand,
-}
-
-/// The `tailor cassandra` sub-commands.
+/// The `tailor cassandra` sub-commands that manage a cluster (the CLI adds `experiment`).
 #[derive(Subcommand, Debug, Clone)]
 pub enum CassandraCommand {
     /// Fetch the Cassandra jars into the cache (once; `up` does it when needed).
@@ -69,8 +61,8 @@ pub enum CassandraCommand {
 }
 
 /// Run a `tailor cassandra` command.
-pub fn run(args: &CassandraArgs) -> Result<(), LaunchError> {
-    match &args.command {
+pub fn run(command: &CassandraCommand) -> Result<(), LaunchError> {
+    match command {
         CassandraCommand::Fetch { version, cache } => {
             let lib = launch::jars::ensure(&cache.clone().unwrap_or_else(launch::jars::default_cache), version)?;
             println!("{}", lib.display());
@@ -121,7 +113,7 @@ fn up(opts: &CassandraOptions, dir: Option<PathBuf>, slow: Option<SlowNode>) -> 
     let started = LocalCassandra::start(opts, &dir).and_then(|cluster| {
         let slowdown = slow.map(|s| cluster.slow(s.index, s.duty, s.period)).transpose()?;
         if let Some(s) = slow {
-            eprintln!("node {} slowed: its JVM stopped {:.0} % of every {:?}", s.index, s.duty * 100.0, s.period);
+            eprintln!("{s}");
         }
         Ok((cluster, slowdown))
     });

@@ -27,6 +27,12 @@ pub struct SlowNode {
     pub period: Duration,
 }
 
+impl std::fmt::Display for SlowNode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "node {} slowed: its JVM stopped {:.0} % of every {:?}", self.index, self.duty * 100.0, self.period)
+    }
+}
+
 /// An experiment's setup.
 pub struct Plan {
     /// The cluster.
@@ -74,7 +80,7 @@ pub fn run(plan: &Plan, dir: &Path, mut done: impl FnMut(&Policy, BenchOutput)) 
             let opts = CqlBench { policy: policy.clone(), poll: plan.poll };
             let out = bench::run_blocking(&cfg, &opts)?;
             loaded = true;
-            done(policy, out.bench);
+            done(policy, out);
         }
     }
     Ok(())

@@ -48,16 +48,7 @@ async fn local_reads(session: &Session) -> HashMap<Uuid, i64> {
     let mut out = HashMap::new();
     for (host, f) in facts::poll(session, &table).await {
         let _ = f.expect("facts of every node");
-        let mut s = scylla::statement::Statement::new(
-            "SELECT count FROM system_views.local_read_latency WHERE keyspace_name = 'smoke' AND table_name = 'kv'",
-        );
-        s.set_load_balancing_policy(Some(scylla::policies::load_balancing::SingleTargetLoadBalancingPolicy::new(
-            scylla::policies::load_balancing::NodeIdentifier::HostId(host),
-            None,
-        )));
-        let rows = session.query_unpaged(s, &[]).await.expect("read latency").into_rows_result().expect("rows");
-        let (count,): (i64,) = rows.maybe_first_row().expect("row").unwrap_or((0,));
-        out.insert(host, count);
+        out.insert(host, facts::read_count(session, host, &table).await.expect("read count"));
     }
     out
 }
@@ -153,7 +144,7 @@ async fn bench_c3(cluster: &LocalCassandra) {
         poll: Some(Duration::from_millis(100)),
     };
     let out = tailor_cql::bench::run(&cfg, &opts).await.expect("bench runs");
-    let r = out.bench.run();
+    let r = out.run();
     eprintln!("c3 bench: {} reads, p99 {:.2} ms, extra {:?}", r.requests, r.read_latency_ms.p99, r.extra);
     assert!(r.requests > 400, "{} reads measured", r.requests);
     assert_eq!((r.errors, r.extra["read_misses"]), (0, 0.0), "every loaded key is read back");

@@ -8,11 +8,17 @@ pub fn rss_bytes() -> Option<u64> {
     Some(pages * sysconf(libc::_SC_PAGESIZE)?)
 }
 
+/// The fields of `/proc/<pid>/stat` after the command name, from the state on (the name is in
+/// parentheses and may hold spaces, so fields are counted after it); `pid` is a number or `self`.
+pub fn stat_fields(pid: &str) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    Some(rest.split_whitespace().map(str::to_string).collect())
+}
+
 /// User plus system CPU time in seconds (`/proc/self/stat`'s `utime` and `stime`, in ticks).
 pub fn cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // the command name is in parentheses and may hold spaces: count fields after it
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let fields = stat_fields("self")?;
     let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
     // utime and stime are fields 14 and 15 of the line, 12th and 13th after the name
     let total = ticks(11)? + ticks(12)?;

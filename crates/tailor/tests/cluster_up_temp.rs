@@ -1,23 +1,17 @@
 //! `tailor cluster up` cleans up after Ctrl-C: the temporary directory it made goes, a user's
 //! `--dir` stays.
 
-use std::io::BufRead;
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// Start `cluster up` (one node) with `TMPDIR=tmp` and extra args, wait for its address, SIGINT
 /// it and wait for its exit.
 fn up_then_interrupt(tmp: &Path, extra: &[&str]) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tailor"))
-        .args(["cluster", "up", "--nodes", "1"])
-        .args(extra)
-        .env("TMPDIR", tmp)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    lines.next().expect("an address").unwrap();
+    let mut cmd = Command::new(common::exe());
+    cmd.args(["cluster", "up", "--nodes", "1"]).args(extra).env("TMPDIR", tmp).stderr(Stdio::null());
+    let mut child = common::cluster_up_started(cmd);
     // SAFETY: signalling a process this test started
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
     assert!(child.wait().unwrap().success());

@@ -1,22 +1,17 @@
 //! `--log-format json` writes one JSON object per log line, and `cluster up` hands the format to
 //! the nodes it starts; text logs written to a file carry no colour codes.
 
-use std::io::BufRead;
+mod common;
+
 use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// Run `tailor [format args] cluster up --nodes 1 --dir dir` until its node is up, then SIGTERM
 /// it; its stderr.
 fn cluster_up(dir: &Path, format: &[&str]) -> String {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tailor"))
-        .args(format)
-        .args(["cluster", "up", "--nodes", "1", "--dir", dir.to_str().unwrap()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    lines.next().expect("an address").unwrap();
+    let mut cmd = Command::new(common::exe());
+    cmd.args(format).args(["cluster", "up", "--nodes", "1", "--dir", dir.to_str().unwrap()]).stderr(Stdio::piped());
+    let child = common::cluster_up_started(cmd);
     // SAFETY: signalling a process this test started
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let out = child.wait_with_output().unwrap();

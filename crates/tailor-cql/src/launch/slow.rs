@@ -81,9 +81,8 @@ mod tests {
         let mut slow = Slowdown::start(pid, 0.5, Duration::from_millis(20)).expect("valid slowdown");
         std::thread::sleep(Duration::from_millis(100));
         slow.stop();
-        let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("stat");
-        let state = state.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
-        assert_ne!(state, Some('T'), "stopped for good: {state:?}");
+        let state = tailor_store::process::stat_fields(&pid.to_string()).expect("stat");
+        assert_ne!(state.first().map(String::as_str), Some("T"), "stopped for good: {state:?}");
         let _ = child.kill();
         let _ = child.wait();
     }

@@ -87,7 +87,7 @@ struct State {
     nodes: NodeIds,
     in_flight: InFlight,
     freshness: Freshness,
-    facts: NodeMap<Feedback>,
+    facts: NodeMap<Polled>,
     stats: PolicyStats,
     next_request: u64,
     picks_per_node: NodeMap<u64>,
@@ -169,7 +169,7 @@ impl TailorPolicy {
         st.stats.polls += 1;
         st.run_timer(now);
         st.selector.on_facts(now, &feedback);
-        *st.facts.get_or_insert_with(node, Feedback::default) = feedback;
+        *st.facts.get_or_insert_with(node, Polled::default) = Polled { feedback, shown: false };
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -209,22 +209,18 @@ impl State {
     /// fresh only the first time they are shown and only for a success (a failure is reported
     /// with empty facts, as the coordinator core reports failures).
     fn response(&mut self, node: NodeId, sent_at: Nanos, ok: bool) -> Response {
-        let facts = self.facts.get_mut(node).filter(|_| ok);
-        let fresh = facts.as_ref().is_some_and(|f| f.timestamp != SHOWN);
-        let feedback = match facts {
-            Some(f) => {
-                let shown = f.clone();
-                f.timestamp = SHOWN;
-                shown
-            }
-            None => Feedback { from: node, ..Feedback::default() },
+        let (feedback, fresh) = match self.facts.get_mut(node).filter(|_| ok) {
+            Some(p) => (p.feedback.clone(), !std::mem::replace(&mut p.shown, true)),
+            None => (Feedback { from: node, ..Feedback::default() }, false),
         };
         Response { request: 0, replica: node, sent_at, large: false, feedback, fresh }
     }
 
     /// Choose among `replicas` (node ids); `None` when there are none.
     fn choose(&mut self, now: Nanos, key: u64, replicas: &[NodeId]) -> Option<NodeId> {
-        let first = *replicas.first()?;
+        if replicas.is_empty() {
+            return None;
+        }
         self.run_timer(now);
         self.next_request += 1;
         let view = RequestView {
@@ -240,7 +236,7 @@ impl State {
             Decision::Send { replica, .. } => panic!("selector chose {replica}, not among the replicas {replicas:?}"),
             Decision::Wait { .. } => {
                 self.stats.forced += 1;
-                replicas.iter().copied().min_by_key(|&r| self.in_flight.count(r)).unwrap_or(first)
+                replicas.iter().copied().min_by_key(|&r| self.in_flight.count(r)).expect("replicas is not empty")
             }
         };
         self.selector.on_sent(now, &view, chosen);
@@ -251,8 +247,12 @@ impl State {
     }
 }
 
-/// Marks facts already shown on a response (no poll happens at time `Nanos::MAX`).
-const SHOWN: Nanos = Nanos::MAX;
+/// A node's newest polled facts, and whether a response has carried them yet.
+#[derive(Default)]
+struct Polled {
+    feedback: Feedback,
+    shown: bool,
+}
 
 impl std::fmt::Debug for TailorPolicy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

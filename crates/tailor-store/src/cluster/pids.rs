@@ -6,6 +6,7 @@
 
 use super::{io, spawn_node, wait_listening, ClusterError, Lifetime};
 use crate::config::NodeConfig;
+use crate::process::stat_fields;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -94,14 +95,7 @@ pub fn stop_pids_within(pids: &[i32], grace: Duration) {
 
 /// Whether `pid` has exited and waits for its parent (another process: `cluster up`) to reap it.
 fn is_zombie(pid: i32) -> bool {
-    stat_fields(pid).is_some_and(|f| f.first().is_some_and(|s| s == "Z"))
-}
-
-/// The fields of `/proc/<pid>/stat` after the command name (state, parent pid, ...).
-fn stat_fields(pid: i32) -> Option<Vec<String>> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let (_, rest) = stat.rsplit_once(')')?;
-    Some(rest.split_whitespace().take(2).map(str::to_string).collect())
+    stat_fields(&pid.to_string()).is_some_and(|f| f.first().is_some_and(|s| s == "Z"))
 }
 
 /// Pids of this process's children (a process still starting its cluster holds nodes that are
@@ -110,7 +104,7 @@ pub fn children() -> Vec<i32> {
     let me = std::process::id().to_string();
     let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| stat_fields(pid).is_some_and(|f| f.get(1).is_some_and(|p| *p == me)))
+        .filter(|&pid| stat_fields(&pid.to_string()).is_some_and(|f| f.get(1).is_some_and(|p| *p == me)))
         .collect()
 }
 

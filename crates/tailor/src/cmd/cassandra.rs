@@ -90,7 +90,7 @@ struct ExperimentArgs {
 /// Run a `tailor cassandra` command.
 pub fn run(args: CassandraArgs) -> Result<()> {
     match args.command {
-        Command::Cluster(c) => Ok(tailor_cql::cli::run(&tailor_cql::cli::CassandraArgs { command: c })?),
+        Command::Cluster(c) => Ok(tailor_cql::cli::run(&c)?),
         Command::Experiment(e) => experiment(e),
     }
 }
@@ -135,7 +135,7 @@ fn experiment(e: ExperimentArgs) -> Result<()> {
         .clone()
         .unwrap_or_else(|| std::env::temp_dir().join(format!("tailor-cassandra-exp-{}", std::process::id())));
     if let Some(s) = plan.slow {
-        eprintln!("node {} slowed: its JVM stopped {:.0} % of every {:?}", s.index, s.duty * 100.0, s.period);
+        eprintln!("{s}");
     }
     let mut runs: Vec<RunResult> = Vec::new();
     let outcome = tailor_cql::experiment::run(&plan, &dir, |policy, bench| {

@@ -166,3 +166,16 @@ pub fn replica_value(cl: &TestCluster, i: usize, key: &str) -> Option<Vec<u8>> {
         other => panic!("node {i} answered a read with {other:?}"),
     }
 }
+
+/// Spawn `cmd` (a `tailor ... cluster up` of one node) with stdout piped and return it once it
+/// has printed its node's address; its stdout stays open, so it can go on writing.
+pub fn cluster_up_started(mut cmd: std::process::Command) -> Child {
+    use std::io::BufRead;
+    let mut child = cmd.stdout(std::process::Stdio::piped()).spawn().expect("start tailor cluster up");
+    let mut out = std::io::BufReader::new(child.stdout.take().expect("stdout is piped"));
+    let mut address = String::new();
+    out.read_line(&mut address).expect("read cluster up's output");
+    assert!(!address.trim().is_empty(), "cluster up printed no address");
+    child.stdout = Some(out.into_inner());
+    child
+}
