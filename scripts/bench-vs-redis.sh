@@ -19,6 +19,7 @@
 #   SELECTORS="lor c3"            selectors to run
 #   PIPELINES="1 16"              -P values to run
 #   DURABILITIES="sync buffer"    Tailor durabilities to run (Redis config follows)
+#   REPEAT=3                      interleaved Tailor/Redis pairs per case; the table shows medians
 #   CLUSTER=1                     also run the 3-node line (0: skip)
 set -euo pipefail
 
@@ -31,6 +32,7 @@ SELECTORS=${SELECTORS:-"lor c3"}
 PIPELINES=${PIPELINES:-"1 16"}
 DURABILITIES=${DURABILITIES:-"sync buffer"}
 CLUSTER=${CLUSTER:-1}
+REPEAT=${REPEAT:-3}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 need_apt=()
@@ -160,28 +162,37 @@ field() { # field OUTPUT TEST COLUMN(2=rps,3=p50,4=p99)
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0) printf "%.2f", a / b; else print "-" }'; }
 
 ROWS=()
-# Run -P $3 against Tailor (port T_PORT) then Redis (R_PORT); add rows labelled $1 (Tailor) /
-# $2 (Redis).
+# Median of the numbers given as arguments.
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+# Run -P $3 against Tailor (port T_PORT) then Redis (R_PORT), REPEAT times interleaved; add rows
+# labelled $1 (Tailor) / $2 (Redis) with the median of every figure.
 compare() {
-    local label=$1 rlabel=$2 p=$3 t_out r_out t
+    local label=$1 rlabel=$2 p=$3 i t_outs=() r_outs=() t
     echo "  $label vs $rlabel, -P $p" >&2
-    t_out=$(bench "$T_PORT" "$p")
-    r_out=$(bench "$R_PORT" "$p")
-    if [ -z "$t_out" ] || [ -z "$r_out" ]; then
-        echo "could not parse redis-benchmark output:" >&2
-        cat "$WORK"/bench-*.csv >&2
-        exit 1
-    fi
+    for ((i = 0; i < REPEAT; i++)); do
+        t_outs+=("$(bench "$T_PORT" "$p")")
+        r_outs+=("$(bench "$R_PORT" "$p")")
+        if [ -z "${t_outs[$i]}" ] || [ -z "${r_outs[$i]}" ]; then
+            echo "could not parse redis-benchmark output:" >&2
+            cat "$WORK"/bench-*.csv >&2
+            exit 1
+        fi
+    done
     for t in SET GET; do
-        local tr tp50 tp99 rr rp50 rp99
-        tr=$(field "$t_out" "$t" 2) tp50=$(field "$t_out" "$t" 3) tp99=$(field "$t_out" "$t" 4)
-        rr=$(field "$r_out" "$t" 2) rp50=$(field "$r_out" "$t" 3) rp99=$(field "$r_out" "$t" 4)
-        ROWS+=("$(printf '%-22s %-18s %-3s %3s %10s %10s %6s %7s %7s %7s %7s' "$label" "$rlabel" "$t" "$p" \
-            "$tr" "$rr" "$(ratio "$tr" "$rr")" "$tp50" "$rp50" "$tp99" "$rp99")")
+        local c cols=()
+        for c in 2 3 4; do
+            local tv=() rv=() o
+            for o in "${t_outs[@]}"; do tv+=("$(field "$o" "$t" "$c")"); done
+            for o in "${r_outs[@]}"; do rv+=("$(field "$o" "$t" "$c")"); done
+            cols+=("$(median "${tv[@]}")" "$(median "${rv[@]}")")
+        done
+        ROWS+=("$(printf '%-22s %-18s %-3s %3s %10.0f %10.0f %6s %7.3f %7.3f %7.3f %7.3f' "$label" "$rlabel" "$t" "$p" \
+            "${cols[0]}" "${cols[1]}" "$(ratio "${cols[0]}" "${cols[1]}")" "${cols[2]}" "${cols[3]}" "${cols[4]}" "${cols[5]}")")
     done
 }
 
-echo "redis-benchmark -t set,get -n $N -c $C -d $D -r $R; tailor $WORKERS workers" >&2
+echo "redis-benchmark -t set,get -n $N -c $C -d $D -r $R; tailor $WORKERS workers; medians of $REPEAT runs" >&2
 for dur in $DURABILITIES; do
     case $dur in
         sync) aof=everysec rlabel="redis aof everysec" ;;

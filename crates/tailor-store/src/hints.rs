@@ -205,7 +205,8 @@ impl Hints {
         batch: Vec<([u8; 12], Hint)>,
     ) -> Result<bool, StorageError> {
         for (id, hint) in batch {
-            let work = Work::Write { key: hint.key.clone(), version: hint.version, value: hint.value.clone() };
+            let work =
+                Work::Write { key: hint.key.clone(), version: hint.version, value: hint.value.clone().map(Arc::new) };
             match transport.exchange(target, work, crate::repair::side_send(target)).await {
                 Ok((Outcome::Written(_), _)) => self.remove(target, &id, &hint)?,
                 _ => return Ok(false),

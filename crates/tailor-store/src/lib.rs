@@ -43,6 +43,7 @@ pub mod replica;
 pub mod resp;
 pub mod scrape;
 pub mod session;
+pub mod size_cache;
 pub mod storage;
 pub mod tls;
 pub mod transport;

@@ -73,7 +73,7 @@ async fn run(node: Arc<Node>, sock: TcpStream, max_frame: u64, _slot: OwnedSemap
             }
             Message::Read { id, key, tags, age } => request(&node, &tx, id, Work::Read { key }, tags, age, receiver),
             Message::Write { id, key, version, value } => {
-                let work = Work::Write { key, version, value };
+                let work = Work::Write { key, version, value: value.map(Arc::new) };
                 request(&node, &tx, id, work, Tags::default(), 0, receiver)
             }
             m @ (Message::TreeRequest { .. } | Message::KeysRequest { .. }) => {

@@ -47,7 +47,8 @@ pub fn is_side_send(s: &Send) -> bool {
 /// Write `newest` of `key` back to each of `stale`, concurrently; returns how many acknowledged.
 pub async fn write_back(transport: &dyn Transport, key: &[u8], newest: &Versioned, stale: &[NodeId]) -> usize {
     let copies = stale.iter().map(|&r| {
-        let work = Work::Write { key: key.to_vec(), version: newest.version, value: newest.value.clone() };
+        let work =
+            Work::Write { key: key.to_vec(), version: newest.version, value: newest.value.clone().map(Arc::new) };
         transport.exchange(r, work, side_send(r))
     });
     let mut acked = 0;

@@ -16,6 +16,7 @@
 
 use crate::emulation::Emulation;
 use crate::metrics::Metrics;
+use crate::size_cache::SizeCache;
 use crate::storage::{Applied, Storage, Versioned};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
@@ -50,8 +51,8 @@ pub enum Work {
         key: Vec<u8>,
         /// Last-writer-wins version.
         version: u64,
-        /// Value or `None`.
-        value: Option<Vec<u8>>,
+        /// Value or `None`; shared with the coordinator (and its other copies), not copied.
+        value: Option<Arc<Vec<u8>>>,
     },
 }
 
@@ -129,6 +130,8 @@ pub struct Replica {
     spawned: Mutex<usize>,
     shutdown: AtomicBool,
     storage: Arc<Storage>,
+    /// Value sizes of the keys this replica read or wrote (a read's size without a lookup).
+    sizes: SizeCache,
     emulation: Arc<Emulation>,
     metrics: Arc<Metrics>,
     bloom: Option<Mutex<BloomState>>,
@@ -179,6 +182,7 @@ impl Replica {
             spawned: Mutex::new(0),
             shutdown: AtomicBool::new(false),
             storage,
+            sizes: SizeCache::default(),
             emulation,
             metrics,
             bloom: bloom.map(|index| Mutex::new(BloomState { index, during_scan: None, target: 0, last_rebuild: 0 })),
@@ -444,7 +448,8 @@ impl Replica {
         let (tx, rx) = oneshot::channel();
         let (size, key_hash) = match &work {
             Work::Read { key } => {
-                (self.storage.size_of(key).ok().flatten().map_or(0, |(s, _)| s), crate::key_hash(key))
+                let h = crate::key_hash(key);
+                (self.sizes.get(h).unwrap_or_else(|| self.stored_size(key, h)), h)
             }
             Work::Write { key, value, .. } => (value.as_ref().map_or(0, |v| v.len() as u64), crate::key_hash(key)),
         };
@@ -481,6 +486,13 @@ impl Replica {
         rx
     }
 
+    /// The size of `key`'s value from storage's metadata (0 if absent), remembered.
+    fn stored_size(&self, key: &[u8], key_hash: u64) -> u64 {
+        let size = self.storage.size_of(key).ok().flatten().map_or(0, |(s, _)| s);
+        self.sizes.put(key_hash, size);
+        size
+    }
+
     /// The next job the core lets this worker run; `None` at shutdown.
     fn next_job(&self) -> Option<(JobMeta, Job)> {
         let mut s = self.lock();
@@ -513,13 +525,19 @@ impl Replica {
         let is_write = matches!(work, Work::Write { .. });
         let mut committed = false;
         let outcome = match work {
-            Work::Read { key } => self.storage.get(&key).map(Outcome::Read),
-            Work::Write { key, version, value } => self.storage.apply(&key, version, value.as_deref()).map(|a| {
-                committed = a == Applied::Committed;
-                Outcome::Written(a != Applied::Stale)
+            Work::Read { key } => self.storage.get(&key).map(|v| {
+                self.sizes.put(key_hash, v.value.as_ref().map_or(0, |v| v.len() as u64));
+                Outcome::Read(v)
             }),
+            Work::Write { key, version, value } => {
+                self.storage.apply(&key, version, value.as_deref().map(Vec::as_slice)).map(|a| {
+                    committed = a == Applied::Committed;
+                    Outcome::Written(a != Applied::Stale)
+                })
+            }
         };
         if is_write && matches!(outcome, Ok(Outcome::Written(true))) {
+            self.sizes.put(key_hash, size);
             // before the reply's facts are filled, so the ack carries this key's new bits
             self.record_write(key_hash, size);
         }
@@ -638,7 +656,7 @@ mod tests {
     }
 
     fn write(r: &Replica, key: &[u8], version: u64, len: usize, to: Option<NodeId>) -> Done {
-        let w = Work::Write { key: key.to_vec(), version, value: Some(vec![7; len]) };
+        let w = Work::Write { key: key.to_vec(), version, value: Some(Arc::new(vec![7; len])) };
         r.submit(w, Tags::default(), 0, to).blocking_recv().unwrap()
     }
 
@@ -724,7 +742,7 @@ mod tests {
     fn executes_writes_then_reads_with_feedback() {
         let (_d, r) = replica("fcfs", 2);
         let w = r.submit(
-            Work::Write { key: b"a".to_vec(), version: 1, value: Some(vec![1; 200]) },
+            Work::Write { key: b"a".to_vec(), version: 1, value: Some(Arc::new(vec![1; 200])) },
             Tags::default(),
             0,
             None,
@@ -795,7 +813,7 @@ mod tests {
             let rxs: Vec<_> = (0..20u64)
                 .map(|i| {
                     r.submit(
-                        Work::Write { key: vec![i as u8], version: 1, value: Some(vec![0; i as usize * 10]) },
+                        Work::Write { key: vec![i as u8], version: 1, value: Some(Arc::new(vec![0; i as usize * 10])) },
                         Tags::default(),
                         0,
                         None,

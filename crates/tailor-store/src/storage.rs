@@ -188,10 +188,23 @@ fn now_us() -> u64 {
 }
 
 impl Storage {
-    /// Open (or create) the database under `dir`.
+    /// Open (or create) the database under `dir`, with the engine's default block cache.
     pub fn open(dir: &Path, durability: Durability) -> Result<Storage, StorageError> {
+        Storage::open_with_cache(dir, durability, None)
+    }
+
+    /// Open (or create) the database under `dir`, with a block cache of `cache_bytes` if set.
+    pub fn open_with_cache(
+        dir: &Path,
+        durability: Durability,
+        cache_bytes: Option<u64>,
+    ) -> Result<Storage, StorageError> {
         // Manual persistence: the replica decides when the journal reaches the disk (before the ack).
-        let db = Database::builder(dir).manual_journal_persist(true).open()?;
+        let mut builder = Database::builder(dir).manual_journal_persist(true);
+        if let Some(bytes) = cache_bytes {
+            builder = builder.cache_size(bytes);
+        }
+        let db = builder.open()?;
         let data = db.keyspace("data", || {
             KeyspaceCreateOptions::default()
                 .with_kv_separation(Some(KvSeparationOptions::default().separation_threshold(4096)))
@@ -298,10 +311,8 @@ impl Storage {
         let meta = meta_record(version, value);
         match value {
             Some(v) if !expired => {
-                let mut rec = Vec::with_capacity(8 + v.len());
-                rec.extend_from_slice(&version.to_le_bytes());
-                rec.extend_from_slice(v);
-                batch.insert(&self.data, key, rec);
+                // the record built once, in the engine's own buffer (a Vec would be copied again)
+                batch.insert(&self.data, key, byteview::ByteView::fused(&version.to_le_bytes(), v));
             }
             _ => {
                 batch.remove(&self.data, key);

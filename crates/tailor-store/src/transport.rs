@@ -108,7 +108,9 @@ impl Network {
         let id = self.ids.fetch_add(1, Ordering::Relaxed);
         let msg = match work {
             Work::Read { key } => Message::Read { id, key, tags: s.tags, age: s.age },
-            Work::Write { key, version, value } => Message::Write { id, key, version, value },
+            Work::Write { key, version, value } => {
+                Message::Write { id, key, version, value: value.map(Arc::unwrap_or_clone) }
+            }
         };
         match peer.call(msg, self.timeout).await {
             Ok(Message::ReadReply { version, value, feedback, .. }) => {

@@ -129,7 +129,7 @@ fn finish(world: &Shared, node: NodeId, id: u64, service: Nanos, job: Job) {
             let current = r.data.entry(key).or_default();
             let newer = version > current.version;
             if newer {
-                *current = Versioned { version, value };
+                *current = Versioned { version, value: value.map(Arc::unwrap_or_clone) };
             }
             Outcome::Written(newer)
         }
