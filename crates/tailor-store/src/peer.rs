@@ -19,7 +19,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tailor_core::facts::Feedback;
 use tailor_core::model::NodeId;
-use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 
@@ -122,18 +121,14 @@ impl Peer {
         let _ = stream.set_nodelay(true);
         // logged once per connection: failed attempts (a peer down) are the failure detector's
         tracing::info!(peer = self.id, addr = %self.addr, "connected to peer");
-        let (mut rd, mut wr) = stream.into_split();
-        let (tx, mut rx) = mpsc::channel::<Vec<u8>>(1024);
+        let (mut rd, wr) = stream.into_split();
+        let (tx, rx) = mpsc::channel::<Vec<u8>>(1024);
         // queued before anything else can be: the first frame the peer reads
         let _ = tx.try_send(self.seal.encode(&Message::Hello { id: 0, from: self.local }));
         let alive = Arc::new(AtomicBool::new(true));
         let a = alive.clone();
         tokio::spawn(async move {
-            while let Some(frame) = rx.recv().await {
-                if wr.write_all(&frame).await.is_err() {
-                    break;
-                }
-            }
+            crate::internode::writer::write_frames(rx, wr).await;
             a.store(false, Ordering::Relaxed);
         });
         let a = alive.clone();

@@ -19,7 +19,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 use tailor_core::model::Tags;
-use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
@@ -44,17 +43,11 @@ enum Stop {
 }
 
 async fn run(node: Arc<Node>, sock: TcpStream, max_frame: u64, _slot: OwnedSemaphorePermit) {
-    let (mut rd, mut wr) = sock.into_split();
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(1024);
+    let (mut rd, wr) = sock.into_split();
+    let (tx, rx) = mpsc::channel::<Vec<u8>>(1024);
     // the coordinator on the other end, once its hello arrived (its Bloom delta cursor)
     let mut receiver: Option<u32> = None;
-    let writer = tokio::spawn(async move {
-        while let Some(frame) = rx.recv().await {
-            if wr.write_all(&frame).await.is_err() {
-                break;
-            }
-        }
-    });
+    let writer = tokio::spawn(crate::internode::writer::write_frames(rx, wr));
     let mut lease = node.budget.lease();
     let stop = loop {
         let msg = match next_message(&node, &mut rd, max_frame, &mut lease).await {

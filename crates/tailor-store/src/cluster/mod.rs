@@ -84,6 +84,18 @@ pub fn start_nodes(
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+    // A node checked early may have marked a later one down (its heartbeats missed while that
+    // one was still starting) after its own check passed: ready only once every node sees every
+    // peer up at the same time.
+    let every_node_sees_peers =
+        || cfgs.iter().all(|c| c.metrics_addr.is_none_or(|m| ready::sees_peers_up(m, cfgs.len() - 1)));
+    while !every_node_sees_peers() {
+        if Instant::now() > deadline {
+            stop_children(&mut children);
+            return Err(ClusterError::StartTimeout(cfgs[0].id, wait));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     Ok(children)
 }
 

@@ -4,6 +4,7 @@
 pub mod codec;
 pub mod message;
 pub mod seal;
+pub mod writer;
 
 pub use codec::{decode, encode, finish_frame, read_frame, wait_frame, DecodeError, VERSION};
 pub use message::Message;
