@@ -33,6 +33,9 @@ pub struct Pool {
     rifs: Vec<u32>,
     /// Each replica's position in `probes` ([`ABSENT`]: none).
     index: NodeMap<u32>,
+    /// At most the oldest probe's arrival time: while it is fresh, so is every probe, and the
+    /// pass over the pool that ageing needs is skipped (most queries find nothing aged out).
+    oldest: Nanos,
 }
 
 impl Pool {
@@ -66,6 +69,30 @@ impl Pool {
         self.rifs.insert(at, rif);
     }
 
+    /// Change one of the sorted `rifs` from `old` to `new` in place, shifting only the values
+    /// between them (a probe's RIF mostly moves by one, a use: no shift at all).
+    fn change_rif(&mut self, old: u32, new: u32) {
+        let rifs = &mut self.rifs;
+        let mut i;
+        if new >= old {
+            // the last `old`, moved up past the values below `new`
+            i = rifs.partition_point(|&r| r <= old) - 1;
+            while i + 1 < rifs.len() && rifs[i + 1] < new {
+                rifs[i] = rifs[i + 1];
+                i += 1;
+            }
+        } else {
+            // the first `old`, moved down past the values above `new`
+            i = rifs.partition_point(|&r| r < old);
+            while i > 0 && rifs[i - 1] > new {
+                rifs[i] = rifs[i - 1];
+                i -= 1;
+            }
+        }
+        debug_assert!(i < rifs.len(), "a held probe's rif is in the sorted list");
+        rifs[i] = new;
+    }
+
     fn remove_rif(rifs: &mut Vec<u32>, rif: u32) {
         let at = rifs.binary_search(&rif).expect("a held probe's rif is in the sorted list");
         rifs.remove(at);
@@ -76,14 +103,15 @@ impl Pool {
         assert!(self.find(probe.replica).is_none(), "one probe per replica");
         self.add_rif(probe.rif);
         self.place(probe.replica, self.probes.len() as u32);
+        self.oldest = self.oldest.min(probe.at);
         self.probes.push(probe);
     }
 
     /// Put `probe` in place of the `i`-th, a probe of the same replica.
     pub fn replace(&mut self, i: usize, probe: Probe) {
         assert_eq!(self.probes[i].replica, probe.replica, "a probe replaces its replica's");
-        Self::remove_rif(&mut self.rifs, self.probes[i].rif);
-        self.add_rif(probe.rif);
+        self.change_rif(self.probes[i].rif, probe.rif);
+        self.oldest = self.oldest.min(probe.at);
         self.probes[i] = probe;
     }
 
@@ -100,29 +128,35 @@ impl Pool {
 
     /// Drop the probes older than `max_age` at `now`, keeping the others' order.
     pub fn retain_fresh(&mut self, now: Nanos, max_age: Nanos) {
-        if self.probes.iter().all(|p| now.saturating_sub(p.at) <= max_age) {
+        let fresh = |at: Nanos| now.saturating_sub(at) <= max_age;
+        if fresh(self.oldest) {
             return;
         }
-        let (rifs, index) = (&mut self.rifs, &mut self.index);
-        self.probes.retain(|p| {
-            let fresh = now.saturating_sub(p.at) <= max_age;
-            if !fresh {
-                Self::remove_rif(rifs, p.rif);
-                *index.get_mut(p.replica).expect("a held probe is indexed") = ABSENT;
+        // compacted in place: only the probes after the first aged one move and are re-indexed
+        let (mut kept, mut oldest) = (0, now);
+        for i in 0..self.probes.len() {
+            let p = self.probes[i];
+            if !fresh(p.at) {
+                Self::remove_rif(&mut self.rifs, p.rif);
+                self.place(p.replica, ABSENT);
+                continue;
             }
-            fresh
-        });
-        for (i, p) in self.probes.iter().enumerate() {
-            *self.index.get_mut(p.replica).expect("a held probe is indexed") = i as u32;
+            if kept != i {
+                self.probes[kept] = p;
+                self.place(p.replica, kept as u32);
+            }
+            oldest = oldest.min(p.at);
+            kept += 1;
         }
+        self.probes.truncate(kept);
+        self.oldest = oldest;
     }
 
     /// The `i`-th routed one more query: one more use, one more request in flight.
     pub fn used(&mut self, i: usize) -> Probe {
         let old = self.probes[i];
-        Self::remove_rif(&mut self.rifs, old.rif);
         let p = Probe { uses: old.uses + 1, rif: old.rif + 1, ..old };
-        self.add_rif(p.rif);
+        self.change_rif(old.rif, p.rif);
         self.probes[i] = p;
         p
     }
