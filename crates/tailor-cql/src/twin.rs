@@ -30,17 +30,18 @@ pub struct Calibration {
 
 impl Calibration {
     /// From a finished run: the mean of `extra.node<i>_local_read_p50_ms` over the nodes other
-    /// than `slowed`, and the run's median read latency. `None` when no node reported one.
+    /// than `slowed`, and the run's median read latency. When no node reported a local time
+    /// (Cassandra's table may show 0), the driver's median stands for the service time and the
+    /// network delay is 0. `None` when the run measured no read.
     pub fn from_run(run: &RunResult, nodes: usize, slowed: Option<usize>) -> Option<Calibration> {
         let p50s: Vec<f64> = (0..nodes)
             .filter(|&i| Some(i) != slowed)
             .filter_map(|i| run.extra.get(&format!("node{i}_local_read_p50_ms")).copied())
             .filter(|&v| v > 0.0)
             .collect();
-        (!p50s.is_empty()).then(|| Calibration {
-            service_p50_ms: p50s.iter().sum::<f64>() / p50s.len() as f64,
-            client_p50_ms: run.read_latency_ms.p50,
-        })
+        let client_p50_ms = run.read_latency_ms.p50;
+        let service_p50_ms = if p50s.is_empty() { client_p50_ms } else { p50s.iter().sum::<f64>() / p50s.len() as f64 };
+        (service_p50_ms > 0.0).then_some(Calibration { service_p50_ms, client_p50_ms })
     }
 
     /// Mean of the exponential service time whose median is the measured one.
@@ -174,6 +175,10 @@ mod tests {
         assert_eq!(cal.service_p50_ms, 0.4);
         assert!((cal.network_delay_ms() - 0.4).abs() < 1e-9);
         assert!(Calibration::from_run(&RunResult::default(), 3, None).is_none());
+        let mut only_driver = RunResult::default();
+        only_driver.read_latency_ms.p50 = 1.5;
+        let cal = Calibration::from_run(&only_driver, 3, Some(2)).unwrap();
+        assert_eq!((cal.service_p50_ms, cal.network_delay_ms()), (1.5, 0.0));
     }
 
     #[test]

@@ -182,7 +182,7 @@ fn experiment(e: ExperimentArgs) -> Result<()> {
 fn simulate_twin(plan: &Plan, runs: &[RunResult]) -> Result<Option<Results>> {
     let slowed = plan.slow.map(|s| s.index);
     let Some(cal) = runs.first().and_then(|r| Calibration::from_run(r, plan.cluster.nodes, slowed)) else {
-        eprintln!("no simulator twin: the first run reported no local read latency to calibrate it with");
+        eprintln!("no simulator twin: the first run measured no read latency to calibrate it with");
         return Ok(None);
     };
     let spec = twin::sim_spec(plan, &cal)?;
