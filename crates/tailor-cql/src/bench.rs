@@ -14,7 +14,7 @@
 //!   (`system_views.local_read_latency`), and the policy's forced picks are reported; during
 //!   it, the same counts sampled every `report.window_ms` give `per_server_load`.
 
-use crate::facts::{self, ReadTable};
+use crate::facts::{self, LocalReads, ReadTable};
 use crate::load_sampler::LoadSampler;
 use crate::policy::{PolicyConfig, TailorPolicy};
 use scylla::client::execution_profile::ExecutionProfile;
@@ -231,13 +231,13 @@ pub async fn run(cfg: &BenchConfig, opts: &CqlBench) -> Result<BenchOutput, Benc
     Ok(bench)
 }
 
-/// Local reads of `table` per node address, from each node's own count.
-async fn node_reads(session: &Session, table: &ReadTable) -> Vec<(std::net::IpAddr, i64)> {
+/// Local reads of `table` per node address, from each node's own figures.
+async fn node_reads(session: &Session, table: &ReadTable) -> Vec<(std::net::IpAddr, LocalReads)> {
     let nodes: Vec<_> =
         session.get_cluster_state().get_nodes_info().iter().map(|n| (n.host_id, n.address.ip())).collect();
     let mut out = Vec::with_capacity(nodes.len());
     for (host, ip) in nodes {
-        if let Ok(n) = facts::read_count(session, host, table).await {
+        if let Ok(n) = facts::local_reads(session, host, table).await {
             out.push((ip, n));
         }
     }
@@ -245,21 +245,23 @@ async fn node_reads(session: &Session, table: &ReadTable) -> Vec<(std::net::IpAd
 }
 
 /// `extra.node<i>_read_share`: the share of the run's local reads node `i` (in `--nodes` order)
-/// served, from Cassandra's counts before and after (load phase and warm-up included).
+/// served, from Cassandra's counts before and after (load phase and warm-up included); and
+/// `extra.node<i>_local_read_p50_ms`, its median local read time after the run (what the
+/// simulator's twin is calibrated with, `crate::twin`).
 fn record_shares(
     run: &mut tailor_core::results::RunResult,
     cfg: &BenchConfig,
-    before: &[(std::net::IpAddr, i64)],
-    after: &[(std::net::IpAddr, i64)],
+    before: &[(std::net::IpAddr, LocalReads)],
+    after: &[(std::net::IpAddr, LocalReads)],
 ) {
-    let delta = |ip| {
-        let a = after.iter().find(|(i, _)| *i == ip).map_or(0, |(_, n)| *n);
-        let b = before.iter().find(|(i, _)| *i == ip).map_or(0, |(_, n)| *n);
-        (a - b).max(0)
-    };
+    let of = |list: &[(std::net::IpAddr, LocalReads)], ip| list.iter().find(|(i, _)| *i == ip).map(|(_, n)| *n);
+    let delta = |ip| (of(after, ip).unwrap_or_default().count - of(before, ip).unwrap_or_default().count).max(0);
     let total: i64 = cfg.nodes.iter().map(|a| delta(a.ip())).sum();
     for (i, addr) in cfg.nodes.iter().enumerate() {
         let share = if total > 0 { delta(addr.ip()) as f64 / total as f64 } else { 0.0 };
         run.extra.insert(format!("node{i}_read_share"), (share * 1000.0).round() / 1000.0);
+        if let Some(reads) = of(after, addr.ip()).filter(|r| r.count > 0) {
+            run.extra.insert(format!("node{i}_local_read_p50_ms"), reads.p50_ms);
+        }
     }
 }

@@ -63,14 +63,28 @@ pub fn spawn(
     })
 }
 
-/// How many local reads of `table` node `host` has served (Cassandra's own count).
-pub async fn read_count(session: &Session, host: Uuid, table: &ReadTable) -> Result<i64, String> {
-    let cql = "SELECT count FROM system_views.local_read_latency WHERE keyspace_name = ? AND table_name = ?";
+/// A node's local reads of a table: Cassandra's count and median time.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LocalReads {
+    /// Reads served.
+    pub count: i64,
+    /// Median local read latency in ms (Cassandra's recent-reads histogram; 0 before any read).
+    pub p50_ms: f64,
+}
+
+/// Node `host`'s local reads of `table`, from `system_views.local_read_latency`.
+pub async fn local_reads(session: &Session, host: Uuid, table: &ReadTable) -> Result<LocalReads, String> {
+    let cql = "SELECT count, p50th_ms FROM system_views.local_read_latency WHERE keyspace_name = ? AND table_name = ?";
     let rows =
         session.query_unpaged(pinned(cql, host), (&table.keyspace, &table.table)).await.map_err(|e| e.to_string())?;
     let rows = rows.into_rows_result().map_err(|e| e.to_string())?;
-    let (count,): (i64,) = rows.maybe_first_row().map_err(|e| e.to_string())?.unwrap_or((0,));
-    Ok(count)
+    let (count, p50_ms): (i64, f64) = rows.maybe_first_row().map_err(|e| e.to_string())?.unwrap_or((0, 0.0));
+    Ok(LocalReads { count, p50_ms })
+}
+
+/// How many local reads of `table` node `host` has served (Cassandra's own count).
+pub async fn read_count(session: &Session, host: Uuid, table: &ReadTable) -> Result<i64, String> {
+    Ok(local_reads(session, host, table).await?.count)
 }
 
 fn pinned(cql: &str, host: Uuid) -> Statement {
@@ -86,17 +100,11 @@ async fn poll_node(session: &Session, host: Uuid, table: &ReadTable) -> Result<F
     let rows = session.query_unpaged(pools, &[]).await.map_err(|e| e.to_string())?;
     let rows = rows.into_rows_result().map_err(|e| e.to_string())?;
     let (pending, completed): (i32, i64) = rows.first_row().map_err(|e| e.to_string())?;
-    let latency = pinned(
-        "SELECT p50th_ms, count FROM system_views.local_read_latency WHERE keyspace_name = ? AND table_name = ?",
-        host,
-    );
-    let rows = session.query_unpaged(latency, (&table.keyspace, &table.table)).await.map_err(|e| e.to_string())?;
-    let rows = rows.into_rows_result().map_err(|e| e.to_string())?;
-    let (p50_ms, count): (f64, i64) = rows.maybe_first_row().map_err(|e| e.to_string())?.unwrap_or((0.0, 0));
+    let reads = local_reads(session, host, table).await?;
     Ok(Feedback {
         queue_len: pending.max(0) as u32,
         completed: completed.max(0) as u64,
-        service_time: if count > 0 { (p50_ms * 1e6) as u64 } else { 0 },
+        service_time: if reads.count > 0 { (reads.p50_ms * 1e6) as u64 } else { 0 },
         ..Feedback::default()
     })
 }

@@ -7,6 +7,7 @@
 //!   optionally, server facts polled by [`facts`].
 //! - [`bench`]: `tailor bench --engine cassandra`, the open-loop bench through a policy.
 //! - [`experiment`]: every policy in turn on one cluster with a slowed node.
+//! - [`twin`]: the experiment as a simulator spec, calibrated from the cluster's own figures.
 //! - [`cli`]: the `tailor cassandra` command line.
 
 pub mod bench;
@@ -16,3 +17,4 @@ pub mod facts;
 pub mod launch;
 pub mod load_sampler;
 pub mod policy;
+pub mod twin;

@@ -244,6 +244,30 @@ mod tests {
         assert!(!report.html.contains("different specs overlaid"));
     }
 
+    /// `tailor cassandra experiment`'s directory: the live `results.json` and the simulator's
+    /// `results-sim.json` of the same spec, runs named by policy (`driver-default` is simulated
+    /// as `random` but carries the live name), both loaded from the directory and overlaid.
+    #[test]
+    fn a_cassandra_experiment_is_overlaid_with_its_simulator_twin() {
+        let dir = std::env::temp_dir().join(format!("tailor-report-cassandra-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let spec = "name = \"live-cassandra\"\n[cluster]\nservers = 3\n\n[[cluster.slow_servers]]\nserver = 2\n";
+        for (engine, stem, scale) in [("live", "results", 1.0), ("sim", "results-sim", 0.8)] {
+            let runs =
+                ["driver-default", "c3"].map(|p| crate::data::tests::run(p, "cassandra", &[], 1, scale)).to_vec();
+            let mut r = results(engine);
+            (r.experiment, r.spec, r.runs) = ("live-cassandra".into(), spec.into(), runs);
+            std::fs::write(dir.join(format!("{stem}.json")), serde_json::to_string(&r).unwrap()).unwrap();
+        }
+        let sources = input::load(std::slice::from_ref(&dir)).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(overlay_pairs(&sources).len(), 1);
+        let report = render(&sources, None);
+        assert!(report.html.contains("live-cassandra: simulated vs measured"));
+        assert!(!report.html.contains("different specs overlaid"));
+        assert!(!report.html.contains("share no strategy"));
+    }
+
     #[test]
     fn overlaying_different_specs_raises_a_banner() {
         let mut live = source("live");

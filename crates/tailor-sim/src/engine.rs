@@ -5,7 +5,7 @@
 use crate::coordinator::SimCoordinator;
 use crate::events::{EventQueue, LANES};
 use crate::record::Recorder;
-use crate::server::{Job, Server, SimWorld};
+use crate::server::{Job, Pause, Server, SimWorld};
 use crate::workload::{mean_service_ns, Draw, Generator};
 use crate::{RunOutput, SimError};
 use rand::rngs::SmallRng;
@@ -157,6 +157,8 @@ enum Event {
     Wake { client: u32 },
     /// Every server redraws its fluctuation state.
     Fluctuate,
+    /// A slowed server's stop ends: it starts what waited.
+    Resume { server: NodeId },
 }
 
 const _: () = assert!(std::mem::size_of::<Event>() <= 48, "events stay small");
@@ -219,6 +221,9 @@ impl<'a> Engine<'a> {
                 core = core.with_probe_estimates();
             }
             servers.push(Server::new(core, c.cache.capacity));
+        }
+        for slow in &c.slow_servers {
+            servers[slow.server].pause = Some(Pause::new(slow.duty, slow.period_ms));
         }
         let coordinators = c.coordinators();
         let mut clients = Vec::with_capacity(coordinators);
@@ -361,6 +366,10 @@ impl<'a> Engine<'a> {
                 }
             }
             Event::Fluctuate => self.on_fluctuate(),
+            Event::Resume { server } => {
+                self.servers[server as usize].resume_armed = false;
+                self.start_jobs(server);
+            }
         }
     }
 
@@ -464,12 +473,28 @@ impl<'a> Engine<'a> {
         self.start_jobs(server);
     }
 
-    /// Fill idle workers of `server` from its local queue.
+    /// Fill idle workers of `server` from its local queue; a stopped server starts nothing and
+    /// wakes when its stop ends. A job's `service` is the time from its start to its end, stops
+    /// included (what the server's own clock would measure).
     fn start_jobs(&mut self, server: NodeId) {
+        let pause = self.servers[server as usize].pause;
+        if let Some(resume) = pause.and_then(|p| p.stopped_until(self.now)) {
+            return self.arm_resume(server, resume);
+        }
         while let Some((meta, job)) = self.servers[server as usize].core.start(self.now) {
             let key = self.reqs.get(job.ticket.id).key;
-            let service = self.service_time(server, key, meta.service);
-            self.events.push(self.now + service, Event::ServiceDone { server, job, service });
+            let work = self.service_time(server, key, meta.service);
+            let done = pause.map_or(self.now + work, |p| p.finish(self.now, work));
+            self.events.push(done, Event::ServiceDone { server, job, service: done - self.now });
+        }
+    }
+
+    /// Wake stopped `server` at `resume` unless a wake-up is already due.
+    fn arm_resume(&mut self, server: NodeId, resume: Nanos) {
+        let s = &mut self.servers[server as usize];
+        if !s.resume_armed {
+            s.resume_armed = true;
+            self.events.push(resume, Event::Resume { server });
         }
     }
 

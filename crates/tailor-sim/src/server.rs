@@ -6,7 +6,7 @@ use tailor_core::coordinator::{SendKind, Ticket};
 use tailor_core::model::Tags;
 use tailor_core::replica::ReplicaCore;
 use tailor_core::selector::World;
-use tailor_core::time::Nanos;
+use tailor_core::time::{from_ms, round_nonneg, Nanos};
 use tailor_core::NodeId;
 
 /// A queued job: which request, why it was sent, and what travelled with it.
@@ -30,12 +30,56 @@ pub struct Server {
     pub slowdown: f64,
     /// LRU cache, when modelled.
     pub cache: Option<Lru>,
+    /// The stop/continue duty cycle of a slowed server.
+    pub pause: Option<Pause>,
+    /// Whether a wake-up at the end of the current stop is scheduled (one at a time).
+    pub resume_armed: bool,
+}
+
+/// A stop/continue duty cycle in virtual time: each period runs for `running`, then stands
+/// stopped to its end; periods start at t = 0 (`tailor_spec::SlowServer`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pause {
+    period: Nanos,
+    running: Nanos,
+}
+
+impl Pause {
+    /// A server stopped `duty` of every `period_ms` (at least 1 ns running and 1 ns stopped).
+    pub fn new(duty: f64, period_ms: f64) -> Pause {
+        let period = from_ms(period_ms).max(2);
+        let running = (round_nonneg((1.0 - duty) * period as f64) as Nanos).clamp(1, period - 1);
+        Pause { period, running }
+    }
+
+    /// When a server stopped at `t` runs again; `None` when it runs at `t`.
+    pub fn stopped_until(&self, t: Nanos) -> Option<Nanos> {
+        let phase = t % self.period;
+        (phase >= self.running).then(|| t - phase + self.period)
+    }
+
+    /// When a job needing `work` of running time, started at `start`, finishes: it progresses
+    /// only while the server runs (a stopped JVM keeps its threads where they are).
+    pub fn finish(&self, start: Nanos, work: Nanos) -> Nanos {
+        let start = self.stopped_until(start).unwrap_or(start);
+        let cycle = start - start % self.period;
+        // running time counted from the start of `start`'s period
+        let work = work.max(1) + start % self.period;
+        let full = (work - 1) / self.running;
+        cycle + full * self.period + (work - full * self.running)
+    }
 }
 
 impl Server {
     /// An idle server around `core`.
     pub fn new(core: ReplicaCore<Job>, cache_capacity: usize) -> Self {
-        Server { core, slowdown: 1.0, cache: (cache_capacity > 0).then(|| Lru::new(cache_capacity)) }
+        Server {
+            core,
+            slowdown: 1.0,
+            cache: (cache_capacity > 0).then(|| Lru::new(cache_capacity)),
+            pause: None,
+            resume_armed: false,
+        }
     }
 
     /// Jobs waiting or executing.
@@ -71,5 +115,32 @@ impl World for SimWorld<'_> {
 
     fn service_rate(&self, node: NodeId) -> Option<f64> {
         Some(1e9 / (self.base_service_ns * self.servers.get(node as usize)?.slowdown))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Pause;
+    use tailor_core::time::from_ms;
+
+    #[test]
+    fn a_job_makes_no_progress_while_its_server_is_stopped() {
+        let p = Pause::new(0.5, 100.0);
+        // runs 40..50, stopped 50..100, runs 100..120
+        assert_eq!(p.finish(from_ms(40.0), from_ms(30.0)), from_ms(120.0));
+        assert_eq!(p.finish(from_ms(0.0), from_ms(50.0)), from_ms(50.0));
+        assert_eq!(p.finish(from_ms(0.0), from_ms(100.0)), from_ms(150.0));
+        // started while stopped: begins at the next period
+        assert_eq!(p.finish(from_ms(70.0), from_ms(10.0)), from_ms(110.0));
+        assert_eq!(p.finish(from_ms(10.0), from_ms(230.0)), from_ms(440.0));
+    }
+
+    #[test]
+    fn a_server_is_stopped_for_the_last_share_of_each_period() {
+        let p = Pause::new(0.25, 100.0);
+        assert_eq!(p.stopped_until(from_ms(74.9)), None);
+        assert_eq!(p.stopped_until(from_ms(75.0)), Some(from_ms(100.0)));
+        assert_eq!(p.stopped_until(from_ms(199.0)), Some(from_ms(200.0)));
+        assert_eq!(p.stopped_until(from_ms(200.0)), None);
     }
 }

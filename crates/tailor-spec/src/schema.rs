@@ -81,6 +81,10 @@ pub struct ClusterSpec {
     pub fluctuation: FluctuationSpec,
     /// Per-server LRU cache (0 capacity = no cache).
     pub cache: CacheSpec,
+    /// Servers slowed by a stop/continue duty cycle, as a SIGSTOPped JVM (none by default; left
+    /// out of the spec text when empty, so specs without it print as before).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub slow_servers: Vec<SlowServer>,
     /// Give the strategies defined with exact knowledge (`eft`, `oracle`) the simulator's true
     /// finish times and queue lengths. `false` runs them on the same estimates the store uses
     /// (piggybacked pending work, outstanding counts), so a simulated run and a live run of a
@@ -110,6 +114,7 @@ impl Default for ClusterSpec {
             service: ServiceSpec::default(),
             fluctuation: FluctuationSpec::default(),
             cache: CacheSpec::default(),
+            slow_servers: Vec::new(),
             omniscient: true,
             speculative_retry: "none".into(),
             speculative_budget: DEFAULT_SPECULATIVE_BUDGET,
@@ -233,6 +238,21 @@ pub enum FluctuationMode {
     Faster,
     /// The other state is slower (a slowdown, as in the C3 text's variant).
     Slower,
+}
+
+/// A server stopped for `duty` of every `period_ms` and running for the rest: while stopped it
+/// starts nothing and its running jobs make no progress (the way `tailor cassandra experiment`
+/// slows a node). Each period runs first and stops for its last `duty` share; periods start at
+/// t = 0, so a run is a pure function of its spec.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlowServer {
+    /// Server index, from 0.
+    pub server: usize,
+    /// Share of each period the server is stopped, in (0, 1).
+    pub duty: f64,
+    /// Period of the duty cycle, in ms.
+    pub period_ms: f64,
 }
 
 /// Per-server LRU cache of values: hits and misses have their own mean service times.

@@ -68,6 +68,7 @@ impl Spec {
         fraction("cluster.fluctuation.probability", c.fluctuation.probability)?;
         positive("cluster.cache.hit_ms", c.cache.hit_ms)?;
         positive("cluster.cache.miss_ms", c.cache.miss_ms)?;
+        self.validate_slow_servers()?;
 
         let w = &self.workload;
         if w.requests == 0 {
@@ -140,6 +141,32 @@ impl Spec {
     }
 }
 
+impl Spec {
+    /// Each slowed server exists once, with a duty in (0, 1) and a period of at least 1 µs.
+    fn validate_slow_servers(&self) -> Result<(), SpecError> {
+        let c = &self.cluster;
+        for (i, s) in c.slow_servers.iter().enumerate() {
+            let field = |name: &str| format!("cluster.slow_servers[{i}].{name}");
+            if s.server >= c.servers {
+                return Err(invalid(
+                    &field("server"),
+                    format!("must be below cluster.servers ({}), got {}", c.servers, s.server),
+                ));
+            }
+            if c.slow_servers[..i].iter().any(|o| o.server == s.server) {
+                return Err(invalid(&field("server"), format!("server {} is slowed twice", s.server)));
+            }
+            if !(s.duty > 0.0 && s.duty < 1.0) {
+                return Err(invalid(&field("duty"), format!("must be in (0, 1), got {}", s.duty)));
+            }
+            if !(s.period_ms.is_finite() && s.period_ms >= 1e-3) {
+                return Err(invalid(&field("period_ms"), format!("must be at least 0.001, got {}", s.period_ms)));
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::Spec;
@@ -162,10 +189,27 @@ mod tests {
             ("workload.arrival=trace", "workload.trace"),
             ("cluster.speculative_retry=soon", "cluster.speculative_retry"),
             ("cluster.speculative_budget=2", "cluster.speculative_budget"),
+            ("cluster.slow_servers=[{server=12,duty=0.5,period_ms=100}]", "cluster.slow_servers[0].server"),
+            ("cluster.slow_servers=[{server=1,duty=1,period_ms=100}]", "cluster.slow_servers[0].duty"),
+            ("cluster.slow_servers=[{server=1,duty=0.5,period_ms=0}]", "cluster.slow_servers[0].period_ms"),
+            (
+                "cluster.slow_servers=[{server=1,duty=0.5,period_ms=100},{server=1,duty=0.2,period_ms=10}]",
+                "cluster.slow_servers[1].server",
+            ),
         ] {
             let err = Spec::default().with_overrides(&[set]).unwrap_err().to_string();
             assert!(err.contains(field), "{set}: {err}");
         }
+    }
+
+    #[test]
+    fn slow_servers_round_trip_through_the_spec_text_and_are_absent_by_default() {
+        assert!(!Spec::default().to_toml().contains("slow_servers"));
+        let spec =
+            Spec::default().with_overrides(&["cluster.slow_servers=[{server=2,duty=0.5,period_ms=100}]"]).unwrap();
+        let back = Spec::from_toml(&spec.to_toml()).unwrap();
+        assert_eq!(back.cluster.slow_servers, spec.cluster.slow_servers);
+        assert_eq!(back.cluster.slow_servers[0].server, 2);
     }
 
     #[test]

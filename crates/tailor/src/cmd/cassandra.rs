@@ -1,7 +1,7 @@
 //! `tailor cassandra`: the cluster commands of `tailor-cql` (fetch, up, down) and `experiment`,
 //! every replica-selection policy in turn on a real Cassandra with one node slowed.
 
-use super::sim::write_results;
+use super::sim::{write_results, write_results_named};
 use super::spec_arg::load_spec;
 use anyhow::{Context, Result};
 use std::path::PathBuf;
@@ -11,6 +11,7 @@ use tailor_core::results::{Results, RunResult, RESULTS_FORMAT};
 use tailor_cql::bench::Policy;
 use tailor_cql::experiment::{Plan, SlowNode};
 use tailor_cql::launch::{jars, CassandraOptions};
+use tailor_cql::twin::{self, Calibration};
 use tailor_spec::Spec;
 
 /// Arguments of `tailor cassandra`.
@@ -85,6 +86,10 @@ struct ExperimentArgs {
     /// Output directory (default: tailor-out/live-cassandra).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// No simulator twin (by default the same spec, calibrated from the first run, is simulated
+    /// into results-sim.json for the report's overlay).
+    #[arg(long)]
+    no_sim: bool,
 }
 
 /// Run a `tailor cassandra` command.
@@ -151,18 +156,58 @@ fn experiment(e: ExperimentArgs) -> Result<()> {
         let _ = std::fs::remove_dir_all(&dir);
     }
     outcome?;
+    let twin = if e.no_sim { None } else { simulate_twin(&plan, &runs)? };
+    let spec = twin.as_ref().map_or_else(|| plan.bench.spec.to_toml(), |t| t.spec.clone());
     let results = Results {
         format: RESULTS_FORMAT,
         tailor_version: env!("CARGO_PKG_VERSION").to_string(),
         experiment: plan.bench.spec.name.clone(),
         engine: "live".into(),
-        spec: plan.bench.spec.to_toml(),
+        spec,
         runs,
     };
     print!("{}", crate::table::render(&results.runs));
     write_results(&out, &results)?;
+    if let Some(sim) = twin {
+        println!("== simulator, the same spec (twins: {})", twins(&plan));
+        print!("{}", crate::table::render(&sim.runs));
+        write_results_named(&out, "results-sim", &sim)?;
+    }
     eprintln!("results in {} (`tailor report {}` makes the page)", out.join("results.json").display(), out.display());
     Ok(())
+}
+
+/// The experiment in the simulator (`tailor_cql::twin`), calibrated from the first run, its runs
+/// named like the live ones; `None` (with a warning) when that run reported no local read times.
+fn simulate_twin(plan: &Plan, runs: &[RunResult]) -> Result<Option<Results>> {
+    let slowed = plan.slow.map(|s| s.index);
+    let Some(cal) = runs.first().and_then(|r| Calibration::from_run(r, plan.cluster.nodes, slowed)) else {
+        eprintln!("no simulator twin: the first run measured no read latency to calibrate it with");
+        return Ok(None);
+    };
+    let spec = twin::sim_spec(plan, &cal)?;
+    eprintln!(
+        "simulator twin: service {:.3} ms median ({:.3} ms mean, exponential), network {:.3} ms one way (driver median {:.3} ms)",
+        cal.service_p50_ms,
+        spec.cluster.service.mean_ms,
+        spec.cluster.network_delay_ms,
+        cal.client_p50_ms
+    );
+    let outputs = tailor_sim::run_all(&tailor_spec::expand(&spec)?, None, &|_, _| {})?;
+    let mut results = tailor_sim::results(&spec, &outputs);
+    let local = runs.first().map_or("cassandra", |r| r.local.as_str());
+    results.runs = twin::relabel(plan, &results.runs, local);
+    for r in &mut results.runs {
+        r.extra.insert("calibrated_service_p50_ms".into(), cal.service_p50_ms);
+        r.extra.insert("calibrated_client_p50_ms".into(), cal.client_p50_ms);
+    }
+    Ok(Some(results))
+}
+
+/// Which simulated selector stands for each policy, e.g. `driver-default = random`.
+fn twins(plan: &Plan) -> String {
+    let pairs = plan.policies.iter().map(|p| (p.label(), twin::sim_twin(p).to_string()));
+    pairs.map(|(l, t)| if l == t { l } else { format!("{l} = {t}") }).collect::<Vec<_>>().join(", ")
 }
 
 /// One line per finished run: latency, validity, each node's share of the reads, forced picks.
