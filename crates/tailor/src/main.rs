@@ -13,10 +13,10 @@ use clap::{Parser, Subcommand};
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Make mimalloc give freed memory back to the OS at once instead of after 1 s of further
-/// allocator activity (v3's default): an idle node otherwise keeps the memory of its last burst (a node that
-/// served 32 pipelined 1 MiB GETs kept 120 MB more RSS), and the limits on what a client may
-/// make a node hold are checked on RSS. Measured: no throughput cost under SET or GET load.
-/// A `MIMALLOC_PURGE_DELAY` in the environment wins.
+/// allocator activity (v3's default): an idle node otherwise keeps the memory of its last burst
+/// (a node that served 32 pipelined 1 MiB GETs kept 120 MB more RSS), and the limits on what a
+/// client may make a node hold are checked on RSS. Measured: no throughput cost under SET or GET
+/// load. A `MIMALLOC_PURGE_DELAY` in the environment wins.
 fn return_freed_memory_at_once() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
         return;

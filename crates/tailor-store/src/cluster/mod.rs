@@ -66,37 +66,27 @@ pub fn start_nodes(
         }
     }
     let deadline = Instant::now() + wait;
-    for (i, cfg) in cfgs.iter().enumerate() {
-        loop {
-            if matches!(children[i].try_wait(), Ok(Some(_))) {
-                stop_children(&mut children);
-                return Err(ClusterError::NodeExited(cfg.id));
-            }
-            let up = |a: SocketAddr| TcpStream::connect_timeout(&a, Duration::from_millis(200)).is_ok();
-            let peers_up = || cfg.metrics_addr.is_none_or(|m| ready::sees_peers_up(m, cfgs.len() - 1));
-            if up(cfg.client_listen()) && up(cfg.peer_listen()) && peers_up() {
-                break;
-            }
-            if Instant::now() > deadline {
-                stop_children(&mut children);
-                return Err(ClusterError::StartTimeout(cfg.id, wait));
-            }
-            std::thread::sleep(Duration::from_millis(20));
+    // Ready once every node listens and sees every peer up at the same time: a node that looked
+    // ready early may mark a later one down (its heartbeats missed while that one was starting).
+    loop {
+        if let Some(i) = children.iter_mut().position(|c| matches!(c.try_wait(), Ok(Some(_)))) {
+            stop_children(&mut children);
+            return Err(ClusterError::NodeExited(cfgs[i].id));
         }
-    }
-    // A node checked early may have marked a later one down (its heartbeats missed while that
-    // one was still starting) after its own check passed: ready only once every node sees every
-    // peer up at the same time.
-    let every_node_sees_peers =
-        || cfgs.iter().all(|c| c.metrics_addr.is_none_or(|m| ready::sees_peers_up(m, cfgs.len() - 1)));
-    while !every_node_sees_peers() {
+        let Some(waiting) = cfgs.iter().find(|c| !node_ready(c, cfgs.len() - 1)) else { return Ok(children) };
         if Instant::now() > deadline {
             stop_children(&mut children);
-            return Err(ClusterError::StartTimeout(cfgs[0].id, wait));
+            return Err(ClusterError::StartTimeout(waiting.id, wait));
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    Ok(children)
+}
+
+/// Whether node `cfg` takes clients and peers and (when it exports metrics) sees its `peers`
+/// peers all up.
+fn node_ready(cfg: &NodeConfig, peers: usize) -> bool {
+    let up = |a: SocketAddr| TcpStream::connect_timeout(&a, Duration::from_millis(200)).is_ok();
+    up(cfg.client_listen()) && up(cfg.peer_listen()) && cfg.metrics_addr.is_none_or(|m| ready::sees_peers_up(m, peers))
 }
 
 /// Plan and start a cluster under `dir`, re-planning with fresh ports when a node exits while

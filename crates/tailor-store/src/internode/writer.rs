@@ -32,7 +32,11 @@ pub async fn write_frames<W: AsyncWrite + Unpin>(mut rx: mpsc::Receiver<Vec<u8>>
         if wr.write_all(&out).await.is_err() {
             return;
         }
-        batch = out;
+        // keep the buffer for the next batch, unless a large frame grew it: a connection does
+        // not hold on to the memory of its largest value
+        if out.capacity() <= 2 * MAX_BATCH_BYTES {
+            batch = out;
+        }
     }
 }
 
