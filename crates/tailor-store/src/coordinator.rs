@@ -176,8 +176,9 @@ struct Inner {
     trailing: HashMap<RequestId, Trailing>,
     /// The wake-up time the timer task sleeps towards.
     wake_at: Option<Nanos>,
-    /// Exchanges the core asked for, started once the lock is released.
-    outbox: Vec<Exchanging>,
+    /// Exchanges the core asked for, started once the lock is released; each flagged whether
+    /// its job may run on the caller's thread ([`Transport::runs_here`]).
+    outbox: Vec<(bool, Exchanging)>,
 }
 
 /// One copy's exchange and its settling.
@@ -367,20 +368,27 @@ impl Coordinator {
             f.attempts += 1;
         }
         let (work, me) = (f.work(), self.clone());
-        inner.outbox.push(Box::pin(async move {
-            let result = me.transport.exchange(s.replica, work, s).await;
-            me.settle(s.ticket, s.replica, result);
-        }));
+        let here = self.transport.runs_here(s.replica);
+        inner.outbox.push((
+            here,
+            Box::pin(async move {
+                let result = me.transport.exchange(s.replica, work, s).await;
+                me.settle(s.ticket, s.replica, result);
+            }),
+        ));
     }
 
     /// Release the lock, then start the exchanges the core asked for: each runs here as far as
     /// it can without waiting (settled here if it answered), and becomes a task only if it must
-    /// wait.
+    /// wait. Copies for peers go first: a local job may run here, and the peers' copies must not
+    /// wait for it (a panicking job, whose report can take a while, once cost a QUORUM write
+    /// its other replicas' time).
     fn unlock_and_send(self: &Arc<Self>, mut inner: MutexGuard<'_, Inner>) {
-        let outbox = std::mem::take(&mut inner.outbox);
+        let mut outbox = std::mem::take(&mut inner.outbox);
         drop(inner);
+        outbox.sort_by_key(|(here, _)| *here);
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        for mut exchange in outbox {
+        for (_, mut exchange) in outbox {
             if exchange.as_mut().poll(&mut cx).is_pending() {
                 // the task's first poll registers its real waker
                 tokio::spawn(exchange);

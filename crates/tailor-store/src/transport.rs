@@ -37,6 +37,13 @@ pub trait Transport: std::marker::Send + Sync + 'static {
 
     /// Facts from `from` arrived (lets the local replica follow a peer's Bloom generation).
     fn observed(&self, _from: NodeId, _feedback: &Feedback) {}
+
+    /// Whether an exchange with `node` may execute its job on the caller's thread (this node's
+    /// own replica): the coordinator starts such exchanges after every other, so a slow or
+    /// panicking local job never holds back the copies bound for peers.
+    fn runs_here(&self, _node: NodeId) -> bool {
+        false
+    }
 }
 
 /// The real network: this node's replica through its channel, peers through their connections.
@@ -88,6 +95,10 @@ impl Transport for Network {
         if from != self.id {
             self.replica.observe_generation(feedback.bloom_generation);
         }
+    }
+
+    fn runs_here(&self, node: NodeId) -> bool {
+        node == self.id
     }
 }
 

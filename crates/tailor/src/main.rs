@@ -3,6 +3,7 @@
 mod cmd;
 mod live;
 mod logging;
+mod panic_log;
 mod reproduce;
 mod table;
 
@@ -73,6 +74,7 @@ fn main() {
     return_freed_memory_at_once();
     let cli = Cli::parse();
     logging::init(cli.log_format);
+    panic_log::install();
     let outcome = match cli.command {
         Command::Sim(args) => cmd::sim::run(args),
         Command::Bound(args) => cmd::bound::run(args),

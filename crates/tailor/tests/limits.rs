@@ -123,7 +123,11 @@ fn a_worker_panic_is_answered_counted_and_the_worker_replaced() {
             set(&mut con, &format!("after{i}"), b"v").unwrap();
         }
     }
-    assert!(cl.log(0).contains("job panicked; answered with an error, the worker carries on: injected worker panic"));
+    let log = cl.log(0);
+    assert!(log.contains("job panicked; answered with an error, the worker carries on: injected worker panic"));
+    // the panic itself is a log event naming where it happened, not the default hook's text
+    let event = log.lines().find(|l| l.contains("panicked: injected worker panic")).expect("panic event");
+    assert!(event.contains("ERROR") && event.contains("replica.rs"), "{event}");
     let healthy: String = redis::cmd("TAILOR.GET").arg("healthy").query(&mut con).unwrap();
     assert_eq!(healthy, "true");
 }
@@ -141,7 +145,9 @@ fn a_node_whose_workers_keep_panicking_is_routed_around() {
         i += 1;
         cl.metric(2, "tailor_healthy", &[]) == 0.0
     });
-    assert!(unhealthy && i >= 4, "node 2 never reported its panicking workers ({i} writes)");
+    // its 4 workers' last jobs panicked: the client's copies and any peer's (digests, repairs)
+    let panics = cl.metric(2, "tailor_worker_panics_total", &[]);
+    assert!(unhealthy && panics >= 4.0, "node 2 never reported its panicking workers ({i} writes, {panics} panics)");
     let down = || cl.metric(0, "tailor_peer_up", &["peer=\"2\""]) == 0.0;
     assert!(eventually(10, down), "node 0 still routes to node 2 whose workers all panic");
     for i in 0..i.min(8) {
