@@ -193,6 +193,8 @@ fn expiry_survives_a_restart_and_repair_brings_it_to_a_replica_that_missed_it() 
     let mut con = cl.conn(0);
     assert_eq!(q::<String>(&mut con, &["SET", "k", "v"]), "OK");
     assert_eq!(q::<String>(&mut con, &["SET", "soon", "v", "PX", "1500"]), "OK");
+    // the QUORUM acks came from two replicas; the third copy may still be on its way
+    assert!(eventually(10, || replica_expiry(&cl, 2, "k") == Some(None)), "node 2 never got 'k'");
     cl.kill(2);
     assert!(eventually(10, || cl.metric(0, "tailor_peer_up", &["peer=\"2\""]) == 0.0), "node 0 sees node 2 down");
     assert_eq!(q::<i64>(&mut con, &["EXPIRE", "k", "300"]), 1);
