@@ -200,7 +200,7 @@ pub async fn run(cfg: &BenchConfig, opts: &CqlBench) -> Result<BenchOutput, Benc
     let (read, write) = prepare(&session, cfg.spec.cluster.replication).await?;
     let table = ReadTable { keyspace: "tailor".into(), table: "kv".into() };
     let poller = match (&tailor, opts.poll) {
-        (Some(p), Some(every)) => Some(facts::spawn(session.clone(), p.clone(), table.clone(), every)),
+        (Some(p), Some(every)) => Some(facts::spawn(session.clone(), p.clone(), every)),
         _ => None,
     };
     let before = node_reads(&session, &table).await;
@@ -218,9 +218,14 @@ pub async fn run(cfg: &BenchConfig, opts: &CqlBench) -> Result<BenchOutput, Benc
     let mut bench = outcome?;
     let after = node_reads(&session, &table).await;
     let run = &mut bench.results.runs[0];
-    if let Some(rows) = per_server_load {
-        run.per_server_load = rows;
+    if let Some(seen) = per_server_load {
+        run.per_server_load = seen.reads;
         run.window_ms = window_ms;
+        for (i, mean) in seen.service.iter().enumerate() {
+            if let Some(ns) = mean.mean() {
+                run.extra.insert(format!("node{i}_read_service_ms"), (ns as f64 / 1e3).round() / 1e3);
+            }
+        }
     }
     record_shares(run, cfg, &before, &after);
     if let Some(p) = &tailor {

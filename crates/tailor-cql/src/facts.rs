@@ -6,16 +6,20 @@
 //! - queue length: `system_views.thread_pools` ReadStage `pending_tasks` (reads waiting, not
 //!   running, as Tailor's queue length is defined);
 //! - completed: ReadStage `completed_tasks` (a counter; selectors derive a rate);
-//! - service time: the median local read latency of the table read, from
-//!   `system_views.local_read_latency` (`p50th_ms`), 0 until the table has been read.
+//! - service time: the mean time a read executes, by Little's law over ReadStage's
+//!   `active_tasks` and `completed_tasks` across polls ([`ServiceMeter`]), 0 until reads
+//!   completed between two polls.
 
 use crate::policy::TailorPolicy;
+use crate::service_meter::ServiceMeter;
 use scylla::client::session::Session;
 use scylla::policies::load_balancing::{NodeIdentifier, SingleTargetLoadBalancingPolicy};
 use scylla::statement::Statement;
+use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tailor_core::facts::Feedback;
+use tailor_core::time::Nanos;
 use uuid::Uuid;
 
 /// The table whose read latency is the service time.
@@ -27,35 +31,60 @@ pub struct ReadTable {
     pub table: String,
 }
 
-/// Facts of one node, or why they could not be read.
-pub type Polled = (Uuid, Result<Feedback, String>);
+/// One node's ReadStage at one poll.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadStage {
+    /// Reads waiting for a thread.
+    pub pending: u32,
+    /// Reads executing.
+    pub active: u32,
+    /// Reads done since the node started.
+    pub completed: u64,
+}
 
-/// Read the facts of every node once.
-pub async fn poll(session: &Session, table: &ReadTable) -> Vec<Polled> {
+/// One node's ReadStage, or why it could not be read.
+pub type Polled = (Uuid, Result<ReadStage, String>);
+
+/// Read every node's ReadStage once.
+pub async fn poll(session: &Session) -> Vec<Polled> {
     let hosts: Vec<Uuid> = session.get_cluster_state().get_nodes_info().iter().map(|n| n.host_id).collect();
     let mut out = Vec::with_capacity(hosts.len());
     for host in hosts {
-        out.push((host, poll_node(session, host, table).await));
+        out.push((host, read_stage(session, host).await));
     }
     out
 }
 
+/// Each node's facts from its polls: the stage's counts as they are, the service time from the
+/// node's [`ServiceMeter`].
+#[derive(Default)]
+pub struct FactsFromPolls {
+    meters: HashMap<Uuid, ServiceMeter>,
+}
+
+impl FactsFromPolls {
+    /// Node `host`'s facts from its stage polled at `at` (ns on a monotonic clock).
+    pub fn feedback(&mut self, host: Uuid, at: Nanos, stage: ReadStage) -> Feedback {
+        let service_time = self.meters.entry(host).or_default().sample(at, stage.active, stage.completed);
+        Feedback { queue_len: stage.pending, completed: stage.completed, service_time, ..Feedback::default() }
+    }
+}
+
 /// Poll every `every` until the task is aborted, handing each node's facts to `policy`; a node
 /// that cannot be read (down, starting) is skipped until the next round.
-pub fn spawn(
-    session: Arc<Session>,
-    policy: Arc<TailorPolicy>,
-    table: ReadTable,
-    every: Duration,
-) -> tokio::task::JoinHandle<()> {
+pub fn spawn(session: Arc<Session>, policy: Arc<TailorPolicy>, every: Duration) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let (start, mut facts) = (Instant::now(), FactsFromPolls::default());
         loop {
             tick.tick().await;
-            for (host, facts) in poll(&session, &table).await {
-                match facts {
-                    Ok(f) => policy.polled(host, f),
+            for (host, stage) in poll(&session).await {
+                match stage {
+                    Ok(stage) => {
+                        let at = start.elapsed().as_nanos() as Nanos;
+                        policy.polled(host, facts.feedback(host, at, stage));
+                    }
                     Err(e) => tracing::debug!(%host, error = %e, "fact poll failed"),
                 }
             }
@@ -94,17 +123,13 @@ fn pinned(cql: &str, host: Uuid) -> Statement {
     s
 }
 
-async fn poll_node(session: &Session, host: Uuid, table: &ReadTable) -> Result<Feedback, String> {
-    let pools =
-        pinned("SELECT pending_tasks, completed_tasks FROM system_views.thread_pools WHERE name = 'ReadStage'", host);
-    let rows = session.query_unpaged(pools, &[]).await.map_err(|e| e.to_string())?;
+/// Node `host`'s ReadStage now.
+pub async fn read_stage(session: &Session, host: Uuid) -> Result<ReadStage, String> {
+    let cql =
+        "SELECT pending_tasks, active_tasks, completed_tasks FROM system_views.thread_pools WHERE name = 'ReadStage'";
+    let rows = session.query_unpaged(pinned(cql, host), &[]).await.map_err(|e| e.to_string())?;
     let rows = rows.into_rows_result().map_err(|e| e.to_string())?;
-    let (pending, completed): (i32, i64) = rows.first_row().map_err(|e| e.to_string())?;
-    let reads = local_reads(session, host, table).await?;
-    Ok(Feedback {
-        queue_len: pending.max(0) as u32,
-        completed: completed.max(0) as u64,
-        service_time: if reads.count > 0 { (reads.p50_ms * 1e6) as u64 } else { 0 },
-        ..Feedback::default()
-    })
+    let (pending, active, completed): (i32, i32, i64) = rows.first_row().map_err(|e| e.to_string())?;
+    let count = |n: i32| n.max(0) as u32;
+    Ok(ReadStage { pending: count(pending), active: count(active), completed: completed.max(0) as u64 })
 }

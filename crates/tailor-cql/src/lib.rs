@@ -17,4 +17,5 @@ pub mod facts;
 pub mod launch;
 pub mod load_sampler;
 pub mod policy;
+pub mod service_meter;
 pub mod twin;

@@ -3,9 +3,10 @@
 //! so `tailor report` overlays the simulated runs on the measured ones.
 //!
 //! Choices (docs/cassandra.md):
-//! - Service time: exponential, with the median of the unslowed nodes' local read latency
-//!   (Cassandra's `local_read_latency.p50th_ms` after a run) as its median, so its mean is that
-//!   median / ln 2. Workers: Cassandra's `concurrent_reads` (32).
+//! - Service time: exponential, with the unslowed nodes' mean read service time over the run
+//!   (`extra.node<i>_read_service_ms`, Little's law over ReadStage) as its mean; without it,
+//!   Cassandra's `local_read_latency.p50th_ms` as its median. Workers: Cassandra's
+//!   `concurrent_reads` (32).
 //! - Network: one way, half of what the driver's median read takes beyond that local read.
 //! - One coordinator (the one driver process chooses every replica), reads at ONE, writes at ALL,
 //!   blind strategies (the estimates the live policies have, not the simulator's truth).
@@ -29,15 +30,20 @@ pub struct Calibration {
 }
 
 impl Calibration {
-    /// From a finished run: the mean of `extra.node<i>_local_read_p50_ms` over the nodes other
-    /// than `slowed`, and the run's median read latency. When no node reported a local time
-    /// (Cassandra's table may show 0), the driver's median stands for the service time and the
-    /// network delay is 0. `None` when the run measured no read.
+    /// From a finished run: the mean over the nodes other than `slowed` of each node's median
+    /// local read time (its `extra.node<i>_read_service_ms` mean times ln 2, the median of an
+    /// exponential with that mean; else its `extra.node<i>_local_read_p50_ms`), and the run's
+    /// median read latency. When no node reported a local time (Cassandra's table may show 0),
+    /// the driver's median stands for the service time and the network delay is 0. `None` when
+    /// the run measured no read.
     pub fn from_run(run: &RunResult, nodes: usize, slowed: Option<usize>) -> Option<Calibration> {
+        let extra = |i: usize, name: &str| run.extra.get(&format!("node{i}_{name}")).copied().filter(|&v| v > 0.0);
         let p50s: Vec<f64> = (0..nodes)
             .filter(|&i| Some(i) != slowed)
-            .filter_map(|i| run.extra.get(&format!("node{i}_local_read_p50_ms")).copied())
-            .filter(|&v| v > 0.0)
+            .filter_map(|i| {
+                let from_mean = extra(i, "read_service_ms").map(|mean| mean * std::f64::consts::LN_2);
+                from_mean.or_else(|| extra(i, "local_read_p50_ms"))
+            })
             .collect();
         let client_p50_ms = run.read_latency_ms.p50;
         let service_p50_ms = if p50s.is_empty() { client_p50_ms } else { p50s.iter().sum::<f64>() / p50s.len() as f64 };
@@ -179,6 +185,18 @@ mod tests {
         only_driver.read_latency_ms.p50 = 1.5;
         let cal = Calibration::from_run(&only_driver, 3, Some(2)).unwrap();
         assert_eq!((cal.service_p50_ms, cal.network_delay_ms()), (1.5, 0.0));
+    }
+
+    #[test]
+    fn a_measured_mean_service_time_is_preferred_to_the_histogram() {
+        let mut run = RunResult::default();
+        run.read_latency_ms.p50 = 1.2;
+        run.extra.insert("node0_local_read_p50_ms".into(), 0.0);
+        run.extra.insert("node0_read_service_ms".into(), 0.5 / std::f64::consts::LN_2);
+        run.extra.insert("node1_local_read_p50_ms".into(), 0.3);
+        let cal = Calibration::from_run(&run, 2, None).unwrap();
+        assert!((cal.service_p50_ms - 0.4).abs() < 1e-9, "node 0 by its mean, node 1 by its p50: {cal:?}");
+        assert!((cal.service_mean_ms() - 0.4 / std::f64::consts::LN_2).abs() < 1e-9);
     }
 
     #[test]

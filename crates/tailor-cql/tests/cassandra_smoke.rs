@@ -46,8 +46,8 @@ async fn schema(session: &Session) {
 async fn local_reads(session: &Session) -> HashMap<Uuid, i64> {
     let table = ReadTable { keyspace: "smoke".into(), table: "kv".into() };
     let mut out = HashMap::new();
-    for (host, f) in facts::poll(session, &table).await {
-        let _ = f.expect("facts of every node");
+    for (host, stage) in facts::poll(session).await {
+        let _ = stage.expect("every node's ReadStage");
         out.insert(host, facts::read_count(session, host, &table).await.expect("read count"));
     }
     out
@@ -71,8 +71,7 @@ async fn the_policy_routes_reads_feeds_its_selector_benches_and_avoids_a_killed_
     let policy = Arc::new(TailorPolicy::new(&cfg).expect("lor runs on Cassandra"));
     let session = Arc::new(connect(&cluster, policy.clone()).await);
     schema(&session).await;
-    let table = ReadTable { keyspace: "smoke".into(), table: "kv".into() };
-    let poller = facts::spawn(session.clone(), policy.clone(), table, Duration::from_millis(100));
+    let poller = facts::spawn(session.clone(), policy.clone(), Duration::from_millis(100));
 
     // every read goes where the policy sent it
     let before = local_reads(&session).await;
