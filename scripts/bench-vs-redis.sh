@@ -21,6 +21,8 @@
 #   DURABILITIES="sync buffer"    Tailor durabilities to run (Redis config follows)
 #   REPEAT=3                      interleaved Tailor/Redis pairs per case; the table shows medians
 #   CLUSTER=1                     also run the 3-node line (0: skip)
+#   ROW_CACHE_MB=                 each Tailor node's row cache in MiB (unset: the node's default,
+#                                 256; 0: off, every read from the storage engine)
 set -euo pipefail
 
 N=${N:-50000}
@@ -123,6 +125,7 @@ replication = $nodes
 selector = "$selector"
 workers = $WORKERS
 durability = "$durability"
+${ROW_CACHE_MB:+row_cache_mb = $ROW_CACHE_MB}
 EOF
         "$TAILOR" node --config "$dir/node.toml" >"$dir/tailor.log" 2>&1 &
         T_PIDS+=($!)
@@ -192,7 +195,7 @@ compare() {
     done
 }
 
-echo "redis-benchmark -t set,get -n $N -c $C -d $D -r $R; tailor $WORKERS workers; medians of $REPEAT runs" >&2
+echo "redis-benchmark -t set,get -n $N -c $C -d $D -r $R; tailor $WORKERS workers, row cache ${ROW_CACHE_MB:-default} MiB; medians of $REPEAT runs" >&2
 for dur in $DURABILITIES; do
     case $dur in
         sync) aof=everysec rlabel="redis aof everysec" ;;

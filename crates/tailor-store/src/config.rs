@@ -168,6 +168,10 @@ pub struct NodeConfig {
     /// The storage engine's block cache, in MiB (default 256; fjall's own default is 32, which
     /// sends reads of a 100 MB working set to the OS on most lookups). Allocated as it fills.
     pub cache_mb: u64,
+    /// The row cache, in MiB (default 256, 0: off): the newest records of recently read and
+    /// written keys (values up to 64 KiB, and absent keys) kept in memory in front of the
+    /// engine, exact under the write path's key locks (`row_cache.rs`). Allocated as it fills.
+    pub row_cache_mb: u64,
     /// Largest value accepted from clients, in bytes.
     pub max_value_bytes: u64,
     /// Longest key accepted from clients and peers, in bytes (default 65,535: the storage
@@ -298,6 +302,7 @@ impl Default for NodeConfig {
             read_consistency: Consistency::One,
             durability: Durability::Sync,
             cache_mb: 256,
+            row_cache_mb: 256,
             max_value_bytes: 16 * 1024 * 1024,
             max_key_bytes: crate::limits::ENGINE_MAX_KEY,
             max_command_bytes: 32 * 1024 * 1024,
@@ -410,6 +415,9 @@ impl NodeConfig {
         }
         if !(1..=1 << 20).contains(&self.cache_mb) {
             return bad("cache_mb", format!("must be 1 to 1048576 (1 TiB), got {}", self.cache_mb));
+        }
+        if self.row_cache_mb > 1 << 20 {
+            return bad("row_cache_mb", format!("must be 0 (off) to 1048576 (1 TiB), got {}", self.row_cache_mb));
         }
         if self.max_value_bytes > u32::MAX as u64 {
             return bad("max_value_bytes", "must fit in 32 bits (the engine's value limit)".into());

@@ -41,6 +41,7 @@ pub mod process;
 pub mod repair;
 pub mod replica;
 pub mod resp;
+pub mod row_cache;
 pub mod scrape;
 pub mod session;
 pub mod size_cache;

@@ -98,7 +98,8 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
     let m = cfg.members.len();
     let tls = crate::tls::acceptor(&cfg)?;
     std::fs::create_dir_all(&cfg.data_dir).map_err(|e| NodeError::Build(format!("data_dir: {e}")))?;
-    let storage = Arc::new(Storage::open_with_cache(&cfg.data_dir, cfg.durability, Some(cfg.cache_mb << 20))?);
+    let storage = Storage::open_with_cache(&cfg.data_dir, cfg.durability, Some(cfg.cache_mb << 20))?;
+    let storage = Arc::new(storage.with_row_cache(cfg.row_cache_mb << 20));
     storage.set_gc_grace(Duration::from_secs(cfg.gc_grace_s));
     let metrics = Arc::new(Metrics::new(m));
     let seed = cfg.seed ^ (cfg.id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);

@@ -17,6 +17,7 @@ pub fn render(node: &Node) -> String {
     families.extend(connections(node, &l));
     families.extend(process());
     families.extend(storage(node, &l));
+    families.extend(row_cache(node, &l));
     node.metrics.render(node.cfg.id, &node.cfg.selector, &node.cfg.local, &families)
 }
 
@@ -103,5 +104,17 @@ fn storage(node: &Node, l: &str) -> Vec<Family> {
         Family::counter("tailor_storage_compactions_total", "Compactions finished since the node started.", {
             one(l, d.compactions as f64)
         }),
+    ]
+}
+
+fn row_cache(node: &Node, l: &str) -> Vec<Family> {
+    let c = node.storage.row_cache();
+    vec![
+        Family::counter("tailor_row_cache_hits_total", "Reads answered by the row cache.", one(l, c.hits as f64)),
+        Family::counter("tailor_row_cache_misses_total", "Reads the row cache sent to the engine.", {
+            one(l, c.misses as f64)
+        }),
+        Family::gauge("tailor_row_cache_bytes", "Bytes the row cache holds (of row_cache_mb).", one(l, c.bytes as f64)),
+        Family::gauge("tailor_row_cache_rows", "Rows the row cache holds.", one(l, c.rows as f64)),
     ]
 }

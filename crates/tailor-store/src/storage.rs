@@ -19,7 +19,9 @@
 
 use crate::config::Durability;
 use crate::limits::ENGINE_MAX_KEY;
-use fjall::{Database, Keyspace, KeyspaceCreateOptions, KvSeparationOptions, PersistMode};
+use crate::row_cache::{Row, RowCache, RowCacheStats};
+use byteview::ByteView;
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, KvSeparationOptions, PersistMode, Slice};
 use std::ops::{Bound, RangeInclusive};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -105,6 +107,8 @@ pub struct Storage {
     /// The committer of `sync` durability (`None` with `buffer`, where a flush to the OS is
     /// cheap enough to do on the writer's thread).
     group: Option<crate::commit::GroupCommit>,
+    /// Newest records of recent keys, kept exact under the stripe locks (`row_cache.rs`).
+    rows: RowCache,
 }
 
 /// The engine's files at one moment ([`Storage::disk`]).
@@ -182,6 +186,22 @@ fn meta_record(version: u64, value: Option<&[u8]>) -> Vec<u8> {
     meta
 }
 
+/// The version a data record (`version ++ value`) starts with.
+fn record_version(key_len: usize, rec: &[u8]) -> Result<u64, StorageError> {
+    let head = rec.get(0..8).ok_or(StorageError::Corrupt(key_len))?;
+    Ok(u64::from_le_bytes(head.try_into().map_err(|_| StorageError::Corrupt(key_len))?))
+}
+
+/// What a read of `row` returns: an expired value reads as absent, with its version (like a
+/// tombstone).
+fn versioned(key_len: usize, row: &Row) -> Result<Versioned, StorageError> {
+    let Some(rec) = &row.record else { return Ok(Versioned { version: row.version, value: None }) };
+    debug_assert_eq!(record_version(key_len, rec).ok(), Some(row.version), "a row's version is its record's");
+    let value = &rec[8..];
+    let live = !crate::expiry::expired(value, crate::expiry::now_ms());
+    Ok(Versioned { version: row.version, value: live.then(|| value.to_vec()) })
+}
+
 /// Microseconds since the Unix epoch.
 fn now_us() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
@@ -225,8 +245,24 @@ impl Storage {
                 }
                 Durability::Buffer => None,
             },
+            rows: RowCache::new(0),
             db,
         })
+    }
+
+    /// Keep up to `bytes` of recent rows in memory in front of the engine (0: off).
+    pub fn with_row_cache(mut self, bytes: u64) -> Storage {
+        self.rows = RowCache::new(bytes);
+        self
+    }
+
+    /// The row cache's counters.
+    pub fn row_cache(&self) -> RowCacheStats {
+        self.rows.stats()
+    }
+
+    fn lock_stripe(&self, key: &[u8]) -> std::sync::MutexGuard<'_, ()> {
+        self.stripes[stripe_of(key)].lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Drop tombstones older than `grace` (by their version's physical time) from now on.
@@ -252,28 +288,38 @@ impl Storage {
 
     /// Size in bytes and version of the value under `key`, without reading it.
     pub fn size_of(&self, key: &[u8]) -> Result<Option<(u64, u64)>, StorageError> {
+        if let Some(row) = self.rows.peek(engine_key(key)?) {
+            let read = versioned(key.len(), &row)?;
+            return Ok(read.value.map(|v| (v.len() as u64, read.version)));
+        }
         Ok(self.meta(key)?.and_then(|(version, tombstone, size)| (!tombstone).then_some((size, version))))
     }
 
+    /// The version of `key`'s newest write (0: none); the caller holds its stripe lock, so a
+    /// cached row is storage's own.
     fn meta_version(&self, key: &[u8]) -> Result<u64, StorageError> {
+        if let Some(row) = self.rows.peek(key) {
+            return Ok(row.version);
+        }
         Ok(self.meta(key)?.map_or(0, |m| m.0))
     }
 
-    /// Read `key` with its version.
+    /// Read `key` with its version: from the row cache, or from the engine under the key's
+    /// stripe lock (so no write can slip between the read and the cache's copy of it).
     pub fn get(&self, key: &[u8]) -> Result<Versioned, StorageError> {
-        match self.data.get(engine_key(key)?)? {
-            Some(rec) => {
-                if rec.len() < 8 {
-                    return Err(StorageError::Corrupt(key.len()));
-                }
-                let version = u64::from_le_bytes(rec[0..8].try_into().map_err(|_| StorageError::Corrupt(key.len()))?);
-                // an expired value reads as absent, with its version (like a tombstone)
-                let live = !crate::expiry::expired(&rec[8..], crate::expiry::now_ms());
-                Ok(Versioned { version, value: live.then(|| rec[8..].to_vec()) })
-            }
-            // absent: a tombstone may still carry a version (matters when merging replicas)
-            None => Ok(Versioned { version: self.meta_version(key)?, value: None }),
+        let key = engine_key(key)?;
+        if let Some(row) = self.rows.get(key) {
+            return versioned(key.len(), &row);
         }
+        let _guard = self.lock_stripe(key);
+        let row = match self.data.get(key)? {
+            Some(rec) => Row { version: record_version(key.len(), &rec)?, record: Some(rec) },
+            // absent: a tombstone may still carry a version (matters when merging replicas)
+            None => Row { version: self.meta_version(key)?, record: None },
+        };
+        let read = versioned(key.len(), &row)?;
+        self.rows.put(key, row);
+        Ok(read)
     }
 
     /// Apply a write (`None` deletes) if `version` is newer than the stored one; durable per the
@@ -296,7 +342,7 @@ impl Storage {
     /// wrote is free during the sync and one sync covers every write made meanwhile.
     pub fn apply(&self, key: &[u8], version: u64, value: Option<&[u8]>) -> Result<Applied, StorageError> {
         let vkey = versions_key(key)?;
-        let guard = self.stripes[stripe_of(key)].lock().unwrap_or_else(|p| p.into_inner());
+        let guard = self.lock_stripe(key);
         let stored = self.meta_version(key)?;
         if stored >= version {
             return Ok(Applied::Stale);
@@ -309,14 +355,12 @@ impl Storage {
         }
         let mut batch = self.db.batch();
         let meta = meta_record(version, value);
-        match value {
-            Some(v) if !expired => {
-                // the record built once, in the engine's own buffer (a Vec would be copied again)
-                batch.insert(&self.data, key, byteview::ByteView::fused(&version.to_le_bytes(), v));
-            }
-            _ => {
-                batch.remove(&self.data, key);
-            }
+        // the record built once, in the engine's own buffer (a Vec would be copied again), and
+        // shared with the row cache
+        let record = value.filter(|_| !expired).map(|v| Slice::from(ByteView::fused(&version.to_le_bytes(), v)));
+        match &record {
+            Some(rec) => batch.insert(&self.data, key, rec.clone()),
+            None => batch.remove(&self.data, key),
         }
         if expired {
             batch.remove(&self.versions, vkey);
@@ -324,6 +368,8 @@ impl Storage {
             batch.insert(&self.versions, vkey, meta);
         }
         batch.commit()?;
+        // an expired delete leaves nothing: the key reads as never written
+        self.rows.put(key, Row { version: if expired { 0 } else { version }, record });
         drop(guard);
         if self.group.is_some() {
             return Ok(Applied::Committed);
@@ -433,13 +479,14 @@ impl Storage {
             done.next = None;
         }
         for kv in expired {
-            let _guard = self.stripes[stripe_of(&kv.key)].lock().unwrap_or_else(|p| p.into_inner());
+            let _guard = self.lock_stripe(&kv.key);
             // only if no write replaced the tombstone since the scan
             if matches!(self.meta(&kv.key)?, Some((v, true, _)) if v == kv.version) {
                 let mut batch = self.db.batch();
                 batch.remove(&self.versions, versions_key(&kv.key)?);
                 batch.remove(&self.data, engine_key(&kv.key)?);
                 batch.commit()?;
+                self.rows.remove(&kv.key);
                 done.purged += 1;
             }
         }
@@ -515,6 +562,7 @@ fn migrate_meta(db: &Database, versions: &Keyspace) -> Result<(), StorageError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::row_cache::MAX_ROW_BYTES;
 
     #[test]
     fn versions_win_and_survive_reopen() {
@@ -541,6 +589,97 @@ mod tests {
         assert!(s.put(b"big", 2, Some(b"ok")).unwrap());
         assert_eq!(s.large_keys(4).unwrap(), vec![crate::key_hash(b"new")], "deleted/shrunk keys drop out");
         assert!(s.large_keys(1 << 20).unwrap().is_empty());
+    }
+
+    /// The row cache changes no answer: random writes, deletes, expiring values, stale versions
+    /// and tombstone purges applied to a store with a small row cache (so rows are evicted too)
+    /// and to one without give the same reads, sizes and outcomes at every step.
+    #[test]
+    fn the_row_cache_answers_exactly_as_the_engine() {
+        use rand::{Rng, SeedableRng};
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let plain = Storage::open(a.path(), Durability::Buffer).unwrap();
+        let cached = Storage::open(b.path(), Durability::Buffer).unwrap().with_row_cache(16 << 10);
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        let (ms, now) = (crate::expiry::now_ms(), crate::hlc::first_version_at(now_us()));
+        let hour_ago = crate::hlc::first_version_at(now_us() - 3_600_000_000);
+        for s in [&plain, &cached] {
+            s.set_gc_grace(std::time::Duration::from_secs(60));
+        }
+        for step in 0..4_000u64 {
+            let key = format!("k{}", rng.random_range(0..40)).into_bytes();
+            let version = if rng.random_bool(0.1) { hour_ago + step } else { now + rng.random_range(0..8_000) };
+            let value = match rng.random_range(0..6) {
+                0 => None,
+                1 => Some(crate::expiry::encode(b"e", Some(ms - 1))),
+                2 => Some(vec![3; MAX_ROW_BYTES_TEST]),
+                _ => Some(vec![rng.random(); rng.random_range(0..600)]),
+            };
+            match rng.random_range(0..10) {
+                0..=4 => {
+                    let (x, y) =
+                        (plain.put(&key, version, value.as_deref()), cached.put(&key, version, value.as_deref()));
+                    assert_eq!(x.unwrap(), y.unwrap(), "step {step}: write outcome");
+                }
+                5 => {
+                    let cutoff = plain.gc_cutoff();
+                    let (x, y) =
+                        (plain.purge_tombstones(cutoff, None, 100), cached.purge_tombstones(cutoff, None, 100));
+                    assert_eq!(x.unwrap(), y.unwrap(), "step {step}: purge");
+                }
+                _ => {}
+            }
+            assert_eq!(plain.get(&key).unwrap(), cached.get(&key).unwrap(), "step {step}: read");
+            assert_eq!(plain.size_of(&key).unwrap(), cached.size_of(&key).unwrap(), "step {step}: size");
+        }
+        let stats = cached.row_cache();
+        assert!(stats.hits > 1_000 && stats.misses > 100, "both paths were taken: {stats:?}");
+        assert!(stats.bytes <= 16 << 10);
+    }
+
+    /// Above the row cache's limit, so large rows take the engine path.
+    const MAX_ROW_BYTES_TEST: usize = MAX_ROW_BYTES + 1;
+
+    /// Writers racing readers on a few keys: every read returns a version at least as new as
+    /// the newest write acknowledged before it started, and at the end the cache agrees with
+    /// the engine reopened from disk.
+    #[test]
+    fn racing_reads_never_go_back_behind_acknowledged_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = std::sync::Arc::new(Storage::open(dir.path(), Durability::Buffer).unwrap().with_row_cache(1 << 20));
+        let acked: std::sync::Arc<Vec<AtomicU64>> = std::sync::Arc::new((0..4).map(|_| AtomicU64::new(0)).collect());
+        let writers: Vec<_> = (0..2u64)
+            .map(|w| {
+                let (s, acked) = (s.clone(), acked.clone());
+                std::thread::spawn(move || {
+                    for i in 1..=3_000u64 {
+                        let (k, version) = ((i % 4) as usize, i * 2 + w);
+                        let value = (i % 7 != 0).then(|| version.to_le_bytes().to_vec());
+                        s.put(format!("k{k}").as_bytes(), version, value.as_deref()).unwrap();
+                        acked[k].fetch_max(version, Ordering::SeqCst);
+                    }
+                })
+            })
+            .collect();
+        let reader = {
+            let (s, acked) = (s.clone(), acked.clone());
+            std::thread::spawn(move || {
+                for i in 0..20_000usize {
+                    let k = i % 4;
+                    let floor = acked[k].load(Ordering::SeqCst);
+                    let got = s.get(format!("k{k}").as_bytes()).unwrap();
+                    assert!(got.version >= floor, "read {} behind an acknowledged {floor}", got.version);
+                }
+            })
+        };
+        for t in writers.into_iter().chain([reader]) {
+            t.join().unwrap();
+        }
+        let cached: Vec<_> = (0..4).map(|k| s.get(format!("k{k}").as_bytes()).unwrap()).collect();
+        drop(s);
+        let reopened = Storage::open(dir.path(), Durability::Buffer).unwrap();
+        let fresh: Vec<_> = (0..4).map(|k| reopened.get(format!("k{k}").as_bytes()).unwrap()).collect();
+        assert_eq!(cached, fresh);
     }
 
     #[test]

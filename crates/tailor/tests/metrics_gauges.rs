@@ -1,6 +1,6 @@
 //! The gauges a node's Prometheus endpoint reads at scrape time, against a real client's
 //! actions: process resident memory, open client and peer connections, the storage engine's
-//! files, and the read decision counter, whose outcomes add up to the reads sent.
+//! files, the read decision counter, whose outcomes add up to the reads sent, and the row cache.
 
 mod common;
 use common::*;
@@ -82,4 +82,35 @@ fn read_decisions_add_up_to_the_reads_a_client_sent() {
         assert_eq!(timed, n, "the latency of each {o} read is in its histogram");
     }
     assert_eq!(cl.metric(0, "tailor_read_decisions_total", &[]), 0.0, "node 0 coordinated nothing");
+}
+
+/// The row cache's counters follow a real client's reads exactly: written keys are cached by
+/// their write (every read of them a hit), an absent key misses once and is then cached as
+/// absent; with `row_cache_mb = 0` every read goes to the engine and nothing is counted.
+#[test]
+fn row_cache_counters_follow_the_reads() {
+    // (row_cache_mb, hits, misses, rows held, at least the bytes of the 20 values)
+    for (row_cache_mb, hits, misses, rows, min_bytes) in [(256, 50.0, 10.0, 30.0, 20_000.0), (0, 0.0, 0.0, 0.0, 0.0)] {
+        let cl = TestCluster::start(ClusterOptions { nodes: 1, ..ClusterOptions::default() }, |c| {
+            c.row_cache_mb = row_cache_mb
+        });
+        let mut con = cl.conn(0);
+        for i in 0..20 {
+            set(&mut con, &format!("k{i}"), &value(1000, i)).expect("SET");
+        }
+        for _ in 0..2 {
+            for i in 0..20 {
+                assert_eq!(get(&mut con, &format!("k{i}")).unwrap(), Some(value(1000, i)));
+            }
+            for i in 0..10 {
+                assert_eq!(get(&mut con, &format!("absent{i}")).unwrap(), None);
+            }
+        }
+        let got = |name| sample(&cl, 0, name, &[]);
+        let counts = (got("tailor_row_cache_hits_total"), got("tailor_row_cache_misses_total"));
+        assert_eq!(counts, (hits, misses), "row_cache_mb = {row_cache_mb}: hits and misses");
+        assert_eq!(got("tailor_row_cache_rows"), rows, "row_cache_mb = {row_cache_mb}: rows held");
+        let bytes = got("tailor_row_cache_bytes");
+        assert!(bytes >= min_bytes, "row_cache_mb = {row_cache_mb}: {bytes} bytes held");
+    }
 }
