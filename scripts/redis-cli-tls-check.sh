@@ -19,7 +19,7 @@ make_cert() { # name subject-alt-names: a key and a certificate signed by ca
 openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=test-ca -keyout ca.key -out ca.pem 2>/dev/null
 make_cert server "DNS:localhost,IP:127.0.0.1"
 make_cert client "DNS:client"
-port=$((20000 + RANDOM % 20000))
+port=$((10000 + RANDOM % 22000)) # below the ephemeral range, where bind could find it taken
 cat >node.toml <<EOF
 data_dir = "$dir/data"
 client_addr = "127.0.0.1:0"

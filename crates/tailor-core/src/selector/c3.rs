@@ -145,7 +145,7 @@ impl C3Config {
     /// The scale [`C3Config::scaled`] needs for servers of `workers` workers serving a request in
     /// `service_ns` on average: their capacity over absim's (4 workers, 4 ms). A store node with
     /// 4 workers and 50 µs reads gets 80: 400 tokens per 20 ms interval to start, as C3's
-    /// Cassandra implementation used a few hundred.
+    /// Cassandra implementation used a few hundred (a store node assumes 5 µs reads: 800).
     pub fn capacity_scale(workers: usize, service_ns: f64) -> f64 {
         assert!(workers > 0 && service_ns > 0.0, "a server has workers and a service time");
         (workers as f64 / ABSIM_WORKERS) * (ABSIM_SERVICE_NS / service_ns)
