@@ -79,7 +79,9 @@ impl SimCoordinator {
     /// on the timer's next tick).
     #[inline]
     pub fn arm(&mut self, now: Nanos) -> Option<Nanos> {
-        let t = self.core.next_wake()?.max(now + 1).div_ceil(self.tick) * self.tick;
+        let t = self.core.next_wake()?.max(now + 1);
+        // the simulator's 1 ns tick needs no rounding (a division, on every event of a timed selector)
+        let t = if self.tick == 1 { t } else { t.div_ceil(self.tick) * self.tick };
         (t < self.wake_at).then(|| {
             self.wake_at = t;
             t

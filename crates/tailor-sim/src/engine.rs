@@ -482,8 +482,7 @@ impl<'a> Engine<'a> {
             return self.arm_resume(server, resume);
         }
         while let Some((meta, job)) = self.servers[server as usize].core.start(self.now) {
-            let key = self.reqs.get(job.ticket.id).key;
-            let work = self.service_time(server, key, meta.service);
+            let work = self.service_time(server, job.ticket.id, meta.service);
             let done = pause.map_or(self.now + work, |p| p.finish(self.now, work));
             self.events.push(done, Event::ServiceDone { server, job, service: done - self.now });
         }
@@ -498,8 +497,9 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// The real processing time of a job at `server` now.
-    fn service_time(&mut self, server: NodeId, key: u64, nominal: Nanos) -> Nanos {
+    /// The real processing time of request `id`'s job at `server` now (its key is looked up
+    /// only for a cache: the request's record is a likely cache miss).
+    fn service_time(&mut self, server: NodeId, id: RequestId, nominal: Nanos) -> Nanos {
         let c = &self.spec.cluster;
         let s = &mut self.servers[server as usize];
         let slowdown = s.slowdown;
@@ -508,7 +508,7 @@ impl<'a> Engine<'a> {
             round_nonneg(x * mean_ns).max(1.0) as Nanos
         };
         if let Some(cache) = s.cache.as_mut() {
-            let hit = cache.access(key);
+            let hit = cache.access(self.reqs.get(id).key);
             self.rec.cache_access(hit);
             let mean = if hit { c.cache.hit_ms } else { c.cache.miss_ms } * 1e6 * slowdown;
             return exp(&mut self.service_rng, mean);

@@ -124,11 +124,14 @@ impl Recorder {
     /// `server` completed a routed read at `now`.
     pub fn served(&mut self, server: u32, now: Nanos) {
         let Some(mut w) = self.window else { return };
-        while now / w >= MAX_WINDOWS as Nanos {
+        // one division per routed read, not one for the test and another for the slot
+        let mut slot = now / w;
+        while slot >= MAX_WINDOWS as Nanos {
             w = self.coarsen();
+            slot = now / w;
         }
         let row = &mut self.per_server[server as usize];
-        let slot = (now / w) as usize;
+        let slot = slot as usize;
         if row.len() <= slot {
             row.resize(slot + 1, 0);
         }

@@ -21,7 +21,7 @@
 //! rescans the history; a test checks these values against a rescan on random event sequences.
 
 use crate::model::NodeId;
-use crate::time::{Nanos, MS};
+use crate::time::{round_nonneg, Nanos, MS};
 use std::collections::VecDeque;
 
 /// The facts a replica piggybacks on a response or acknowledgement, stamped with its clock.
@@ -102,11 +102,15 @@ impl RifLatency {
     /// The latency estimate for a request arriving at `rif` requests in flight, in ns.
     pub fn estimate(&self, rif: u32) -> Nanos {
         let at = (rif as usize).min(RIF_LEVELS - 1);
-        let nearest = (0..RIF_LEVELS).find_map(|d| {
-            let below = at.checked_sub(d).and_then(|i| self.levels.get(i).copied().flatten());
-            below.or_else(|| self.levels.get(at + d).copied().flatten())
+        // every probe asks: the level itself is almost always measured, so try it first
+        let nearest = self.levels.get(at).copied().flatten().or_else(|| {
+            (1..RIF_LEVELS).find_map(|d| {
+                let below = at.checked_sub(d).and_then(|i| self.levels.get(i).copied().flatten());
+                below.or_else(|| self.levels.get(at + d).copied().flatten())
+            })
         });
-        nearest.map_or(0, |ns| ns.round() as Nanos)
+        // averages of non-negative samples: `round_nonneg` is `round` here, without libm's call
+        nearest.map_or(0, |ns| round_nonneg(ns) as Nanos)
     }
 }
 
@@ -376,6 +380,31 @@ mod tests {
         assert_eq!(r.estimate(500), MS, "high counts share the last level");
         r.finishes(MS, 99);
         assert_eq!(r.estimate(2), 12 * MS, "an unknown request is ignored");
+    }
+
+    /// The estimate is the level a walk outwards from `rif` finds (below first on a tie), rounded.
+    #[test]
+    fn rif_latency_nearest_level_equals_a_walk_outwards() {
+        use rand::{Rng, SeedableRng};
+        let walk = |r: &RifLatency, rif: u32| -> Nanos {
+            let at = (rif as usize).min(RIF_LEVELS - 1);
+            let nearest = (0..RIF_LEVELS).find_map(|d| {
+                let below = at.checked_sub(d).and_then(|i| r.levels.get(i).copied().flatten());
+                below.or_else(|| r.levels.get(at + d).copied().flatten())
+            });
+            nearest.map_or(0, |ns| ns.round() as Nanos)
+        };
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(3);
+        for _ in 0..20 {
+            let mut r = RifLatency::default();
+            for id in 0..rng.random_range(0..40u64) {
+                r.arrives(0, id, rng.random_range(0..80));
+                r.finishes(rng.random_range(0..10 * MS), id);
+                for rif in [0, 1, 31, 62, 63, 64, 100, rng.random_range(0..70)] {
+                    assert_eq!(r.estimate(rif), walk(&r, rif), "rif {rif}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! Everything here is kept in nanoseconds as `f64`; the score is a time, so its unit only has
 //! to be consistent across servers.
 
-use crate::facts::{Ewma, Response};
+use crate::facts::Response;
 use crate::model::NodeId;
 use crate::time::Nanos;
 
@@ -12,33 +12,39 @@ use crate::time::Nanos;
 pub const ABSIM_EWMA_WEIGHT: f64 = 0.9;
 
 /// What one coordinator has learnt about one server from its responses.
+///
+/// The three averages are always updated together, by fresh feedback, so one receipt time says
+/// whether they hold a value and one weight serves them all: 48 bytes instead of three
+/// [`crate::facts::Ewma`]s (96), which matters because a coordinator keeps one per server and
+/// scores several of them for every read. Each update computes what [`crate::facts::Ewma::update`]
+/// does, bit for bit.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ServerFeedback {
+    /// EWMA weight on each new sample, in `[0, 1]`.
+    weight: f64,
     /// EWMA of (response time seen by the coordinator − service time), i.e. C3's `R̄ − 1/µ̄`,
     /// which includes the server's queueing wait and the network round trip.
-    delay: Ewma,
+    delay: f64,
     /// EWMA of the piggybacked queue length (`q̄`).
-    queue: Ewma,
+    queue: f64,
     /// EWMA of the piggybacked service time (`1/µ̄`).
-    service: Ewma,
+    service: f64,
+    /// Coordinator clock when the newest applied feedback arrived (meaningful when `fed`).
+    received_at: Nanos,
     /// Requests this coordinator has sent to the server and not yet seen answered (`os_s`).
     outstanding: u32,
-    /// Coordinator clock when the newest applied feedback arrived.
-    received_at: Option<Nanos>,
+    /// Whether fresh feedback was applied: until then the averages hold no value.
+    fed: bool,
 }
+
+const _: () = assert!(std::mem::size_of::<ServerFeedback>() == 48, "one per server and coordinator: kept small");
 
 impl ServerFeedback {
     /// A server nothing is known about yet; `weight_new` is the EWMA weight on each new sample
     /// (clamped into `[0, 1]` so a bad config cannot panic here; configs validate it earlier).
     pub fn new(weight_new: f64) -> Self {
         let w = if weight_new.is_finite() { weight_new.clamp(0.0, 1.0) } else { ABSIM_EWMA_WEIGHT };
-        ServerFeedback {
-            delay: Ewma::new(w),
-            queue: Ewma::new(w),
-            service: Ewma::new(w),
-            outstanding: 0,
-            received_at: None,
-        }
+        ServerFeedback { weight: w, delay: 0.0, queue: 0.0, service: 0.0, received_at: 0, outstanding: 0, fed: false }
     }
 
     /// The coordinator sent a request to this server.
@@ -56,12 +62,16 @@ impl ServerFeedback {
         }
         let response_time = now.saturating_sub(resp.sent_at) as f64;
         let service = resp.feedback.service_time as f64;
+        let (w, fed) = (self.weight, self.fed);
+        // the first sample becomes the value, as `Ewma::update` does
+        let ewma = |old: f64, sample: f64| if fed { w * sample + (1.0 - w) * old } else { sample };
         // A service time longer than the round trip can only come from clock skew in the store;
         // clamping keeps the delay term from rewarding such a server.
-        self.delay.update((response_time - service).max(0.0));
-        self.queue.update(resp.feedback.queue_len as f64);
-        self.service.update(service);
-        self.received_at = Some(now);
+        self.delay = ewma(self.delay, (response_time - service).max(0.0));
+        self.queue = ewma(self.queue, resp.feedback.queue_len as f64);
+        self.service = ewma(self.service, service);
+        self.received_at = now;
+        self.fed = true;
         true
     }
 
@@ -71,28 +81,33 @@ impl ServerFeedback {
     }
 
     /// EWMA of response time minus service time, in ns.
+    #[inline]
     pub fn delay(&self) -> Option<f64> {
-        self.delay.get()
+        self.fed.then_some(self.delay)
     }
 
     /// EWMA of the piggybacked queue length.
+    #[inline]
     pub fn queue(&self) -> Option<f64> {
-        self.queue.get()
+        self.fed.then_some(self.queue)
     }
 
     /// EWMA of the piggybacked service time, in ns.
+    #[inline]
     pub fn service(&self) -> Option<f64> {
-        self.service.get()
+        self.fed.then_some(self.service)
     }
 
     /// Coordinator clock at receipt of the newest applied feedback.
+    #[inline]
     pub fn received_at(&self) -> Option<Nanos> {
-        self.received_at
+        self.fed.then_some(self.received_at)
     }
 
     /// Whether any fresh feedback was applied.
+    #[inline]
     pub fn has_feedback(&self) -> bool {
-        self.received_at.is_some()
+        self.fed
     }
 
     /// C3's queue estimate `q̂ = 1 + os_s·w + q̄`, if any feedback was applied.
@@ -107,9 +122,10 @@ impl ServerFeedback {
 
     /// `(R̄ − 1/µ̄) + q̂^b · (1/µ̄)` for a given `q̂`; 0 without feedback (C3 tries unknown servers first).
     pub fn score_with(&self, q_hat: f64, b: f64) -> f64 {
-        match (self.delay(), self.service()) {
-            (Some(d), Some(s)) => d + pow(q_hat.max(0.0), b) * s,
-            _ => 0.0,
+        if self.fed {
+            self.delay + pow(q_hat.max(0.0), b) * self.service
+        } else {
+            0.0
         }
     }
 

@@ -64,6 +64,13 @@ impl Pool {
         *self.index.get_or_insert_with(replica, || ABSENT) = at;
     }
 
+    /// [`Pool::place`] for a replica whose probe the pool holds (its index entry exists): a
+    /// lookup that inlines, for the passes that move or drop many probes at once.
+    #[inline]
+    fn relocate(&mut self, replica: NodeId, at: u32) {
+        *self.index.get_mut(replica).expect("a held probe's replica is indexed") = at;
+    }
+
     fn add_rif(&mut self, rif: u32) {
         let at = self.rifs.partition_point(|&r| r <= rif);
         self.rifs.insert(at, rif);
@@ -119,9 +126,9 @@ impl Pool {
     pub fn swap_remove(&mut self, i: usize) -> Probe {
         Self::remove_rif(&mut self.rifs, self.probes[i].rif);
         let gone = self.probes.swap_remove(i);
-        self.place(gone.replica, ABSENT);
+        self.relocate(gone.replica, ABSENT);
         if let Some(moved) = self.probes.get(i) {
-            self.place(moved.replica, i as u32);
+            self.relocate(moved.replica, i as u32);
         }
         gone
     }
@@ -138,12 +145,12 @@ impl Pool {
             let p = self.probes[i];
             if !fresh(p.at) {
                 Self::remove_rif(&mut self.rifs, p.rif);
-                self.place(p.replica, ABSENT);
+                self.relocate(p.replica, ABSENT);
                 continue;
             }
             if kept != i {
                 self.probes[kept] = p;
-                self.place(p.replica, kept as u32);
+                self.relocate(p.replica, kept as u32);
             }
             oldest = oldest.min(p.at);
             kept += 1;
