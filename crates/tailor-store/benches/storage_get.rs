@@ -4,7 +4,8 @@
 //! Loads `KEYS` values of 1 KiB under redis-benchmark's key names (`key:000000012345`), then
 //! reads random keys with one thread and with two (the machine's cores), through
 //! [`Storage::get`] (one lookup, as a node's read does) and through `size_of` + `get` (the two
-//! lookups a read cost before the replica kept value sizes), and prints reads per second.
+//! lookups a read cost before the replica kept value sizes), and prints reads per second; then
+//! the same reads through the row cache in front of it (`row_cache_mb`, every key cached).
 //!
 //! Not a test: figures vary with the machine; compare rows of one run.
 
@@ -57,9 +58,14 @@ fn two_lookups(s: &Storage, k: &[u8]) {
     std::hint::black_box(s.get(k).expect("read"));
 }
 
+fn open(dir: &std::path::Path, row_cache_bytes: u64) -> Arc<Storage> {
+    let storage = Storage::open_with_cache(dir, Durability::Buffer, Some(256 << 20)).expect("open");
+    Arc::new(storage.with_row_cache(row_cache_bytes))
+}
+
 fn main() {
     let dir = tempfile::tempdir().expect("temporary directory");
-    let storage = Arc::new(Storage::open_with_cache(dir.path(), Durability::Buffer, Some(256 << 20)).expect("open"));
+    let storage = open(dir.path(), 0);
     let value = vec![b'x'; 1024];
     for i in 0..KEYS {
         storage.put(&key(i), 1, Some(&value)).expect("load");
@@ -73,5 +79,13 @@ fn main() {
             format!("size_of + get, {threads} thread(s)"),
             rate(&storage, threads, two_lookups)
         );
+    }
+    drop(storage);
+    let cached = open(dir.path(), 256 << 20);
+    for i in 0..KEYS {
+        cached.get(&key(i)).expect("warm the row cache");
+    }
+    for threads in [1, 2] {
+        println!("{:<34} {:>12.0}", format!("row cache get, {threads} thread(s)"), rate(&cached, threads, one_lookup));
     }
 }
