@@ -100,10 +100,6 @@ pub struct Storage {
     grace_us: AtomicU64,
     /// Serialises version check + write per key stripe so concurrent writers cannot interleave.
     stripes: Vec<Mutex<()>>,
-    /// Group commit: writes committed to the journal so far (a sequence number).
-    committed: AtomicU64,
-    /// The highest committed sequence number known durable; the mutex lets one writer sync for all.
-    synced: Mutex<u64>,
     /// The committer of `sync` durability (`None` with `buffer`, where a flush to the OS is
     /// cheap enough to do on the writer's thread).
     group: Option<crate::commit::GroupCommit>,
@@ -237,8 +233,6 @@ impl Storage {
             durability,
             grace_us: AtomicU64::new(u64::MAX),
             stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
-            committed: AtomicU64::new(0),
-            synced: Mutex::new(0),
             group: match durability {
                 Durability::Sync => {
                     Some(crate::commit::GroupCommit::start(db.clone(), dir).map_err(fjall::Error::from)?)
@@ -353,7 +347,7 @@ impl Storage {
             // nothing to delete, and the tombstone would only be dropped again
             return Ok(Applied::Stale);
         }
-        let mut batch = self.db.batch();
+        let mut batch = self.batch();
         let meta = meta_record(version, value);
         // the record built once, in the engine's own buffer (a Vec would be copied again), and
         // shared with the row cache
@@ -371,12 +365,19 @@ impl Storage {
         // an expired delete leaves nothing: the key reads as never written
         self.rows.put(key, Row { version: if expired { 0 } else { version }, record });
         drop(guard);
-        if self.group.is_some() {
-            return Ok(Applied::Committed);
+        Ok(if self.group.is_some() { Applied::Committed } else { Applied::Durable })
+    }
+
+    /// A write batch; with `buffer` durability its commit also moves the journal to the OS,
+    /// under the journal lock the commit holds anyway (a separate flush after it took that lock
+    /// a second time, and contended for it: perf showed both under SET load). With `sync` the
+    /// committer makes it durable ([`crate::commit`]).
+    fn batch(&self) -> fjall::OwnedWriteBatch {
+        let batch = self.db.batch();
+        match self.durability {
+            Durability::Buffer => batch.durability(Some(PersistMode::Buffer)),
+            Durability::Sync => batch,
         }
-        let mine = self.committed.fetch_add(1, Ordering::SeqCst) + 1;
-        self.make_durable(mine)?;
-        Ok(Applied::Durable)
     }
 
     /// Call `ack` once the write [`Storage::apply`] answered [`Applied::Committed`] for is
@@ -394,24 +395,6 @@ impl Storage {
             Some(g) => g.wait().map_err(StorageError::Sync),
             None => Ok(()),
         }
-    }
-
-    /// Group commit: return once the journal is persisted past commit number `mine`. Whoever
-    /// holds the lock syncs every commit made so far, so concurrent writers share one fsync.
-    fn make_durable(&self, mine: u64) -> Result<(), StorageError> {
-        let mut synced = self.synced.lock().unwrap_or_else(|p| p.into_inner());
-        if *synced >= mine {
-            return Ok(());
-        }
-        // every sequence number up to `target` was committed before it was counted
-        let target = self.committed.load(Ordering::SeqCst);
-        let mode = match self.durability {
-            Durability::Sync => PersistMode::SyncData,
-            Durability::Buffer => PersistMode::Buffer,
-        };
-        self.db.persist(mode)?;
-        *synced = target;
-        Ok(())
     }
 
     /// Hashes ([`crate::key_hash`]) of the keys whose live value is strictly larger than
@@ -520,17 +503,13 @@ impl Storage {
     /// Insert (`Some`) or remove (`None`) `key` in `keyspace`, durable per the configured policy
     /// before returning (the same group commit as data writes).
     pub(crate) fn put_in(&self, keyspace: &Keyspace, key: &[u8], value: Option<&[u8]>) -> Result<(), StorageError> {
-        let mut batch = self.db.batch();
+        let mut batch = self.batch();
         match value {
             Some(v) => batch.insert(keyspace, key, v),
             None => batch.remove(keyspace, key),
         }
         batch.commit()?;
-        if self.group.is_some() {
-            return self.wait_durable();
-        }
-        let mine = self.committed.fetch_add(1, Ordering::SeqCst) + 1;
-        self.make_durable(mine)
+        self.wait_durable()
     }
 
     /// Sync everything (on clean shutdown).

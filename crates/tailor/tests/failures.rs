@@ -6,12 +6,21 @@ use common::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use tailor_store::cluster::ClusterOptions;
-use tailor_store::config::Consistency;
+use tailor_store::config::{Consistency, Durability};
 
+/// Both durabilities keep their promise against a process crash: `sync` acknowledges after the
+/// journal's fdatasync, `buffer` after the journal reached the OS (which a SIGKILL leaves alone).
 #[test]
 fn sigkill_under_write_load_loses_no_acknowledged_write() {
+    for durability in [Durability::Sync, Durability::Buffer] {
+        sigkill_loses_no_acknowledged_write(durability);
+    }
+}
+
+fn sigkill_loses_no_acknowledged_write(durability: Durability) {
     // ALL: every acknowledged write was durable on the node we kill, so we can check it there
-    let opts = ClusterOptions { nodes: 3, write_consistency: Consistency::All, ..ClusterOptions::default() };
+    let opts =
+        ClusterOptions { nodes: 3, write_consistency: Consistency::All, durability, ..ClusterOptions::default() };
     let mut cl = TestCluster::start(opts, |_| {});
     let acked = Arc::new(Mutex::new(Vec::<(String, Vec<u8>)>::new()));
     let failures = Arc::new(Mutex::new(0usize));
@@ -44,7 +53,7 @@ fn sigkill_under_write_load_loses_no_acknowledged_write() {
     let mut c2 = cl.conn(2);
     for (k, v) in &acked {
         let local: Option<Vec<u8>> = redis::cmd("TAILOR.LOCALGET").arg(k).query(&mut c2).unwrap();
-        assert!(local.as_ref() == Some(v), "acknowledged write {k} lost on the killed node");
+        assert!(local.as_ref() == Some(v), "{durability:?}: acknowledged write {k} lost on the killed node");
     }
     // and a read at ALL through another node returns it once node 2 is back up
     let mut c0 = cl.conn(0);
