@@ -529,26 +529,27 @@ impl Coordinator {
         let replicas = self.ring.replicas(h);
         let id = self.ids.fetch_add(1, Ordering::Relaxed);
         let (done, rx) = oneshot::channel();
+        let size = write.as_ref().map(|(_, v)| v.as_ref().map_or(0, |v| v.len() as u64));
+        // built before the lock is taken: other requests wait for it (perf showed it contended)
+        let mut f = InFlight {
+            key: key.to_vec(),
+            write,
+            newest: false,
+            answers: Vec::new(),
+            sent: Vec::new(),
+            failed: 0,
+            attempts: 0,
+            parked: false,
+            last_error: String::new(),
+            done,
+            started: std::time::Instant::now(),
+        };
         {
             let mut inner = self.lock();
             let mut out = self.prepare(&mut inner);
             let (read_level, write_level) = inner.core.consistency();
-            let level = level.unwrap_or(if write.is_some() { write_level } else { read_level });
-            let newest = level != Consistency::One;
-            let size = write.as_ref().map(|(_, v)| v.as_ref().map_or(0, |v| v.len() as u64));
-            let f = InFlight {
-                key: key.to_vec(),
-                write,
-                newest,
-                answers: Vec::new(),
-                sent: Vec::new(),
-                failed: 0,
-                attempts: 0,
-                parked: false,
-                last_error: String::new(),
-                done,
-                started: std::time::Instant::now(),
-            };
+            let level = level.unwrap_or(if f.write.is_some() { write_level } else { read_level });
+            f.newest = level != Consistency::One;
             let is_write = f.write.is_some();
             inner.in_flight.insert(id, f);
             let req = ClientRequest { id, key: h, replicas, size };

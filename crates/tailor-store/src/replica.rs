@@ -249,9 +249,15 @@ impl Replica {
         if alive == 0 {
             return false;
         }
+        // the usual case, asked on every local read: no panic since the last success, and the
+        // core keeps at least one worker, so no clock read and no lock are needed
+        let panics = h.panics_since_success.load(Ordering::Relaxed);
+        if panics == 0 {
+            return true;
+        }
         let since = self.now().saturating_sub(h.last_panic.load(Ordering::Relaxed));
         let recent = since < UNHEALTHY_FOR.as_nanos() as Nanos;
-        !(recent && h.panics_since_success.load(Ordering::Relaxed) >= self.workers().min(alive))
+        !(recent && panics >= self.workers().min(alive))
     }
 
     /// The current read parallelism.

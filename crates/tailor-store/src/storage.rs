@@ -194,7 +194,7 @@ fn versioned(key_len: usize, row: &Row) -> Result<Versioned, StorageError> {
     let Some(rec) = &row.record else { return Ok(Versioned { version: row.version, value: None }) };
     debug_assert_eq!(record_version(key_len, rec).ok(), Some(row.version), "a row's version is its record's");
     let value = &rec[8..];
-    let live = !crate::expiry::expired(value, crate::expiry::now_ms());
+    let live = !crate::expiry::expired_now(value);
     Ok(Versioned { version: row.version, value: live.then(|| value.to_vec()) })
 }
 
@@ -341,7 +341,7 @@ impl Storage {
         if stored >= version {
             return Ok(Applied::Stale);
         }
-        let dead = value.is_none_or(|v| crate::expiry::expired(v, crate::expiry::now_ms()));
+        let dead = value.is_none_or(crate::expiry::expired_now);
         let expired = dead && version < self.gc_cutoff();
         if expired && stored == 0 {
             // nothing to delete, and the tombstone would only be dropped again
