@@ -308,8 +308,9 @@ impl Storage {
         let _guard = self.lock_stripe(key);
         let row = match self.data.get(key)? {
             Some(rec) => Row { version: record_version(key.len(), &rec)?, record: Some(rec) },
-            // absent: a tombstone may still carry a version (matters when merging replicas)
-            None => Row { version: self.meta_version(key)?, record: None },
+            // absent: a tombstone may still carry a version (matters when merging replicas);
+            // straight to the engine, the row cache was just missed
+            None => Row { version: self.meta(key)?.map_or(0, |m| m.0), record: None },
         };
         let read = versioned(key.len(), &row)?;
         self.rows.put(key, row);
