@@ -8,10 +8,19 @@ use std::sync::{Arc, Mutex};
 use tailor_store::cluster::ClusterOptions;
 use tailor_store::config::{Consistency, Durability};
 
+/// One test of this file at a time: a test's write load on the machine's two cores made another
+/// test's nodes miss heartbeats, which its failure-detector checks do not expect.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// Both durabilities keep their promise against a process crash: `sync` acknowledges after the
 /// journal's fdatasync, `buffer` after the journal reached the OS (which a SIGKILL leaves alone).
 #[test]
 fn sigkill_under_write_load_loses_no_acknowledged_write() {
+    let _serial = one_at_a_time();
     for durability in [Durability::Sync, Durability::Buffer] {
         sigkill_loses_no_acknowledged_write(durability);
     }
@@ -22,6 +31,7 @@ fn sigkill_under_write_load_loses_no_acknowledged_write() {
 /// acknowledged before the kill is on disk after the restart.
 #[test]
 fn sigkill_loses_no_acknowledged_pipelined_buffer_write() {
+    let _serial = one_at_a_time();
     let opts = ClusterOptions { nodes: 1, durability: Durability::Buffer, ..ClusterOptions::default() };
     let mut cl = TestCluster::start(opts, |_| {});
     let acked = Arc::new(Mutex::new(Vec::<(String, Vec<u8>)>::new()));
@@ -108,6 +118,7 @@ fn sigkill_loses_no_acknowledged_write(durability: Durability) {
 
 #[test]
 fn reads_keep_succeeding_with_one_replica_in_three_down() {
+    let _serial = one_at_a_time();
     let opts = ClusterOptions {
         nodes: 3,
         selector: "round-robin".into(),
