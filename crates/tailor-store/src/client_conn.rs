@@ -20,12 +20,14 @@
 //!   its replies for `slow_sender_timeout_ms` is disconnected too.
 //! - Pipelined plain GETs and SETs of distinct keys run concurrently, at most [`MAX_BATCH`]
 //!   at once, with their replies in order (a pipeline's latency is then one round trip to the
-//!   replicas, not one per command).
+//!   replicas, not one per command). Commands run in a flush scope ([`crate::flush_scope`]):
+//!   the `buffer` writes one poll makes share one journal flush.
 //! - Replies: pipelined commands run until 64 KiB of replies wait, which are then written before
 //!   more run, so a connection holds at most that plus one reply; an MGET reply's bytes are
 //!   leased from the `max_buffered_bytes` budget until written.
 
 use crate::commands;
+use crate::flush_scope::poll_scoped;
 use crate::limits::{accept_capped, Exhausted, Lease};
 use crate::node::Node;
 use crate::resp::{parse_bulk_header, parse_command, Limits, Parsed, Protocol, Reply, TooLarge};
@@ -228,7 +230,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                         self.execute_batch(args).await;
                         continue;
                     }
-                    let done = commands::execute(&self.node, &mut self.session, args).await;
+                    let done = poll_scoped(commands::execute(&self.node, &mut self.session, args)).await;
                     done.reply.encode(self.session.protocol(), &mut self.out);
                     self.out_leases.extend(done.lease);
                     if done.close {
@@ -268,7 +270,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         let mut sessions: Vec<Session> = batch.iter().map(|_| self.session.snapshot()).collect();
         let node = &self.node;
         let runs = sessions.iter_mut().zip(batch).map(|(session, args)| commands::execute(node, session, args));
-        for done in futures_util::future::join_all(runs).await {
+        // one journal flush for the batch's writes ([`crate::flush_scope`])
+        for done in poll_scoped(futures_util::future::join_all(runs)).await {
             done.reply.encode(self.session.protocol(), &mut self.out);
             self.out_leases.extend(done.lease);
         }

@@ -390,8 +390,11 @@ impl Coordinator {
         let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
         for (_, mut exchange) in outbox {
             if exchange.as_mut().poll(&mut cx).is_pending() {
-                // the task's first poll registers its real waker
-                tokio::spawn(exchange);
+                // waiting, maybe for the flush of this thread's scope, which polls it again then;
+                // else a task, whose first poll registers its real waker
+                if let Err(exchange) = crate::flush_scope::park(exchange) {
+                    tokio::spawn(exchange);
+                }
             }
         }
     }

@@ -27,6 +27,7 @@ pub mod config;
 pub mod coordinator;
 pub mod emulation;
 pub mod expiry;
+pub mod flush_scope;
 pub mod gc;
 pub mod hints;
 pub mod hlc;

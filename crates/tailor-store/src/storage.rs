@@ -89,6 +89,12 @@ pub struct Purged {
 
 const STRIPES: usize = 64;
 
+/// fjall's background threads (memtable flushes and compactions). One, because with more its
+/// first worker hands every compaction request back to the queue while the others are busy and
+/// takes it again at once (fjall 3.1's `worker_tick`): a spin that took 10-14 % of a node's CPU
+/// under SET load in perf, for as long as a compaction ran.
+const ENGINE_WORKERS: usize = 1;
+
 /// The node's persistent key-value store.
 pub struct Storage {
     db: Database,
@@ -216,7 +222,7 @@ impl Storage {
         cache_bytes: Option<u64>,
     ) -> Result<Storage, StorageError> {
         // Manual persistence: the replica decides when the journal reaches the disk (before the ack).
-        let mut builder = Database::builder(dir).manual_journal_persist(true);
+        let mut builder = Database::builder(dir).manual_journal_persist(true).worker_threads(ENGINE_WORKERS);
         if let Some(bytes) = cache_bytes {
             builder = builder.cache_size(bytes);
         }
@@ -325,6 +331,11 @@ impl Storage {
         match self.apply(key, version, value)? {
             Applied::Stale => Ok(false),
             Applied::Durable => Ok(true),
+            Applied::Committed if self.group.is_none() => {
+                // a `buffer` write in a flush scope: this caller waits, so it flushes itself
+                self.db.persist(PersistMode::Buffer)?;
+                Ok(true)
+            }
             Applied::Committed => {
                 self.wait_durable()?;
                 Ok(true)
@@ -332,9 +343,10 @@ impl Storage {
         }
     }
 
-    /// [`Storage::put`] without waiting for a `sync` durability's fsync: [`Applied::Committed`]
+    /// [`Storage::put`] without waiting for a `sync` durability's fsync, nor, inside a flush
+    /// scope ([`crate::flush_scope`]), for a `buffer` durability's flush: [`Applied::Committed`]
     /// then asks the caller to acknowledge through [`Storage::when_durable`], so the thread that
-    /// wrote is free during the sync and one sync covers every write made meanwhile.
+    /// wrote is free meanwhile and one sync or flush covers every write made meanwhile.
     pub fn apply(&self, key: &[u8], version: u64, value: Option<&[u8]>) -> Result<Applied, StorageError> {
         let vkey = versions_key(key)?;
         let guard = self.lock_stripe(key);
@@ -348,7 +360,9 @@ impl Storage {
             // nothing to delete, and the tombstone would only be dropped again
             return Ok(Applied::Stale);
         }
-        let mut batch = self.batch();
+        // in a flush scope a `buffer` write leaves the flush to the scope's end
+        let deferred = self.group.is_none() && crate::flush_scope::active();
+        let mut batch = if deferred { self.db.batch() } else { self.batch() };
         let meta = meta_record(version, value);
         // the record built once, in the engine's own buffer (a Vec would be copied again), and
         // shared with the row cache
@@ -366,7 +380,7 @@ impl Storage {
         // an expired delete leaves nothing: the key reads as never written
         self.rows.put(key, Row { version: if expired { 0 } else { version }, record });
         drop(guard);
-        Ok(if self.group.is_some() { Applied::Committed } else { Applied::Durable })
+        Ok(if self.group.is_some() || deferred { Applied::Committed } else { Applied::Durable })
     }
 
     /// A write batch; with `buffer` durability its commit also moves the journal to the OS,
@@ -382,11 +396,18 @@ impl Storage {
     }
 
     /// Call `ack` once the write [`Storage::apply`] answered [`Applied::Committed`] for is
-    /// durable (on the committer thread), with the sync's error if it failed.
+    /// durable: on the committer thread after its sync (`sync`), or at the end of this
+    /// thread's flush scope (`buffer`), with the error if that failed.
     pub fn when_durable(&self, ack: impl FnOnce(Result<(), String>) + Send + 'static) {
         match &self.group {
             Some(g) => g.then(ack),
-            None => ack(Ok(())),
+            None => {
+                let id = self as *const Storage as usize;
+                if let Err(ack) = crate::flush_scope::defer(id, &self.db, Box::new(ack)) {
+                    // no scope (the write was not deferred, or a caller outside one): flush now
+                    ack(self.db.persist(PersistMode::Buffer).map_err(|e| format!("journal flush failed: {e}")));
+                }
+            }
         }
     }
 
