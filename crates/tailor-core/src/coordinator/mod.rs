@@ -395,7 +395,7 @@ impl CoordinatorCore {
             self.give_up(t, failure, out);
             return Routed::Failed;
         }
-        let (view, large, release) = (p.view(self.cfg.id), p.hint.large, p.release);
+        let (view, large, release) = (p.view(self.cfg.id), p.large(), p.release);
         let decision = self.selector.select(now, &view, &up, world);
         self.send_probes(view.id, out);
         let (replica, tags) = match decision {
@@ -471,7 +471,7 @@ impl CoordinatorCore {
         if others.is_empty() {
             return;
         }
-        let (view, large, release, sent) = (p.view(self.cfg.id), p.hint.large, p.release, p.sent_at());
+        let (view, large, release, sent) = (p.view(self.cfg.id), p.large(), p.release, p.sent_at());
         let decision = self.selector.select(now, &view, &others, world);
         self.send_probes(view.id, out);
         let (replica, tags) = match decision {
@@ -552,7 +552,7 @@ impl CoordinatorCore {
         out: &mut Vec<Action>,
     ) {
         let p = self.pending.at(t);
-        let large = p.hint.large;
+        let large = p.large();
         let (attempt, at) = p.settle_copy(replica);
         let Mode::Selected { done, chosen, hedge, shadows, .. } = &mut p.mode else { unreachable!() };
         let first = attempt && !*done;
@@ -571,7 +571,7 @@ impl CoordinatorCore {
 
     fn selected_failure(&mut self, now: Nanos, t: Ticket, replica: NodeId, world: &dyn World, out: &mut Vec<Action>) {
         let p = self.pending.at(t);
-        let (large, position, group) = (p.hint.large, p.position(replica), p.replicas[0]);
+        let (large, position, group) = (p.large(), p.position(replica), p.replicas[0]);
         let (attempt, at) = p.settle_copy(replica);
         let Mode::Selected { chosen, hedge, tried, done, .. } = &mut p.mode else { unreachable!() };
         if attempt {
@@ -618,7 +618,7 @@ impl CoordinatorCore {
             let failure = if up.is_empty() { Failure::NoReplica } else { Failure::NotEnough { need, got: 0 } };
             return out.push(Action::Fail { request: p.id, failure });
         }
-        let tags = Tags { priority: 0, size_class: p.hint.large as u8 };
+        let tags = Tags { priority: 0, size_class: p.large() as u8 };
         p.mode = Mode::FanOut { need: need as u8, answered: 0, outstanding: up.len() as u8, done: false };
         let t = self.pending.insert(p);
         for &replica in up.iter() {
