@@ -3,7 +3,7 @@
 //! `replica/accountant.rs`.
 
 use crate::model::NodeId;
-use crate::node_map::NodeMap;
+use crate::node_map::NodeTable;
 use crate::time::Nanos;
 
 /// The facts themselves are defined where they are measured, in the one accountant.
@@ -146,7 +146,7 @@ impl BitOr {
 #[derive(Clone, Debug, Default)]
 pub struct Freshness {
     /// Newest timestamp per sender heard from.
-    newest: NodeMap<Nanos>,
+    newest: NodeTable<Nanos>,
 }
 
 impl Freshness {
@@ -154,7 +154,7 @@ impl Freshness {
     /// Equal timestamps pass: one sender can emit several facts in the same instant.
     #[inline]
     pub fn accept(&mut self, from: NodeId, timestamp: Nanos) -> bool {
-        let newest = self.newest.get_or_insert_with(from, || 0);
+        let newest = self.newest.entry(from);
         if timestamp >= *newest {
             *newest = timestamp;
             true

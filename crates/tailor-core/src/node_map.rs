@@ -17,6 +17,13 @@ const EMPTY: u32 = u32::MAX;
 /// Ids below this are indexed directly; the others are hashed.
 const NEAR: usize = 64;
 
+/// The first slot to probe for `node` in a table of `len` slots (Fibonacci hashing).
+#[inline]
+fn home(node: NodeId, len: usize) -> usize {
+    debug_assert!(len.is_power_of_two());
+    ((node as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - len.trailing_zeros())) as usize
+}
+
 /// A table slot: the node and its entry's index, side by side so a probe reads one place.
 #[derive(Clone, Copy, Debug)]
 struct Slot {
@@ -61,18 +68,11 @@ impl<T> NodeMap<T> {
         self.nodes.is_empty()
     }
 
-    /// The first slot to probe for `node` in a table of `len` slots (Fibonacci hashing).
-    #[inline]
-    fn home(node: NodeId, len: usize) -> usize {
-        debug_assert!(len.is_power_of_two());
-        ((node as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - len.trailing_zeros())) as usize
-    }
-
     /// The slot holding `node`, or the free slot where it would go (the table is not empty).
     #[inline]
     fn slot(&self, node: NodeId) -> usize {
         let mask = self.table.len() - 1;
-        let mut i = Self::home(node, self.table.len());
+        let mut i = home(node, self.table.len());
         loop {
             let s = self.table[i];
             if s.entry == EMPTY || s.node == node {
@@ -163,29 +163,108 @@ impl<T> NodeMap<T> {
     }
 }
 
+/// A map from server to a small value, absent servers reading as `T::default()`, for state that
+/// is looked up on every answer and never iterated (the freshness gate, in-flight counts).
+/// Unlike [`NodeMap`], each value sits in its table slot beside its node: one cache line per
+/// lookup instead of two, which is what such a lookup costs when thousands of coordinators'
+/// tables are far out of the caches. No order to keep: nothing iterates it.
+#[derive(Clone, Debug, Default)]
+pub struct NodeTable<T> {
+    /// A power of two long (or empty), at most three quarters full.
+    slots: Vec<Cell<T>>,
+    len: usize,
+}
+
+/// A slot of a [`NodeTable`]; `node == VACANT` when empty.
+#[derive(Clone, Copy, Debug)]
+struct Cell<T> {
+    node: NodeId,
+    value: T,
+}
+
+/// The node id of an empty [`NodeTable`] slot (no server has it).
+const VACANT: NodeId = NodeId::MAX;
+
+impl<T: Copy + Default> NodeTable<T> {
+    /// The value of `node` (`T::default()` if it has none).
+    #[inline]
+    pub fn get(&self, node: NodeId) -> T {
+        if self.slots.is_empty() {
+            return T::default();
+        }
+        let c = self.slots[self.slot(node)];
+        if c.node == node {
+            c.value
+        } else {
+            T::default()
+        }
+    }
+
+    /// The value of `node`, made `T::default()` if it has none.
+    #[inline]
+    pub fn entry(&mut self, node: NodeId) -> &mut T {
+        assert!(node != VACANT, "server id {node} is reserved");
+        if 4 * (self.len + 1) > 3 * self.slots.len() {
+            self.grow();
+        }
+        let i = self.slot(node);
+        if self.slots[i].node == VACANT {
+            self.slots[i] = Cell { node, value: T::default() };
+            self.len += 1;
+        }
+        &mut self.slots[i].value
+    }
+
+    /// The slot holding `node`, or the empty one where it would go (the table is not empty).
+    #[inline]
+    fn slot(&self, node: NodeId) -> usize {
+        let mask = self.slots.len() - 1;
+        let mut i = home(node, self.slots.len());
+        loop {
+            let n = self.slots[i].node;
+            if n == node || n == VACANT {
+                return i;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Double the table (at least 16 slots) and re-place its entries.
+    #[inline(never)]
+    fn grow(&mut self) {
+        let vacant = Cell { node: VACANT, value: T::default() };
+        let len = (2 * self.slots.len()).max(16);
+        let old = std::mem::replace(&mut self.slots, vec![vacant; len]);
+        for c in old.into_iter().filter(|c| c.node != VACANT) {
+            let i = self.slot(c.node);
+            self.slots[i] = c;
+        }
+    }
+}
+
 /// Requests one coordinator has in flight per server (LOR's count, and the oracle's when blind).
 #[derive(Clone, Debug, Default)]
-pub struct InFlight(NodeMap<u32>);
+pub struct InFlight(NodeTable<u32>);
 
 impl InFlight {
     /// Requests in flight at `node`.
     #[inline]
     pub fn count(&self, node: NodeId) -> u32 {
-        self.0.get(node).copied().unwrap_or(0)
+        self.0.get(node)
     }
 
     /// One more sent to `node`.
     #[inline]
     pub fn sent(&mut self, node: NodeId) {
-        *self.0.get_or_insert_with(node, || 0) += 1;
+        *self.0.entry(node) += 1;
     }
 
     /// One answered by `node` (answers to requests the selector never saw sent, like writes,
     /// do not take the count below 0).
     #[inline]
     pub fn answered(&mut self, node: NodeId) {
-        if let Some(n) = self.0.get_mut(node) {
-            *n = n.saturating_sub(1);
+        if self.0.get(node) > 0 {
+            *self.0.entry(node) -= 1;
         }
     }
 }
@@ -193,6 +272,29 @@ impl InFlight {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_table_reads_absent_servers_as_default_and_keeps_every_entry_across_growth() {
+        let mut t: NodeTable<u64> = NodeTable::default();
+        assert_eq!(t.get(3), 0);
+        let ids: Vec<NodeId> = (0..3_000).map(|i| (i * 7919 + 5) % 100_003).collect();
+        for (n, &id) in ids.iter().enumerate() {
+            *t.entry(id) += n as u64 + 1;
+        }
+        for (n, &id) in ids.iter().enumerate() {
+            assert_eq!(t.get(id), n as u64 + 1, "node {id}");
+        }
+        assert_eq!(t.get(100_500), 0, "ids run below 100,003");
+        assert_eq!(t.len, ids.len());
+        assert!(4 * t.len <= 3 * t.slots.len(), "at most three quarters full");
+        let mut f = InFlight::default();
+        f.answered(9);
+        assert_eq!(f.count(9), 0, "an answer never sent takes no count below 0");
+        f.sent(9);
+        f.sent(9);
+        f.answered(9);
+        assert_eq!(f.count(9), 1);
+    }
 
     #[test]
     fn entries_are_made_once_found_again_and_iterate_in_insertion_order() {
