@@ -185,7 +185,29 @@ async fn prepare(session: &Session, replication: usize) -> Result<(PreparedState
         .await
         .map_err(|e| cql_err("prepare write", &e))?;
     write.set_consistency(Consistency::All);
+    await_table_everywhere(session).await?;
     Ok((read, write))
+}
+
+/// Wait until every replica accepts writes to `tailor.kv`: right after the driver sees the
+/// schema versions agree, a node can still lack a new table and fail writes with
+/// INCOMPATIBLE_SCHEMA. Probed with a delete of a key no bench uses, at ALL, for 10 s at most.
+async fn await_table_everywhere(session: &Session) -> Result<(), BenchError> {
+    let mut probe = session
+        .prepare("DELETE FROM tailor.kv WHERE k = ?")
+        .await
+        .map_err(|e| BenchError::Config(format!("prepare the schema probe: {e}")))?;
+    probe.set_consistency(Consistency::All);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match session.execute_unpaged(&probe, (-1i64,)).await {
+            Ok(_) => return Ok(()),
+            Err(e) if e.to_string().contains("INCOMPATIBLE_SCHEMA") && std::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(200)).await
+            }
+            Err(e) => return Err(BenchError::Config(format!("tailor.kv is not writable on every node: {e}"))),
+        }
+    }
 }
 
 /// [`run`] on its own tokio runtime (`cfg.threads` workers); blocks until done.
