@@ -387,15 +387,8 @@ impl Coordinator {
         let mut outbox = std::mem::take(&mut inner.outbox);
         drop(inner);
         outbox.sort_by_key(|(here, _)| *here);
-        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-        for (_, mut exchange) in outbox {
-            if exchange.as_mut().poll(&mut cx).is_pending() {
-                // waiting, maybe for the flush of this thread's scope, which polls it again then;
-                // else a task, whose first poll registers its real waker
-                if let Err(exchange) = crate::flush_scope::park(exchange) {
-                    tokio::spawn(exchange);
-                }
-            }
+        for (_, exchange) in outbox {
+            crate::flush_scope::start(exchange);
         }
     }
 

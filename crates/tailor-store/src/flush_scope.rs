@@ -67,16 +67,29 @@ pub fn defer(id: usize, db: &Database, ack: Ack) -> Result<(), Ack> {
     })
 }
 
-/// Keep an exchange that is waiting, to poll it again after the scope's flush; gives it back
-/// when no scope is open.
-pub fn park(exchange: Parked) -> Result<(), Parked> {
-    SCOPE.with(|s| match s.borrow_mut().as_mut() {
+/// Run an exchange here as far as it goes without waiting. One that must wait is kept in this
+/// thread's scope, to be polled again after the scope's flush (it may wait for that flush), or,
+/// with no scope open, becomes a task, whose first poll registers its real waker.
+pub fn start(mut exchange: Parked) {
+    let mut cx = Context::from_waker(Waker::noop());
+    if exchange.as_mut().poll(&mut cx).is_ready() {
+        return;
+    }
+    let unparked = SCOPE.with(|s| match s.borrow_mut().as_mut() {
         Some(scope) => {
             scope.parked.push(exchange);
-            Ok(())
+            None
         }
-        None => Err(exchange),
-    })
+        None => Some(exchange),
+    });
+    if let Some(exchange) = unparked {
+        tokio::spawn(exchange);
+    }
+}
+
+/// Move `db`'s journal to the OS: what a `buffer` write's acknowledgement waits for.
+pub fn flush(db: &Database) -> Flushed {
+    db.persist(PersistMode::Buffer).map_err(|e| format!("journal flush failed: {e}"))
 }
 
 /// Run `f` in a scope; true if the scope released acknowledgements at its end. Inside a scope
@@ -121,11 +134,12 @@ impl End {
     }
 
     /// Flush every database written in the scope, then answer its writes, then poll the
-    /// parked exchanges (no scope is open by then: what they do flushes on its own).
+    /// parked exchanges (no scope is open by then: what they do flushes on its own, and one
+    /// that waits again becomes a task).
     fn end(&mut self) {
         let Some(scope) = SCOPE.with(|s| s.borrow_mut().take()) else { return };
         for (_, db, acks) in scope.flushes {
-            let flushed = db.persist(PersistMode::Buffer).map_err(|e| format!("journal flush failed: {e}"));
+            let flushed = flush(&db);
             if let Err(e) = &flushed {
                 tracing::error!("{e}; the writes it covered are answered with the error");
             }
@@ -134,13 +148,7 @@ impl End {
                 ack(flushed.clone());
             }
         }
-        let mut cx = Context::from_waker(Waker::noop());
-        for mut exchange in scope.parked {
-            if exchange.as_mut().poll(&mut cx).is_pending() {
-                // the task's first poll registers its real waker
-                tokio::spawn(exchange);
-            }
-        }
+        scope.parked.into_iter().for_each(start);
     }
 }
 

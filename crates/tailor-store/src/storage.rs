@@ -405,7 +405,7 @@ impl Storage {
                 let id = self as *const Storage as usize;
                 if let Err(ack) = crate::flush_scope::defer(id, &self.db, Box::new(ack)) {
                     // no scope (the write was not deferred, or a caller outside one): flush now
-                    ack(self.db.persist(PersistMode::Buffer).map_err(|e| format!("journal flush failed: {e}")));
+                    ack(crate::flush_scope::flush(&self.db));
                 }
             }
         }
