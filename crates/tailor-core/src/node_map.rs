@@ -200,6 +200,17 @@ impl<T: Copy + Default> NodeTable<T> {
         }
     }
 
+    /// The value of `node`, if it has one, mutable.
+    #[inline]
+    pub fn get_mut(&mut self, node: NodeId) -> Option<&mut T> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let i = self.slot(node);
+        let c = &mut self.slots[i];
+        (c.node == node).then_some(&mut c.value)
+    }
+
     /// The value of `node`, made `T::default()` if it has none.
     #[inline]
     pub fn entry(&mut self, node: NodeId) -> &mut T {
@@ -263,8 +274,8 @@ impl InFlight {
     /// do not take the count below 0).
     #[inline]
     pub fn answered(&mut self, node: NodeId) {
-        if self.0.get(node) > 0 {
-            *self.0.entry(node) -= 1;
+        if let Some(n) = self.0.get_mut(node) {
+            *n = n.saturating_sub(1);
         }
     }
 }
