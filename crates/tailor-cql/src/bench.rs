@@ -20,7 +20,9 @@ use crate::policy::{PolicyConfig, TailorPolicy};
 use scylla::client::execution_profile::ExecutionProfile;
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
+use scylla::errors::ExecutionError;
 use scylla::policies::load_balancing::{DefaultPolicy, LatencyAwarenessBuilder, LoadBalancingPolicy};
+use scylla::serialize::row::SerializeRow;
 use scylla::statement::prepared::PreparedStatement;
 use scylla::statement::Consistency;
 use std::io;
@@ -189,23 +191,35 @@ async fn prepare(session: &Session, replication: usize) -> Result<(PreparedState
     Ok((read, write))
 }
 
-/// Wait until every replica accepts writes to `tailor.kv`: right after the driver sees the
-/// schema versions agree, a node can still lack a new table and fail writes with
-/// INCOMPATIBLE_SCHEMA. Probed with a delete of a key no bench uses, at ALL, for 10 s at most.
+/// Wait until every replica accepts writes to `tailor.kv`, probed with a delete of a key no
+/// bench uses, at ALL.
 async fn await_table_everywhere(session: &Session) -> Result<(), BenchError> {
     let mut probe = session
         .prepare("DELETE FROM tailor.kv WHERE k = ?")
         .await
         .map_err(|e| BenchError::Config(format!("prepare the schema probe: {e}")))?;
     probe.set_consistency(Consistency::All);
+    await_writable(session, &probe, &(-1i64,))
+        .await
+        .map_err(|e| BenchError::Config(format!("tailor.kv is not writable on every node: {e}")))
+}
+
+/// Execute write `statement` with `values` until no replica refuses it for a schema it lacks
+/// yet, 10 s at most: right after the driver sees the schema versions agree, a node can still
+/// lack a new table and answer INCOMPATIBLE_SCHEMA. Any other error is returned at once.
+pub async fn await_writable(
+    session: &Session,
+    statement: &PreparedStatement,
+    values: &impl SerializeRow,
+) -> Result<(), ExecutionError> {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     loop {
-        match session.execute_unpaged(&probe, (-1i64,)).await {
+        match session.execute_unpaged(statement, values).await {
             Ok(_) => return Ok(()),
             Err(e) if e.to_string().contains("INCOMPATIBLE_SCHEMA") && std::time::Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(200)).await
             }
-            Err(e) => return Err(BenchError::Config(format!("tailor.kv is not writable on every node: {e}"))),
+            Err(e) => return Err(e),
         }
     }
 }

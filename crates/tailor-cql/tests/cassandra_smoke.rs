@@ -38,18 +38,8 @@ async fn schema(session: &Session) {
     session.await_schema_agreement().await.expect("schema agreement");
     let insert = session.prepare("INSERT INTO smoke.kv (k, v) VALUES (?, ?)").await.expect("prepare insert");
     for k in 0..KEYS {
-        // a node can still lack the new table right after the driver saw the schema versions
-        // agree (Cassandra answers INCOMPATIBLE_SCHEMA): such an insert is tried again, 10 s at most
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            match session.execute_unpaged(&insert, (k, vec![7u8; 100])).await {
-                Ok(_) => break,
-                Err(e) if e.to_string().contains("INCOMPATIBLE_SCHEMA") && Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(200)).await
-                }
-                Err(e) => panic!("insert {k}: {e}"),
-            }
-        }
+        // tried again while a node still lacks the new table
+        tailor_cql::bench::await_writable(session, &insert, &(k, vec![7u8; 100])).await.expect("insert");
     }
 }
 
