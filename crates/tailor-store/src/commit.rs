@@ -32,7 +32,7 @@ use std::thread::JoinHandle;
 pub type Synced = Result<(), String>;
 
 /// An acknowledgement to send once its write is durable.
-type Waiter = Box<dyn FnOnce(Synced) + Send>;
+pub type Waiter = Box<dyn FnOnce(Synced) + Send>;
 
 #[derive(Default)]
 struct State {
@@ -67,6 +67,13 @@ impl Shared {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Count a commit whose batch just returned from fjall; its commit number.
+    fn count(&self, s: &mut State) -> u64 {
+        s.committed += 1;
+        self.work.notify_one();
+        s.committed
+    }
 }
 
 impl GroupCommit {
@@ -84,29 +91,22 @@ impl GroupCommit {
         Ok(GroupCommit { shared, thread: Some(thread) })
     }
 
-    /// Count a commit whose batch just returned from fjall; its commit number.
-    fn count(&self, s: &mut State) -> u64 {
-        s.committed += 1;
-        self.shared.work.notify_one();
-        s.committed
-    }
-
     /// A batch was committed: call `ack` once it is durable (on the committer thread, or here
     /// when a sync already failed). The caller's thread is free meanwhile.
     pub fn then(&self, ack: impl FnOnce(Synced) + Send + 'static) {
-        let mut s = self.shared.lock();
-        if let Some(e) = s.failed.clone() {
-            drop(s);
-            return ack(Err(e));
-        }
-        let mine = self.count(&mut s);
-        s.waiters.push((mine, Box::new(ack)));
+        self.acks().then_all(vec![Box::new(ack)]);
+    }
+
+    /// A handle that acknowledges batches after their sync, for a flush scope's writes
+    /// ([`crate::staged`]).
+    pub fn acks(&self) -> SyncAcks {
+        SyncAcks(self.shared.clone())
     }
 
     /// A batch was committed: return once it is durable.
     pub fn wait(&self) -> Synced {
         let mut s = self.shared.lock();
-        let mine = self.count(&mut s);
+        let mine = self.shared.count(&mut s);
         loop {
             if let Some(e) = &s.failed {
                 return Err(e.clone());
@@ -116,6 +116,26 @@ impl GroupCommit {
             }
             s = self.shared.synced.wait(s).unwrap_or_else(|p| p.into_inner());
         }
+    }
+}
+
+/// Acknowledges committed batches once a sync covers them ([`GroupCommit::acks`]); used while
+/// its [`GroupCommit`] lives (a waiter handed over after the committer stopped is dropped
+/// unanswered, which its sender sees as a failure).
+#[derive(Clone)]
+pub struct SyncAcks(Arc<Shared>);
+
+impl SyncAcks {
+    /// Batches were committed: call each of `acks` once they are durable (on the committer
+    /// thread, or here when a sync already failed).
+    pub fn then_all(&self, acks: Vec<Waiter>) {
+        let mut s = self.0.lock();
+        if let Some(e) = s.failed.clone() {
+            drop(s);
+            return acks.into_iter().for_each(|ack| ack(Err(e.clone())));
+        }
+        let mine = self.0.count(&mut s);
+        s.waiters.extend(acks.into_iter().map(|ack| (mine, ack)));
     }
 }
 

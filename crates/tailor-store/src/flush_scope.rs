@@ -13,10 +13,14 @@
 //! inline write did before: no task and no wake-up. Only those still pending (a peer's copy)
 //! become tasks.
 //!
+//! The writes themselves are staged in one engine batch per database ([`crate::staged`]),
+//! committed at the scope's end just before the flush.
+//!
 //! The promise is unchanged: an acknowledgement leaves only after a flush that began after its
 //! write's commit. The scope ends in a drop guard, so a panic in between still flushes and
 //! answers every deferred write; a failed flush fails them.
 
+use crate::staged::Staged;
 use fjall::{Database, PersistMode};
 use std::cell::RefCell;
 use std::future::Future;
@@ -38,10 +42,35 @@ const MAX_ROUNDS: usize = 4;
 
 #[derive(Default)]
 struct Scope {
-    /// Databases written in the scope (by identity), with the acknowledgements each flush
-    /// releases.
-    flushes: Vec<(usize, Database, Vec<Ack>)>,
+    /// Databases written in the scope.
+    written: Vec<Written>,
     parked: Vec<Parked>,
+}
+
+/// One database written in a scope.
+struct Written {
+    /// The database's owner (unique while it lives).
+    id: usize,
+    staged: Staged,
+    /// Why an early commit of staged writes failed: their acknowledgements carry it.
+    failed: Option<String>,
+    /// What the scope's end releases.
+    acks: Vec<Ack>,
+}
+
+impl Written {
+    /// Commit the staged writes, keeping the first failure for the acknowledgements.
+    fn commit(&mut self) {
+        if let Err(e) = self.staged.commit() {
+            self.failed.get_or_insert(e);
+        }
+    }
+}
+
+impl Scope {
+    fn written(&mut self, id: usize) -> Option<&mut Written> {
+        self.written.iter_mut().find(|w| w.id == id)
+    }
 }
 
 thread_local! {
@@ -53,17 +82,39 @@ pub fn active() -> bool {
     SCOPE.with(|s| s.borrow().is_some())
 }
 
-/// Leave `ack` to the scope's flush of `db` (`id`: the database's owner, unique while it
-/// lives); gives it back when no scope is open.
-pub fn defer(id: usize, db: &Database, ack: Ack) -> Result<(), Ack> {
+/// Leave `ack` to the end of the scope that staged writes for database `id`; gives it back
+/// when this thread's scope staged none (or no scope is open).
+pub fn defer(id: usize, ack: Ack) -> Result<(), Ack> {
+    SCOPE.with(|s| match s.borrow_mut().as_mut().and_then(|scope| scope.written(id)) {
+        Some(written) => {
+            written.acks.push(ack);
+            Ok(())
+        }
+        None => Err(ack),
+    })
+}
+
+/// Run `f` on the writes this scope staged for database `id` (made by `make` at the first);
+/// `None` when no scope is open. `f` must not reach the scope again.
+pub fn staged<R>(id: usize, make: impl FnOnce() -> Staged, f: impl FnOnce(&mut Staged) -> R) -> Option<R> {
     SCOPE.with(|s| {
         let mut s = s.borrow_mut();
-        let Some(scope) = s.as_mut() else { return Err(ack) };
-        match scope.flushes.iter_mut().find(|f| f.0 == id) {
-            Some(f) => f.2.push(ack),
-            None => scope.flushes.push((id, db.clone(), vec![ack])),
+        let scope = s.as_mut()?;
+        if scope.written(id).is_none() {
+            scope.written.push(Written { id, staged: make(), failed: None, acks: Vec::new() });
         }
-        Ok(())
+        Some(f(&mut scope.written(id).expect("just made").staged))
+    })
+}
+
+/// Commit every write this thread's scope staged and release their stripes: before the thread
+/// waits for a stripe, and when a batch is full. Their acknowledgements still wait for the
+/// scope's flush.
+pub fn commit_staged() {
+    SCOPE.with(|s| {
+        if let Some(scope) = s.borrow_mut().as_mut() {
+            scope.written.iter_mut().for_each(Written::commit);
+        }
     })
 }
 
@@ -94,7 +145,7 @@ pub fn flush(db: &Database) -> Flushed {
 
 /// Run `f` in a scope; true if the scope released acknowledgements at its end. Inside a scope
 /// already, `f` just runs (the outer scope covers it).
-fn run<R>(f: impl FnOnce() -> R) -> (R, bool) {
+pub(crate) fn run<R>(f: impl FnOnce() -> R) -> (R, bool) {
     if active() {
         return (f(), false);
     }
@@ -133,20 +184,16 @@ impl End {
         self.released
     }
 
-    /// Flush every database written in the scope, then answer its writes, then poll the
-    /// parked exchanges (no scope is open by then: what they do flushes on its own, and one
-    /// that waits again becomes a task).
+    /// Commit every database's staged writes and have them acknowledged once durable (flushed
+    /// here for `buffer`, synced by the committer for `sync`), then poll the parked exchanges
+    /// (no scope is open by then: what they do commits on its own, and one that waits again
+    /// becomes a task).
     fn end(&mut self) {
         let Some(scope) = SCOPE.with(|s| s.borrow_mut().take()) else { return };
-        for (_, db, acks) in scope.flushes {
-            let flushed = flush(&db);
-            if let Err(e) = &flushed {
-                tracing::error!("{e}; the writes it covered are answered with the error");
-            }
-            self.released |= !acks.is_empty();
-            for ack in acks {
-                ack(flushed.clone());
-            }
+        for mut written in scope.written {
+            written.commit();
+            let acks = std::mem::take(&mut written.acks);
+            self.released |= written.staged.acknowledge(acks, written.failed.take());
         }
         scope.parked.into_iter().for_each(start);
     }
@@ -161,8 +208,16 @@ impl Drop for End {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::row_cache::RowCache;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
+
+    /// Open the scope's entry for database `id` (as a staged write would), then defer `ack`.
+    fn stage_and_defer(id: usize, db: &Database, ack: Ack) -> Result<(), Ack> {
+        let make = || Staged::new(db, Arc::new(RowCache::new(0)), None);
+        staged(id, make, |_| ());
+        defer(id, ack)
+    }
 
     #[test]
     fn acknowledgements_wait_for_the_scope_and_nested_scopes_join_the_outer_one() {
@@ -176,10 +231,11 @@ mod tests {
                 acked.fetch_add(1, Ordering::SeqCst);
             })
         };
-        assert!(defer(1, &db, ack(&acked)).is_err(), "no scope: the caller flushes");
+        assert!(stage_and_defer(1, &db, ack(&acked)).is_err(), "no scope: the caller flushes");
         let ((), released) = run(|| {
-            assert!(defer(1, &db, ack(&acked)).is_ok());
-            let ((), inner) = run(|| assert!(defer(1, &db, ack(&acked)).is_ok()));
+            assert!(defer(1, ack(&acked)).is_err(), "nothing staged for the database: the caller flushes");
+            assert!(stage_and_defer(1, &db, ack(&acked)).is_ok());
+            let ((), inner) = run(|| assert!(stage_and_defer(1, &db, ack(&acked)).is_ok()));
             assert!(!inner, "a nested scope releases nothing itself");
             assert_eq!(acked.load(Ordering::SeqCst), 0, "nothing answered before the scope's flush");
         });
@@ -196,13 +252,10 @@ mod tests {
         let a = acked.clone();
         let unwound = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             run(|| {
-                let _ = defer(
-                    7,
-                    &db,
-                    Box::new(move |r: Flushed| {
-                        a.fetch_add(r.is_ok() as usize, Ordering::SeqCst);
-                    }),
-                );
+                let ack = Box::new(move |r: Flushed| {
+                    a.fetch_add(r.is_ok() as usize, Ordering::SeqCst);
+                });
+                assert!(stage_and_defer(7, &db, ack).is_ok());
                 panic!("in the scope");
             })
         }));

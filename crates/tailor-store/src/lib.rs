@@ -46,6 +46,7 @@ pub mod row_cache;
 pub mod scrape;
 pub mod session;
 pub mod size_cache;
+pub mod staged;
 pub mod storage;
 pub mod tls;
 pub mod transport;
