@@ -11,6 +11,7 @@
 //! closed. A request whose key is above `max_key_bytes` or whose value is above
 //! `max_value_bytes` gets a `Failed` reply and never reaches the replica.
 
+use crate::flush_scope::poll_scoped;
 use crate::internode::{finish_frame, wait_frame, DecodeError, Message};
 use crate::limits::{accept_capped, check_key, Lease};
 use crate::node::Node;
@@ -23,9 +24,11 @@ use tokio::net::tcp::OwnedReadHalf;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
-/// Accept peers until the task is dropped, at most `max_peer_connections` at once.
+/// Accept peers until the task is dropped, at most `max_peer_connections` at once. A
+/// connection is polled in a flush scope ([`crate::flush_scope`]): the writes of the frames one
+/// poll reads share one engine batch and one journal flush or sync, as a client's pipeline does.
 pub async fn serve(node: Arc<Node>, listener: TcpListener, max_frame: u64) {
-    let serve = |sock, slot| drop(tokio::spawn(run(node.clone(), sock, max_frame, slot)));
+    let serve = |sock, slot| drop(tokio::spawn(poll_scoped(run(node.clone(), sock, max_frame, slot))));
     let refuse = |_, from| tracing::warn!(%from, "internode connection refused: max_peer_connections reached");
     accept_capped(listener, node.peer_slots.clone(), &node.metrics.connections_refused, serve, refuse).await
 }
