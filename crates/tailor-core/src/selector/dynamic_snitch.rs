@@ -112,118 +112,84 @@ impl Default for SnitchConfig {
 const MAX_DECAY_EXPONENT: f64 = 40.0;
 
 /// Cassandra's (Codahale's) exponentially decaying reservoir: priority sampling with forward decay.
-///
-/// Each sample has a slot (its place in the reservoir, which the lowest-priority replacement
-/// reuses); the samples themselves are kept sorted by latency, ties by slot: the order a stable
-/// sort by latency gives. So the median (every 100 ms for every peer with new samples, the
-/// largest cost of this strategy) is one pass over contiguous memory: at 150 coordinators × 50
-/// peers the reservoirs do not fit in the cache, and a pass through an index into the samples
-/// missed it at every step (perf: 60 % of the snitch's update in that loop).
 #[derive(Clone, Debug, Default)]
 struct Reservoir {
-    /// Priority of each slot's sample.
-    priorities: Vec<f64>,
-    /// Latency of each slot's sample: where to find it in `sorted`.
-    values: Vec<f64>,
-    /// Every sample, by (latency, slot).
-    sorted: Vec<Sample>,
+    /// (priority, latency µs, weight).
+    samples: Vec<(f64, f64, f64)>,
+    /// Positions in `samples` by latency, ties by position: the order a stable sort by latency
+    /// gives, kept on every add so that the median (every 100 ms for every peer with new samples,
+    /// the largest cost of this strategy) scans instead of sorting.
+    by_value: Vec<u32>,
     /// Time the weights are relative to.
     landmark: Nanos,
-}
-
-/// One latency sample of a [`Reservoir`].
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Sample {
-    /// Latency, µs.
-    value: f64,
-    /// Forward-decay weight.
-    weight: f64,
-    slot: u32,
-}
-
-/// Slot of the first lowest of `priorities` (positive and finite, see [`Reservoir::add`]).
-fn lowest(priorities: &[f64]) -> Option<usize> {
-    let mut best = (0, *priorities.first()?);
-    for (i, &p) in priorities.iter().enumerate().skip(1) {
-        if p < best.1 {
-            best = (i, p);
-        }
-    }
-    Some(best.0)
 }
 
 impl Reservoir {
     /// Add a sample at `now`; `u` is uniform in `[0, 1)`.
     fn add(&mut self, now: Nanos, value: f64, alpha: f64, size: usize, u: f64) {
-        if self.sorted.is_empty() {
+        if self.samples.is_empty() {
             self.landmark = now;
         }
         let mut age = now.saturating_sub(self.landmark) as f64 / SEC as f64;
         if alpha * age > MAX_DECAY_EXPONENT {
             // Moving the landmark scales every weight and priority alike: the sample is unchanged.
             let scale = (-alpha * age).exp();
-            self.priorities.iter_mut().for_each(|p| *p *= scale);
-            self.sorted.iter_mut().for_each(|s| s.weight *= scale);
+            for s in &mut self.samples {
+                s.0 *= scale;
+                s.2 *= scale;
+            }
             self.landmark = now;
             age = 0.0;
         }
         let weight = (alpha * age).exp();
-        // weight <= e^40 and 1 - u in (0, 1]: finite, positive (or 0 once scaled far down)
         let priority = weight / (1.0 - u);
-        debug_assert!(priority.is_finite() && priority >= 0.0, "priority {priority}");
-        if self.priorities.len() < size.max(1) {
-            if self.priorities.is_empty() {
-                // its whole size at once: no regrowth, nor the copies and fresh pages of one
-                let size = size.max(1);
-                (self.priorities.reserve_exact(size), self.values.reserve_exact(size), self.sorted.reserve_exact(size));
-            }
-            self.priorities.push(priority);
-            self.values.push(value);
-            self.insert(Sample { value, weight, slot: (self.values.len() - 1) as u32 });
-        } else if let Some(slot) = lowest(&self.priorities) {
-            if self.priorities[slot] < priority {
-                let at = self.rank(self.values[slot], slot as u32);
-                assert_eq!(self.sorted.get(at).map(|s| s.slot), Some(slot as u32), "every sample is sorted in");
-                self.sorted.remove(at);
-                self.priorities[slot] = priority;
-                self.values[slot] = value;
-                self.insert(Sample { value, weight, slot: slot as u32 });
+        if self.samples.len() < size.max(1) {
+            self.samples.push((priority, value, weight));
+            self.index(self.samples.len() - 1);
+        } else if let Some(lowest) =
+            (0..self.samples.len()).min_by(|&a, &b| self.samples[a].0.total_cmp(&self.samples[b].0))
+        {
+            if self.samples[lowest].0 < priority {
+                self.unindex(lowest);
+                self.samples[lowest] = (priority, value, weight);
+                self.index(lowest);
             }
         }
     }
 
-    /// Forget every sample, keeping the memory (a reset refills it at once).
-    fn clear(&mut self) {
-        self.priorities.clear();
-        self.values.clear();
-        self.sorted.clear();
-    }
-
-    /// Where a sample of latency `value` in `slot` belongs in `sorted` (or is).
-    fn rank(&self, value: f64, slot: u32) -> usize {
-        self.sorted.partition_point(|s| match s.value.total_cmp(&value) {
+    /// Where sample `i` belongs in `by_value` (or is, when indexed).
+    fn rank(&self, i: usize) -> usize {
+        let value = self.samples[i].1;
+        self.by_value.partition_point(|&j| match self.samples[j as usize].1.total_cmp(&value) {
             std::cmp::Ordering::Less => true,
-            std::cmp::Ordering::Equal => s.slot < slot,
+            std::cmp::Ordering::Equal => (j as usize) < i,
             std::cmp::Ordering::Greater => false,
         })
     }
 
-    fn insert(&mut self, sample: Sample) {
-        let at = self.rank(sample.value, sample.slot);
-        self.sorted.insert(at, sample);
+    fn index(&mut self, i: usize) {
+        let at = self.rank(i);
+        self.by_value.insert(at, i as u32);
+    }
+
+    fn unindex(&mut self, i: usize) {
+        let at = self.rank(i);
+        assert_eq!(self.by_value.get(at), Some(&(i as u32)), "every sample is indexed by its latency");
+        self.by_value.remove(at);
     }
 
     /// Weighted median: the largest value whose preceding cumulative weight share is at most 1/2.
     fn median(&self) -> Option<f64> {
-        let total: f64 = self.sorted.iter().map(|s| s.weight).sum();
+        let sorted = || self.by_value.iter().map(|&j| (self.samples[j as usize].1, self.samples[j as usize].2));
+        let total: f64 = sorted().map(|s| s.1).sum();
         let mut before = 0.0;
-        let mut median = self.sorted.first()?.value;
-        for s in &self.sorted {
+        let mut median = sorted().next()?.0;
+        for (value, weight) in sorted() {
             if before / total > 0.5 {
                 break;
             }
-            median = s.value;
-            before += s.weight;
+            median = value;
+            before += weight;
         }
         Some(median)
     }
@@ -315,10 +281,10 @@ impl DynamicSnitch {
     /// Apply the reset and score-update ticks `now` has passed.
     fn tick(&mut self, now: Nanos) {
         if now >= self.next_reset {
-            let ewma = self.blank.ewma;
+            let blank = self.blank.clone();
             for (_, p) in self.peers.iter_mut() {
-                p.reservoir.clear();
-                p.ewma = ewma;
+                p.reservoir = blank.reservoir.clone();
+                p.ewma = blank.ewma;
                 p.dirty = true;
             }
             self.next_reset = advance(self.next_reset, self.reset_interval, now);
@@ -336,11 +302,10 @@ impl DynamicSnitch {
             return;
         }
         let after = from_ms(self.cfg.resample_after_ms);
-        let ewma = self.blank.ewma;
+        let blank = (self.blank.reservoir.clone(), self.blank.ewma);
         for (_, p) in self.peers.iter_mut() {
             if p.stat.is_some() && p.last_reply.is_some_and(|t| now.saturating_sub(t) >= after) {
-                p.reservoir.clear();
-                p.ewma = ewma;
+                (p.reservoir, p.ewma) = blank.clone();
                 p.dirty = true;
             }
         }
@@ -573,7 +538,7 @@ mod tests {
             sample(&mut s, 11 * SEC + i * MS, 0, 2);
         }
         sample(&mut s, 11 * SEC + 50 * MS, 1, 4);
-        assert_eq!(s.peers.get(0).unwrap().reservoir.sorted.len(), 100);
+        assert_eq!(s.peers.get(0).unwrap().reservoir.samples.len(), 100);
         assert_eq!(s.peers.get(0).unwrap().reservoir.median(), Some(2_000.0));
         head(&mut s, 11 * SEC + 100 * MS);
         assert_eq!(s.score(0), Some(0.5));
@@ -587,7 +552,7 @@ mod tests {
         for i in 0..10_000u64 {
             r.add(i * 50 * MS, (i % 7) as f64, 0.75, 100, rng.unit());
         }
-        assert!(r.priorities.iter().all(|p| p.is_finite()) && r.sorted.iter().all(|s| s.weight.is_finite()));
+        assert!(r.samples.iter().all(|s| s.0.is_finite() && s.2.is_finite()));
         let m = r.median().expect("samples");
         assert!((0.0..7.0).contains(&m));
     }
@@ -597,10 +562,7 @@ mod tests {
     #[test]
     fn kept_order_median_is_the_sorted_median() {
         let sorted_median = |r: &Reservoir| {
-            // the samples by slot, then stably sorted by latency
-            let mut by_slot = r.sorted.clone();
-            by_slot.sort_by_key(|s| s.slot);
-            let mut v: Vec<(f64, f64)> = by_slot.iter().map(|s| (s.value, s.weight)).collect();
+            let mut v: Vec<(f64, f64)> = r.samples.iter().map(|s| (s.1, s.2)).collect();
             v.sort_by(|a, b| a.0.total_cmp(&b.0));
             let total: f64 = v.iter().map(|s| s.1).sum();
             let (mut before, mut median) = (0.0, v.first()?.0);
@@ -619,7 +581,7 @@ mod tests {
         for i in 0..20_000u64 {
             r.add(i * 7 * MS, rng.below(40) as f64, 0.75, 60, rng.unit());
             assert_eq!(r.median().map(f64::to_bits), sorted_median(&r).map(f64::to_bits), "after {i}");
-            let values: Vec<_> = r.sorted.iter().map(|s| (s.value, s.slot)).collect();
+            let values: Vec<_> = r.by_value.iter().map(|&j| (r.samples[j as usize].1, j)).collect();
             assert!(values.windows(2).all(|w| w[0].0 < w[1].0 || (w[0].0 == w[1].0 && w[0].1 < w[1].1)));
         }
     }
