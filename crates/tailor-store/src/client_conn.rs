@@ -21,7 +21,7 @@
 //! - Pipelined plain GETs and SETs of distinct keys run concurrently, at most [`MAX_BATCH`]
 //!   at once, with their replies in order (a pipeline's latency is then one round trip to the
 //!   replicas, not one per command). Commands run in a flush scope ([`crate::flush_scope`]):
-//!   the `buffer` writes one poll makes share one journal flush.
+//!   the writes one poll makes share one engine commit and one journal flush or sync.
 //! - Replies: pipelined commands run until 64 KiB of replies wait, which are then written before
 //!   more run, so a connection holds at most that plus one reply; an MGET reply's bytes are
 //!   leased from the `max_buffered_bytes` budget until written.
@@ -270,7 +270,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         let mut sessions: Vec<Session> = batch.iter().map(|_| self.session.snapshot()).collect();
         let node = &self.node;
         let runs = sessions.iter_mut().zip(batch).map(|(session, args)| commands::execute(node, session, args));
-        // one journal flush for the batch's writes ([`crate::flush_scope`])
+        // one engine commit and one flush or sync for the batch's writes ([`crate::flush_scope`])
         for done in poll_scoped(futures_util::future::join_all(runs)).await {
             done.reply.encode(self.session.protocol(), &mut self.out);
             self.out_leases.extend(done.lease);

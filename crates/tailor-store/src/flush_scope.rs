@@ -1,24 +1,23 @@
-//! One journal flush for every `buffer` write a thread makes in one go: a client connection
-//! polls its commands inside a scope ([`poll_scoped`]), where a `buffer` write commits to
-//! fjall's journal buffer only and its acknowledgement waits for the scope's end; there one
-//! flush (`persist(Buffer)`) per database moves the journal to the OS for all of them, and only
-//! then are the acknowledgements sent.
+//! One engine commit and one journal flush (or sync) for every write a thread makes in one go:
+//! a client or peer connection polls inside a scope ([`poll_scoped`]), where a write is staged
+//! in one engine batch per database ([`crate::staged`]) and its acknowledgement waits for the
+//! scope's end; there each batch commits once and its acknowledgements go out after one flush
+//! (`persist(Buffer)`, `buffer` durability) or are handed to the group committer in one call
+//! (`sync`).
 //!
 //! Why: the writes of a pipeline run one after another on the connection's thread (inline, see
-//! `replica.rs`), and each moved the journal to the OS on its own, a write syscall under
-//! fjall's journal lock per SET (perf of SET -P16: 11 % of the node's CPU in that flush).
+//! `replica.rs`), and each committed and moved the journal to the OS on its own, under fjall's
+//! journal lock (perf of SET -P16: 11 % of the node's CPU in that flush, 9 % more queued on the
+//! lock).
 //!
-//! The coordinator's exchanges that wait on those acknowledgements are parked in the scope
-//! ([`park`]) and polled again right after the flush, so they settle on this thread, as an
-//! inline write did before: no task and no wake-up. Only those still pending (a peer's copy)
-//! become tasks.
+//! The coordinator's exchanges that wait on those acknowledgements are kept in the scope
+//! ([`start`]) and polled again right after its end, so they settle on this thread, as an
+//! inline write did before: no task and no wake-up. Only those still pending (a peer's copy, a
+//! sync) become tasks.
 //!
-//! The writes themselves are staged in one engine batch per database ([`crate::staged`]),
-//! committed at the scope's end just before the flush.
-//!
-//! The promise is unchanged: an acknowledgement leaves only after a flush that began after its
-//! write's commit. The scope ends in a drop guard, so a panic in between still flushes and
-//! answers every deferred write; a failed flush fails them.
+//! The promise is unchanged: an acknowledgement leaves only after a flush or sync that began
+//! after its write's commit. The scope ends in a drop guard, so a panic in between still
+//! commits, flushes and answers every deferred write; a failed commit or flush fails them.
 
 use crate::staged::Staged;
 use fjall::{Database, PersistMode};
@@ -77,7 +76,7 @@ thread_local! {
     static SCOPE: RefCell<Option<Scope>> = const { RefCell::new(None) };
 }
 
-/// Whether this thread is inside a scope (a `buffer` write may then leave its flush to it).
+/// Whether this thread is inside a scope (a write is then staged in it).
 pub fn active() -> bool {
     SCOPE.with(|s| s.borrow().is_some())
 }

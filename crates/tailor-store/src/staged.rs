@@ -93,9 +93,7 @@ impl Staged {
         self.held.clear();
         committed.map_err(|e| format!("journal write failed: {e}"))
     }
-}
 
-impl Staged {
     /// Answer `acks`, whose writes were committed: with `failed` if a commit failed, else once
     /// durable. True if they were answered here (not later, on the committer's thread).
     pub fn acknowledge(&self, acks: Vec<Ack>, failed: Option<String>) -> bool {
