@@ -99,6 +99,13 @@ const STRIPES: usize = 1024;
 /// under SET load in perf, for as long as a compaction ran.
 const ENGINE_WORKERS: usize = 1;
 
+/// The `versions` keyspace's memtable cap (fjall's default is 64 MiB). Its entries are small
+/// (about 50 bytes), so 64 MiB held half a million of them: a skiplist that deep made each
+/// insert a dozen cache misses, and a SET's `versions` entry cost more CPU than its 1 KiB value
+/// (`benches/storage_set.rs`). Applies to keyspaces created from now on; fjall keeps an existing
+/// keyspace's setting.
+pub const VERSIONS_MEMTABLE_BYTES: u64 = 4 << 20;
+
 /// The node's persistent key-value store.
 pub struct Storage {
     db: Database,
@@ -236,7 +243,8 @@ impl Storage {
             KeyspaceCreateOptions::default()
                 .with_kv_separation(Some(KvSeparationOptions::default().separation_threshold(4096)))
         })?;
-        let versions = db.keyspace("versions", KeyspaceCreateOptions::default)?;
+        let versions =
+            db.keyspace("versions", || KeyspaceCreateOptions::default().max_memtable_size(VERSIONS_MEMTABLE_BYTES))?;
         migrate_meta(&db, &versions)?;
         Ok(Storage {
             data,
