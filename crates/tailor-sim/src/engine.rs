@@ -4,6 +4,7 @@
 
 use crate::coordinator::SimCoordinator;
 use crate::events::{EventQueue, LANES};
+use crate::prefetch::prefetch;
 use crate::record::Recorder;
 use crate::server::{Job, Pause, Server, SimWorld};
 use crate::workload::{mean_service_ns, Draw, Generator};
@@ -206,7 +207,15 @@ pub struct Engine<'a> {
     base_service_ns: f64,
     /// The spec's `nominal_linear()`, constant for the run and needed for every request.
     nominal_linear: (f64, f64),
+    /// Whether to prefetch the next events' state ([`PREFETCH_FROM_SERVERS`]).
+    prefetching: bool,
 }
+
+/// Clusters from this many servers prefetch the next events' state ([`Engine::prefetch_next`]).
+/// Measured on the `c3` setup scaled up (clients 3× servers, one core): at 5,000 servers +20 %
+/// requests/s for c3 (296k → 355k) and +10–20 % for random; at 500 no change; at 50, where
+/// everything fits in the cache, 5–8 % slower (the peeks cost, nothing misses).
+const PREFETCH_FROM_SERVERS: usize = 2_000;
 
 impl<'a> Engine<'a> {
     /// Build the cluster, clients and workload of `plan`.
@@ -287,6 +296,7 @@ impl<'a> Engine<'a> {
             trace_pos: 0,
             base_service_ns,
             nominal_linear: c.nominal_linear(),
+            prefetching: c.servers >= PREFETCH_FROM_SERVERS,
             gen,
         })
     }
@@ -317,6 +327,9 @@ impl<'a> Engine<'a> {
             debug_assert!(time >= self.now, "time never goes backwards");
             self.now = time;
             let before = self.finished;
+            if self.prefetching {
+                self.prefetch_next();
+            }
             self.handle(event);
             if self.finished / crate::PROGRESS_EVERY != before / crate::PROGRESS_EVERY {
                 finished(crate::PROGRESS_EVERY);
@@ -350,6 +363,46 @@ impl<'a> Engine<'a> {
     fn per_read(&self, counter: fn(&CoreStats) -> u64) -> f64 {
         let total: u64 = self.clients.iter().map(|c| counter(&c.core.stats())).sum();
         total as f64 / self.reqs.reads.max(1) as f64
+    }
+
+    /// Ask the CPU for the memory the next events will touch while this one runs: at scale the
+    /// records of a request, its server and its coordinator are cache misses, and handling an
+    /// event is long enough to hide them. The next heap event and hop get their request,
+    /// server and coordinator; the hop two places further its request and server (its
+    /// coordinator is found through the request, not loaded yet). No effect on results.
+    #[inline]
+    fn prefetch_next(&self) {
+        if let Some(e) = self.events.heap_top() {
+            self.prefetch_for(e, true);
+        }
+        if let Some(e) = self.events.lane_ahead(HOPS, 0) {
+            self.prefetch_for(e, true);
+        }
+        if let Some(e) = self.events.lane_ahead(HOPS, 2) {
+            self.prefetch_for(e, false);
+        }
+    }
+
+    #[inline]
+    fn prefetch_for(&self, e: &Event, near: bool) {
+        match e {
+            Event::ServerArrive { server, job }
+            | Event::ServiceDone { server, job, .. }
+            | Event::Answer { server, job } => {
+                let slot = (job.ticket.id & ((1 << SLOT_BITS) - 1)) as usize;
+                if let Some(r) = self.reqs.slots.get(slot) {
+                    prefetch(r);
+                    if near && matches!(e, Event::Answer { .. }) {
+                        self.clients.get(r.client as usize).map(prefetch);
+                    }
+                }
+                self.servers.get(*server as usize).map(prefetch);
+            }
+            Event::ClientNext { client } | Event::Wake { client } => {
+                self.clients.get(*client as usize).map(prefetch);
+            }
+            _ => {}
+        }
     }
 
     fn handle(&mut self, event: Event) {
@@ -586,6 +639,35 @@ impl<'a> Engine<'a> {
         }
         if self.generated < self.total || self.finished < self.generated {
             self.events.push(self.now + from_ms(f.interval_ms), Event::Fluctuate);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tailor_spec::{expand, presets::preset};
+
+    /// Prefetching is a hint to the CPU: a run gives the same bits with it and without.
+    #[test]
+    fn prefetching_changes_no_result() {
+        let spec = preset("c3")
+            .unwrap()
+            .with_overrides(&[
+                "workload.requests=20000",
+                "workload.warmup_ms=0",
+                "seeds=[3]",
+                "compare.selectors=c3,random,dynamic-snitch,prequal",
+                "cluster.speculative_retry=99p",
+            ])
+            .unwrap();
+        for plan in expand(&spec).unwrap() {
+            let run = |prefetching: bool| {
+                let mut engine = Engine::new(&plan, None).unwrap();
+                engine.prefetching = prefetching;
+                engine.run(&mut |_| {})
+            };
+            assert_eq!(run(false), run(true), "{}", plan.selector);
         }
     }
 }

@@ -113,6 +113,20 @@ impl<E> EventQueue<E> {
         Some((time, event))
     }
 
+    /// The `ahead`-th event (0: the front) of `lane`, if that many are queued there.
+    #[inline]
+    pub fn lane_ahead(&self, lane: usize, ahead: usize) -> Option<&E> {
+        self.lanes[lane].get(ahead).map(|e| &e.1)
+    }
+
+    /// The event at the top of the heap, if any (not necessarily the next to pop: a lane's
+    /// front may be earlier).
+    #[inline]
+    pub fn heap_top(&self) -> Option<&E> {
+        let Reverse(key) = self.heap.peek()?;
+        self.slab[(*key as u32 & ((1 << SLOT_BITS) - 1)) as usize].as_ref()
+    }
+
     /// The time of the earliest event, if any.
     pub fn next_time(&self) -> Option<Nanos> {
         let heap = self.heap.peek().map(|k| (k.0 >> 64) as Nanos);

@@ -11,6 +11,7 @@ pub mod dst;
 mod engine;
 mod events;
 mod lru;
+mod prefetch;
 mod record;
 pub mod script;
 mod server;
