@@ -85,6 +85,15 @@ pub struct Job {
     reply: oneshot::Sender<Done>,
 }
 
+/// What running a job gave: its outcome, its service time and when it ended (the replica's
+/// clock), and whether its reply waits for the committer's sync.
+struct Executed {
+    outcome: Result<Outcome, String>,
+    service: Nanos,
+    end: Nanos,
+    committed: bool,
+}
+
 /// The replica core and the ids it gives jobs; every use is under the replica's lock.
 struct State {
     core: ReplicaCore<Job>,
@@ -517,14 +526,14 @@ impl Replica {
         }
     }
 
-    /// Execute one job against storage with the emulation knobs; its outcome, real service, and
-    /// whether the reply must wait for the committer's sync ([`Applied::Committed`]).
-    fn execute(&self, work: Work, key_hash: u64, size: u64) -> (Result<Outcome, String>, Nanos, bool) {
+    /// Execute one job against storage with the emulation knobs; its outcome, service time and
+    /// end, and whether the reply must wait for the committer's sync ([`Applied::Committed`]).
+    fn execute(&self, work: Work, key_hash: u64, size: u64) -> Executed {
         let inject = |n: u64| n.checked_sub(1);
         if self.inject_panics.fetch_update(Ordering::Relaxed, Ordering::Relaxed, inject).is_ok() {
             panic!("injected worker panic (TAILOR.SET debug_panic_next)");
         }
-        if let Some(d) = self.emulation.stall_remaining(self.now()) {
+        if let Some(d) = self.emulation.stall_remaining(|| self.now()) {
             std::thread::sleep(d);
         }
         let start = self.now();
@@ -547,19 +556,20 @@ impl Replica {
             // before the reply's facts are filled, so the ack carries this key's new bits
             self.record_write(key_hash, size);
         }
-        let real = self.now().saturating_sub(start);
-        let extra = self.emulation.extra_delay(start, real, size);
+        let mut end = self.now();
+        let extra = self.emulation.extra_delay(start, end.saturating_sub(start), size);
         if !extra.is_zero() {
             std::thread::sleep(extra);
+            end = self.now();
         }
-        let service = self.now().saturating_sub(start).max(1);
+        let service = end.saturating_sub(start).max(1);
         match &outcome {
             Ok(Outcome::Read(_)) => self.metrics.reads_served.fetch_add(1, Ordering::Relaxed),
             Ok(Outcome::Written(_)) => self.metrics.writes_served.fetch_add(1, Ordering::Relaxed),
             Err(_) => 0,
         };
         self.metrics.service(service);
-        (outcome.map_err(|e| e.to_string()), service, committed)
+        Executed { outcome: outcome.map_err(|e| e.to_string()), service, end, committed }
     }
 
     /// A worker thread: runs the worker loop, and a fresh one whenever a panic ends it, until
@@ -585,7 +595,7 @@ impl Replica {
     fn run(&self, meta: JobMeta, job: Job) {
         let Job { work, size, key_hash, receiver, reply } = job;
         let run = catch_unwind(AssertUnwindSafe(|| self.execute(work, key_hash, size)));
-        let (outcome, service, committed) = match run {
+        let Executed { outcome, service, end, committed } = match run {
             Ok(done) => {
                 self.health.panics_since_success.store(0, Ordering::Relaxed);
                 done
@@ -593,11 +603,11 @@ impl Replica {
             Err(panic) => {
                 let text = panic_text(&*panic);
                 self.panicked(&text, false);
-                (Err(format!("the replica's worker panicked: {text}")), 1, false)
+                let outcome = Err(format!("the replica's worker panicked: {text}"));
+                Executed { outcome, service: 1, end: self.now(), committed: false }
             }
         };
-        let now = self.now();
-        let mut feedback = self.lock().core.finish(now, meta.id, service);
+        let mut feedback = self.lock().core.finish(end, meta.id, service);
         if outcome.is_ok() {
             self.fill_bloom(receiver, &mut feedback);
         }

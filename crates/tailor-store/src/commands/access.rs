@@ -30,27 +30,33 @@ fn coord_err(e: crate::coordinator::CoordError) -> Reply {
     Reply::err(e)
 }
 
-/// The live value of a replicated value at `now` (Unix ms), if it has not expired.
-pub fn live(stored: Option<Vec<u8>>, now: u64) -> Option<Live> {
-    let stored = stored?;
+/// The live value of a replicated value at `now()` (Unix ms), if it has not expired. A value
+/// without an envelope (most) is handed on as it is: no copy and no clock read.
+pub fn live(stored: Option<Vec<u8>>, now: impl FnOnce() -> u64) -> Option<Live> {
+    let mut stored = stored?;
     let (value, expires) = expiry::decode(&stored);
-    if expires.is_some_and(|at| at <= now) {
+    let header = stored.len() - value.len();
+    if header == 0 {
+        return Some(Live { value: stored, expires: None });
+    }
+    if expires.is_some_and(|at| at <= now()) {
         return None;
     }
-    Some(Live { value: value.to_vec(), expires })
+    stored.drain(..header);
+    Some(Live { value: stored, expires })
 }
 
 /// Read `key` at the session's read consistency (plain reads: GET, MGET, EXISTS, TTL, ...).
 pub async fn read(node: &Arc<Node>, session: &Session, key: &[u8]) -> Result<Option<Live>, Reply> {
     let v = node.coordinator.read(key, session.consistency()).await.map_err(coord_err)?;
-    Ok(live(v.value, expiry::now_ms()))
+    Ok(live(v.value, expiry::now_ms))
 }
 
 /// Read `key` at the session's write consistency: the read of a read-modify-write.
 pub async fn read_for_write(node: &Arc<Node>, session: &Session, key: &[u8]) -> Result<Option<Live>, Reply> {
     let level = session.consistency().unwrap_or(node.coordinator.consistency().1);
     let v = node.coordinator.read(key, Some(level)).await.map_err(coord_err)?;
-    Ok(live(v.value, expiry::now_ms()))
+    Ok(live(v.value, expiry::now_ms))
 }
 
 /// Refuse a value above `max_value_bytes`.
@@ -114,8 +120,14 @@ mod tests {
     #[test]
     fn expired_values_are_not_live() {
         let e = expiry::encode(b"v", Some(10));
-        assert_eq!(live(Some(e.clone()), 9), Some(Live { value: b"v".to_vec(), expires: Some(10) }));
-        assert_eq!(live(Some(e), 10), None);
-        assert_eq!(live(None, 0), None);
+        assert_eq!(live(Some(e.clone()), || 9), Some(Live { value: b"v".to_vec(), expires: Some(10) }));
+        assert_eq!(live(Some(e), || 10), None);
+        assert_eq!(live(None, || 0), None);
+        let plain = Some(b"plain".to_vec());
+        let no_clock = || -> u64 { panic!("a value without an envelope needs no clock") };
+        assert_eq!(live(plain, no_clock), Some(Live { value: b"plain".to_vec(), expires: None }));
+        let magic_like = [expiry::MAGIC.as_slice(), b"x"].concat();
+        let wrapped = expiry::encode(&magic_like, None);
+        assert_eq!(live(Some(wrapped), || 0), Some(Live { value: magic_like, expires: None }));
     }
 }

@@ -171,7 +171,7 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
         }
         "tailor.get" => wrong_args("tailor.get"),
         "tailor.localget" if n == 2 => match node.storage.get(&args[1]) {
-            Ok(v) => access::live(v.value, crate::expiry::now_ms()).map_or(Reply::Null, |v| Reply::Bulk(v.value)),
+            Ok(v) => access::live(v.value, crate::expiry::now_ms).map_or(Reply::Null, |v| Reply::Bulk(v.value)),
             Err(e) => Reply::err(e),
         },
         "tailor.localget" => wrong_args("tailor.localget"),
