@@ -35,7 +35,8 @@ pub trait SizeOracle: Send {
 /// read), at most `capacity` keys; past that it starts over (a bounded memory beats an LRU's
 /// bookkeeping on the request path, and a forgotten key only loses its hint until seen again).
 pub struct SeenSizes {
-    sizes: std::collections::HashMap<u64, u64>,
+    /// Key hash → bytes (foldhash, seeded per process: keys are the client's choice).
+    sizes: foldhash::HashMap<u64, u64>,
     capacity: usize,
     large_threshold: u64,
     service: Option<ServiceModel>,
