@@ -23,6 +23,10 @@
 #   CLUSTER=1                     also run the 3-node line (0: skip)
 #   ROW_CACHE_MB=                 each Tailor node's row cache in MiB (unset: the node's default,
 #                                 256; 0: off, every read from the storage engine)
+#   ENGINE=1                      also print the storage engine's own write ceiling (fjall in
+#                                 process, `cargo bench -p tailor-store --bench storage_set`)
+#                                 beside Redis's SET -P16: how close any node on it could get
+#                                 (0: skip; needs cargo)
 set -euo pipefail
 
 N=${N:-50000}
@@ -35,6 +39,7 @@ PIPELINES=${PIPELINES:-"1 16"}
 DURABILITIES=${DURABILITIES:-"sync buffer"}
 CLUSTER=${CLUSTER:-1}
 REPEAT=${REPEAT:-3}
+ENGINE=${ENGINE:-1}
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
 need_apt=()
@@ -226,3 +231,16 @@ fi
 printf '%-22s %-18s %-3s %3s %10s %10s %6s %7s %7s %7s %7s\n' "tailor" "redis" "op" "-P" \
     "tailor/s" "redis/s" "ratio" "t p50" "r p50" "t p99" "r p99"
 printf '%s\n' "${ROWS[@]}"
+
+# The engine's ceiling: fjall in process with one writer thread and 16 writes per batch, against
+# the median Redis SET -P16 without AOF measured above (when that line ran).
+if [ "$ENGINE" != 0 ] && command -v cargo >/dev/null; then
+    redis_set16=$(printf '%s\n' "${ROWS[@]}" | awk '$1 == "tailor" && $2 == "buffer" && $7 == "SET" && $8 == 16 { print $10; exit }')
+    echo "engine ceiling (cargo bench -p tailor-store --bench storage_set), against redis no aof SET -P16${redis_set16:+ ($redis_set16/s)}:"
+    (cd "$ROOT" && cargo bench -q -p tailor-store --bench storage_set 2>/dev/null) | awk -v r="${redis_set16:-0}" '
+        /writes\/s/ { next }
+        NF >= 3 && $(NF - 1) ~ /^[0-9]+$/ {
+            label = $1; for (i = 2; i <= NF - 2; i++) label = label " " $i
+            printf "%-52s %10d/s %6s  %5.2f CPU us/write\n", label, $(NF - 1), (r > 0 ? sprintf("%.2f", $(NF - 1) / r) : "-"), $NF
+        }'
+fi
