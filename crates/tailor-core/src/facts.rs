@@ -143,23 +143,53 @@ impl BitOr {
 }
 
 /// Discards stale feedback: per sender, only timestamps newer than the newest applied pass.
-#[derive(Clone, Debug, Default)]
-pub struct Freshness {
-    /// Newest timestamp per sender heard from.
-    newest: NodeTable<Nanos>,
+#[derive(Clone, Debug)]
+pub enum Freshness {
+    /// Newest timestamp per sender heard from: facts can arrive out of order (threads finish
+    /// jobs in any order, connections race).
+    PerSender(NodeTable<Nanos>),
+    /// The engine delivers every sender's facts in timestamp order (the simulator: one fixed
+    /// network delay through a FIFO, facts stamped when sent), so every fact would pass; only
+    /// the newest timestamp of all is kept, to assert that order. At thousands of servers the
+    /// per-sender table was most of a coordinator's memory and a cache miss per answer.
+    InOrder(Nanos),
+}
+
+impl Default for Freshness {
+    fn default() -> Self {
+        Freshness::PerSender(NodeTable::default())
+    }
 }
 
 impl Freshness {
+    /// A gate for an engine that delivers all facts in timestamp order ([`Freshness::InOrder`]).
+    pub fn in_order() -> Self {
+        Freshness::InOrder(0)
+    }
+
     /// True (and remembered) if `timestamp` from `from` is newer than anything applied from it.
     /// Equal timestamps pass: one sender can emit several facts in the same instant.
     #[inline]
     pub fn accept(&mut self, from: NodeId, timestamp: Nanos) -> bool {
-        let newest = self.newest.entry(from);
-        if timestamp >= *newest {
-            *newest = timestamp;
-            true
-        } else {
-            false
+        match self {
+            Freshness::PerSender(newest) => {
+                let newest = newest.entry(from);
+                if timestamp >= *newest {
+                    *newest = timestamp;
+                    true
+                } else {
+                    false
+                }
+            }
+            Freshness::InOrder(newest) => {
+                assert!(
+                    timestamp >= *newest,
+                    "facts from {from} stamped {timestamp} arrived after facts stamped {newest}: \
+                     the engine promised timestamp order"
+                );
+                *newest = timestamp;
+                true
+            }
         }
     }
 }
@@ -202,6 +232,22 @@ mod tests {
         assert!(f.accept(1, 100));
         assert!(f.accept(2, 5));
         assert!(f.accept(1, 200));
+    }
+
+    #[test]
+    fn an_in_order_gate_passes_facts_in_timestamp_order_across_senders() {
+        let mut f = Freshness::in_order();
+        assert!(f.accept(1, 100));
+        assert!(f.accept(2, 100));
+        assert!(f.accept(1, 150));
+    }
+
+    #[test]
+    #[should_panic(expected = "the engine promised timestamp order")]
+    fn an_in_order_gate_refuses_a_fact_older_than_one_applied() {
+        let mut f = Freshness::in_order();
+        f.accept(2, 100);
+        f.accept(1, 99);
     }
 
     #[test]

@@ -265,7 +265,10 @@ impl<'a> Engine<'a> {
                 park_timeout: None,
                 seed,
             };
-            let mut core = CoordinatorCore::new(cfg, selector, oracle);
+            // every answer crosses the network in the HOPS lane (one delay, first in first out)
+            // with facts stamped when it left, and events run in time order: each coordinator
+            // hears facts in timestamp order, so the freshness gate needs no per-server table
+            let mut core = CoordinatorCore::new(cfg, selector, oracle).with_facts_in_order();
             if let Some(hedging) = c.speculation().map_err(|e| bad(&e))? {
                 core = core.with_speculation(hedging);
             }

@@ -18,7 +18,8 @@
 //! - **Tag rule.** A read carries the selector's priority and size class, the size class raised
 //!   to 1 when the oracle says the value is large (RML's sub-queue, Héron's classes). Writes
 //!   carry the oracle's size class.
-//! - **Freshness.** Every feedback passes the gate (newest timestamp per replica); a stale one
+//! - **Freshness.** Every feedback passes the gate (newest timestamp per replica; an engine that
+//!   delivers facts in timestamp order, the simulator, asserts that order instead); a stale one
 //!   still counts the response at the selector but its facts are not applied. Every feedback,
 //!   fresh or stale, goes to the size oracle (Bloom bits are idempotent).
 //! - **Facts without a response** (write acks, heartbeats) reach the selector through
@@ -170,6 +171,14 @@ impl CoordinatorCore {
     /// Hedge late reads at ONE by `cfg` (off unless called).
     pub fn with_speculation(mut self, cfg: SpeculationConfig) -> Self {
         self.speculation = Some(Box::new(Speculation::new(cfg)));
+        self
+    }
+
+    /// For an engine that delivers every replica's facts in timestamp order (the simulator):
+    /// the freshness gate keeps no per-replica table and asserts that order instead
+    /// ([`Freshness::InOrder`]); every fact passes, as it would through the table.
+    pub fn with_facts_in_order(mut self) -> Self {
+        self.freshness = Freshness::in_order();
         self
     }
 
