@@ -226,6 +226,40 @@ impl<T: Copy + Default> NodeTable<T> {
         &mut self.slots[i].value
     }
 
+    /// Drop `node`'s value, if it has one; it reads as `T::default()` again.
+    ///
+    /// Backward-shift deletion: the entries after it in its probe run move back into the hole
+    /// when that is no further from their home slot, so lookups need no tombstones and a table
+    /// whose entries come and go stays as short as what it holds at once.
+    #[inline]
+    pub fn remove(&mut self, node: NodeId) {
+        if self.slots.is_empty() {
+            return;
+        }
+        let mut hole = self.slot(node);
+        if self.slots[hole].node != node {
+            return;
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = hole;
+        loop {
+            i = (i + 1) & mask;
+            let n = self.slots[i].node;
+            if n == VACANT {
+                break;
+            }
+            // move it back unless its home lies cyclically in (hole, i]
+            let home = home(n, self.slots.len());
+            if (i.wrapping_sub(home) & mask) >= (i.wrapping_sub(hole) & mask) {
+                self.slots[hole] = self.slots[i];
+                hole = i;
+            }
+        }
+        self.slots[hole].node = VACANT;
+        self.slots[hole].value = T::default();
+        self.len -= 1;
+    }
+
     /// The slot holding `node`, or the empty one where it would go (the table is not empty).
     #[inline]
     fn slot(&self, node: NodeId) -> usize {
@@ -254,6 +288,9 @@ impl<T: Copy + Default> NodeTable<T> {
 }
 
 /// Requests one coordinator has in flight per server (LOR's count, and the oracle's when blind).
+/// Only servers with requests in flight have an entry: a coordinator of a large cluster deals
+/// with thousands of servers over a run but has a few requests out at a time, so its table
+/// stays a cache line or two instead of growing with every server it ever sent to.
 #[derive(Clone, Debug, Default)]
 pub struct InFlight(NodeTable<u32>);
 
@@ -276,6 +313,9 @@ impl InFlight {
     pub fn answered(&mut self, node: NodeId) {
         if let Some(n) = self.0.get_mut(node) {
             *n = n.saturating_sub(1);
+            if *n == 0 {
+                self.0.remove(node);
+            }
         }
     }
 }
@@ -305,6 +345,38 @@ mod tests {
         f.sent(9);
         f.answered(9);
         assert_eq!(f.count(9), 1);
+    }
+
+    #[test]
+    fn a_table_with_entries_removed_finds_every_other_entry_and_stays_short() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
+        let mut t: NodeTable<u32> = NodeTable::default();
+        let mut model = std::collections::HashMap::new();
+        for step in 0..200_000u32 {
+            // ids from a large space, folded so that many share home slots
+            let id = rng.random_range(0..40u32) * 1_024 + rng.random_range(0..3u32);
+            if rng.random_bool(0.5) {
+                *t.entry(id) = step + 1;
+                model.insert(id, step + 1);
+            } else {
+                t.remove(id);
+                model.remove(&id);
+            }
+            if step % 997 == 0 {
+                for probe in 0..40 * 1_024 + 3 {
+                    assert_eq!(t.get(probe), model.get(&probe).copied().unwrap_or(0), "id {probe}, step {step}");
+                }
+            }
+            assert_eq!(t.len, model.len());
+        }
+        assert!(t.slots.len() <= 256, "at most 120 ids live at once: {} slots", t.slots.len());
+        let mut f = InFlight::default();
+        for id in [10_000, 20_000, 30_000] {
+            f.sent(id);
+            f.answered(id);
+        }
+        assert_eq!(f.0.len, 0, "a server with nothing in flight keeps no entry");
     }
 
     #[test]
