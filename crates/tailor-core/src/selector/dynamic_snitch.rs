@@ -151,6 +151,13 @@ impl Reservoir {
         &self.data[k * cap..k * cap + self.len()]
     }
 
+    /// A word of each cache line of the samples held: reading them asks for all those lines
+    /// at once.
+    fn touch(&self) -> u64 {
+        let (cap, len) = (self.cap(), self.len());
+        (0..4).fold(0, |x, k| self.data[k * cap..k * cap + len].iter().step_by(8).fold(x, |x, w| x ^ w.to_bits()))
+    }
+
     /// Forget every sample, keeping the memory (a reset refills it).
     fn clear(&mut self) {
         self.len = 0;
@@ -298,36 +305,83 @@ impl Reservoir {
         }
         let total = before;
         // the loop stops at the first k with sums[k] / total > 0.5 (never at k = 0: the share
-        // is 0 there, or NaN if every weight decayed to 0), and the median is sample k - 1's
-        let k = sums.partition_point(|&b| !(b / total > 0.5));
+        // is 0 there, or NaN if every weight decayed to 0), and the median is sample k - 1's.
+        // Bisected without dividing: a share above 1/2 needs a sum above half the total (exact
+        // while that half is a normal number), so the first k past half the total is where to
+        // start, and the division, which rounds such shares above 1/2, only confirms it there.
+        let passes = |k: usize| sums[k] / total > 0.5;
+        let half = 0.5 * total;
+        let mut k = if half >= f64::MIN_POSITIVE { sums.partition_point(|&b| b <= half) } else { 0 };
+        while k < sums.len() && !passes(k) {
+            k += 1;
+        }
         Some(if k == 0 { first } else { latencies[k - 1] })
     }
 }
 
-/// Latency knowledge about one peer (made by its first reply).
+/// Latency knowledge about one peer (made by its first reply): what a reply touches, in one
+/// cache line.
 #[derive(Clone, Debug)]
+#[repr(align(64))]
 struct Peer {
     /// Its samples (`sampling = "reservoir"`; empty otherwise).
     reservoir: Reservoir,
     /// The EWMA of its latencies (`sampling = "ewma"`), NaN before the first.
     ewma: f64,
-    /// Median (or EWMA) at the last update, NaN if it had no samples then; recomputed only for
-    /// peers with new samples, since a forward-decayed median does not move without them.
-    stat: f64,
     /// When its newest reply arrived.
     last_reply: Nanos,
-    /// `last_reply` at the last update (the time penalty of its score).
+    /// Last fresh piggybacked queue length (severity), if [`HAS_QUEUE`].
+    queue_len: u32,
+    /// `queue_len` at the last update (the severity of its score), if [`HAS_QUEUE_THEN`].
+    queue_then: u32,
+    /// [`HAS_QUEUE`], [`HAS_QUEUE_THEN`], [`DIRTY`].
+    flags: u8,
+}
+
+const _: () = assert!(std::mem::size_of::<Peer>() == 64, "a peer is one cache line");
+
+/// A fresh queue length came ([`Peer::queue_len`] holds the last).
+const HAS_QUEUE: u8 = 1;
+/// [`Peer::queue_then`] holds one.
+const HAS_QUEUE_THEN: u8 = 2;
+/// Samples changed since the last update (the peer is in [`DynamicSnitch::dirty`]).
+const DIRTY: u8 = 4;
+
+impl Peer {
+    /// The queue length at the last update, if one had come.
+    fn queue_then(&self) -> Option<u32> {
+        (self.flags & HAS_QUEUE_THEN != 0).then_some(self.queue_then)
+    }
+}
+
+/// What a peer's score is made of, as of the last update: what a request reads, 16 bytes per
+/// peer side by side (a request looks up three peers, rarely in the cache as [`Peer`]s).
+#[derive(Clone, Copy, Debug)]
+struct Frozen {
+    /// Median (or EWMA), NaN if it had no samples then; recomputed only for peers with new
+    /// samples, since a forward-decayed median does not move without them.
+    stat: f64,
+    /// `last_reply` then (the time penalty).
     reply_then: Nanos,
-    /// Last fresh piggybacked queue length (severity).
+}
+
+/// A reply not yet folded into its peer ([`DynamicSnitch::apply_replies`]).
+#[derive(Clone, Copy, Debug)]
+struct Reply {
+    /// Index of the peer.
+    peer: u32,
+    /// Its fresh piggybacked queue length.
     queue_len: Option<u32>,
-    /// `queue_len` at the last update (the severity of its score).
-    queue_then: Option<u32>,
-    /// Samples changed since `stat` was computed (it is in [`DynamicSnitch::dirty`]).
-    dirty: bool,
+    /// When it came.
+    at: Nanos,
+    /// Its latency, whole µs.
+    latency: f64,
+    /// The uniform draw made for it.
+    u: f64,
 }
 
 /// What the last score update normalised by: a peer's score is a pure function of these and of
-/// the peer's `stat`, `reply_then` and `queue_then`, so it is computed when a request asks for
+/// the peer's [`Frozen`] (and `queue_then`), so it is computed when a request asks for
 /// it instead of for every peer at every update.
 #[derive(Clone, Copy, Debug)]
 struct Update {
@@ -347,8 +401,12 @@ pub struct DynamicSnitch {
     /// Index in `peers` of each peer this coordinator has heard from.
     index: NodeMap<u32>,
     peers: Vec<Peer>,
+    /// Per peer as `peers`.
+    frozen: Vec<Frozen>,
     /// Peers whose samples changed since the last update: only their medians are recomputed.
     dirty: Vec<u32>,
+    /// Replies since the last tick, not yet folded into their peers.
+    replies: Vec<Reply>,
     /// The last score update.
     last: Update,
     /// EWMA weight.
@@ -406,7 +464,9 @@ impl DynamicSnitch {
             cfg: cfg.clone(),
             index: NodeMap::new(),
             peers: Vec::new(),
+            frozen: Vec::new(),
             dirty: Vec::new(),
+            replies: Vec::new(),
             last: Update { at: 0, max: 0.0, max_queue: 0, max_penalty: None },
             ewma_weight,
             servers: env.servers,
@@ -423,29 +483,30 @@ impl DynamicSnitch {
 
     /// The peer's score from the last update, if it had samples then.
     pub fn score(&self, node: NodeId) -> Option<f64> {
-        self.index.get(node).and_then(|&i| self.score_of(&self.peers[i as usize]))
+        self.index.get(node).and_then(|&i| self.score_of(i as usize))
     }
 
     /// `p`'s score from the last update: `stat / max` (+ severity) (+ time penalty), as the
     /// update would have stored it.
     #[inline(always)]
-    fn score_of(&self, p: &Peer) -> Option<f64> {
-        let v = known(p.stat)?;
+    fn score_of(&self, i: usize) -> Option<f64> {
+        let f = self.frozen[i];
+        let v = known(f.stat)?;
         let last = &self.last;
         let mut score = if last.max > 0.0 { v / last.max } else { 0.0 };
         if self.cfg.severity && last.max_queue > 0 {
-            score += f64::from(p.queue_then.unwrap_or(0)) / f64::from(last.max_queue);
+            score += f64::from(self.peers[i].queue_then().unwrap_or(0)) / f64::from(last.max_queue);
         }
         if let Some(max_penalty) = last.max_penalty {
-            score += self.penalty(p.reply_then, last.at) / max_penalty;
+            score += self.penalty(f.reply_then, last.at) / max_penalty;
         }
         Some(score)
     }
 
     /// Mark peer `i`'s samples changed.
     fn touch(&mut self, i: usize) {
-        if !self.peers[i].dirty {
-            self.peers[i].dirty = true;
+        if self.peers[i].flags & DIRTY == 0 {
+            self.peers[i].flags |= DIRTY;
             self.dirty.push(i as u32);
         }
     }
@@ -468,6 +529,7 @@ impl DynamicSnitch {
 
     #[inline(never)]
     fn tick_slow(&mut self, now: Nanos) {
+        self.apply_replies();
         if now >= self.next_reset {
             (0..self.peers.len()).for_each(|i| self.clear(i));
             self.next_reset = advance(self.next_reset, self.reset_interval, now);
@@ -480,6 +542,51 @@ impl DynamicSnitch {
         self.next_tick = self.next_update.min(self.next_reset);
     }
 
+    /// Fold the replies since the last tick into their peers, in the order they came: the same
+    /// state as folding each when it came, since nothing reads a peer's samples, last reply or
+    /// queue length between ticks (a score is made of what the last update froze).
+    ///
+    /// Why later: a coordinator's peers and their reservoirs are seldom in the cache (150
+    /// coordinators × 50 peers × up to 3 KB), and a reply folded on arrival waited for its peer's
+    /// line, then for its reservoir's. Here all of this batch's peers are asked for first (loads
+    /// that do not wait on each other, so they are fetched together), a peer with several
+    /// replies is fetched once, and its median, computed just after, finds the reservoir in
+    /// the cache.
+    fn apply_replies(&mut self) {
+        let replies = std::mem::take(&mut self.replies);
+        // each peer once: marked changed, and its reservoir's lines asked for
+        let mut seen = 0u64;
+        for r in &replies {
+            let i = r.peer as usize;
+            if self.peers[i].flags & DIRTY == 0 {
+                self.touch(i);
+                seen ^= self.peers[i].reservoir.touch();
+            }
+        }
+        std::hint::black_box(seen);
+        let (alpha, size, weight) = (self.cfg.reservoir_alpha, self.cfg.reservoir_size, self.ewma_weight);
+        for r in &replies {
+            let i = r.peer as usize;
+            let p = &mut self.peers[i];
+            // Only the configured summary is kept (the uniform draw was made either way).
+            match self.cfg.sampling {
+                Sampling::Reservoir => p.reservoir.add(r.at, r.latency, alpha, size, r.u),
+                Sampling::Ewma => {
+                    let mut ewma = known(p.ewma).map_or(Ewma::new(weight), |v| Ewma::with_initial(weight, v));
+                    p.ewma = ewma.update(r.latency);
+                }
+            }
+            p.last_reply = r.at;
+            if let Some(q) = r.queue_len {
+                p.queue_len = q;
+                p.flags |= HAS_QUEUE;
+            }
+        }
+        let mut replies = replies;
+        replies.clear();
+        self.replies = replies;
+    }
+
     /// With `resample_after_ms`, clear the samples of peers that have not replied for that long.
     fn forget_silent_peers(&mut self, now: Nanos) {
         if self.cfg.resample_after_ms <= 0.0 {
@@ -487,8 +594,7 @@ impl DynamicSnitch {
         }
         let after = from_ms(self.cfg.resample_after_ms);
         for i in 0..self.peers.len() {
-            let p = &self.peers[i];
-            if !p.stat.is_nan() && now.saturating_sub(p.last_reply) >= after {
+            if !self.frozen[i].stat.is_nan() && now.saturating_sub(self.peers[i].last_reply) >= after {
                 self.clear(i);
             }
         }
@@ -519,30 +625,30 @@ impl DynamicSnitch {
         let (mut max, mut rescan) = (old_max, false);
         let mut dirty = std::mem::take(&mut self.dirty);
         for &i in &dirty {
-            let p = &mut self.peers[i as usize];
+            let (p, f) = (&mut self.peers[i as usize], &mut self.frozen[i as usize]);
             let stat = match self.cfg.sampling {
                 Sampling::Reservoir => p.reservoir.median_with(&mut self.sums),
                 Sampling::Ewma => known(p.ewma),
             };
             // the largest only falls if the peer that held it falls
-            if p.stat == old_max && stat.is_none_or(|s| s < old_max) {
+            if f.stat == old_max && stat.is_none_or(|s| s < old_max) {
                 rescan = true;
             }
             if let Some(s) = stat {
                 max = max.max(s);
             }
-            p.stat = stat.unwrap_or(f64::NAN);
-            p.reply_then = p.last_reply;
+            *f = Frozen { stat: stat.unwrap_or(f64::NAN), reply_then: p.last_reply };
             p.queue_then = p.queue_len;
-            p.dirty = false;
+            // the queue length then is the last one if any had come; no longer dirty
+            p.flags = (p.flags & HAS_QUEUE) | if p.flags & HAS_QUEUE != 0 { HAS_QUEUE_THEN } else { 0 };
         }
         dirty.clear();
         self.dirty = dirty;
         if rescan {
-            max = self.peers.iter().filter_map(|p| known(p.stat)).fold(0.0f64, f64::max);
+            max = self.frozen.iter().filter_map(|f| known(f.stat)).fold(0.0f64, f64::max);
         }
         let max_queue =
-            if self.cfg.severity { self.peers.iter().filter_map(|p| p.queue_then).max().unwrap_or(0) } else { 0 };
+            if self.cfg.severity { self.peers.iter().filter_map(Peer::queue_then).max().unwrap_or(0) } else { 0 };
         let max_penalty = self.cfg.time_penalty.then(|| self.max_penalty(now));
         self.last = Update { at: now, max, max_queue, max_penalty };
     }
@@ -550,7 +656,7 @@ impl DynamicSnitch {
     /// The score used for ordering: peers without one count as 0, as in Cassandra.
     #[inline(always)]
     fn order_score(&self, node: NodeId) -> f64 {
-        self.index.get(node).and_then(|&i| self.score_of(&self.peers[i as usize])).unwrap_or(0.0)
+        self.index.get(node).and_then(|&i| self.score_of(i as usize)).unwrap_or(0.0)
     }
 
 }
@@ -597,32 +703,17 @@ impl ReplicaSelector for DynamicSnitch {
                 self.peers.push(Peer {
                     reservoir: Reservoir::default(),
                     ewma: f64::NAN,
-                    stat: f64::NAN,
                     last_reply: now,
-                    reply_then: now,
-                    queue_len: None,
-                    queue_then: None,
-                    dirty: false,
+                    queue_len: 0,
+                    queue_then: 0,
+                    flags: 0,
                 });
+                self.frozen.push(Frozen { stat: f64::NAN, reply_then: now });
                 i
             }
         };
-        let p = &mut self.peers[i];
-        // Only the configured summary is kept (the uniform draw is made either way).
-        match self.cfg.sampling {
-            Sampling::Reservoir => {
-                p.reservoir.add(now, latency, self.cfg.reservoir_alpha, self.cfg.reservoir_size, u);
-            }
-            Sampling::Ewma => {
-                let mut ewma = known(p.ewma).map_or(Ewma::new(self.ewma_weight), |v| Ewma::with_initial(self.ewma_weight, v));
-                p.ewma = ewma.update(latency);
-            }
-        }
-        p.last_reply = now;
-        if resp.fresh {
-            p.queue_len = Some(resp.feedback.queue_len);
-        }
-        self.touch(i);
+        let queue_len = resp.fresh.then_some(resp.feedback.queue_len);
+        self.replies.push(Reply { peer: i as u32, queue_len, at: now, latency, u });
     }
 }
 
@@ -756,6 +847,8 @@ mod tests {
             sample(&mut s, 11 * SEC + i * MS, 0, 2);
         }
         sample(&mut s, 11 * SEC + 50 * MS, 1, 4);
+        // replies are folded in at the next tick: fold them now to look at the reservoir
+        s.apply_replies();
         assert_eq!(s.peers[*s.index.get(0).unwrap() as usize].reservoir.len(), 100);
         assert_eq!(s.peers[*s.index.get(0).unwrap() as usize].reservoir.median(), Some(2_000.0));
         head(&mut s, 11 * SEC + 100 * MS);
