@@ -658,7 +658,6 @@ impl DynamicSnitch {
     fn order_score(&self, node: NodeId) -> f64 {
         self.index.get(node).and_then(|&i| self.score_of(i as usize)).unwrap_or(0.0)
     }
-
 }
 
 impl ReplicaSelector for DynamicSnitch {
@@ -927,12 +926,20 @@ mod tests {
     #[test]
     fn sorted_reservoir_is_the_slot_order_reservoir() {
         let mut rng = Rng::new(5, 6);
-        for (size, step, values, coarse) in [(60, 7 * MS, 40, false), (100, 3 * MS, 3000, false), (1, MS, 5, false), (7, 900 * MS, 4, true), (100, 20 * MS, 10, true), (9, 0, 6, true)] {
+        for (size, step, values, coarse) in [
+            (60, 7 * MS, 40, false),
+            (100, 3 * MS, 3000, false),
+            (1, MS, 5, false),
+            (7, 900 * MS, 4, true),
+            (100, 20 * MS, 10, true),
+            (9, 0, 6, true),
+        ] {
             let (mut r, mut model) = (Reservoir::default(), Model::default());
             assert_eq!(r.median(), None);
             for i in 0..20_000u64 {
                 if i % 7_000 == 6_999 {
-                    (r.clear(), model = Model::default());
+                    r.clear();
+                    model = Model::default();
                 }
                 let value = rng.below(values) as f64;
                 let u = if coarse { rng.below(4) as f64 / 4.0 } else { rng.unit() };
@@ -946,7 +953,12 @@ mod tests {
                     })
                     .collect();
                 held.sort_by_key(|h| h.0);
-                let expected: Vec<_> = model.samples.iter().enumerate().map(|(j, s)| (j, [s.0.to_bits(), s.1.to_bits(), s.2.to_bits()])).collect();
+                let expected: Vec<_> = model
+                    .samples
+                    .iter()
+                    .enumerate()
+                    .map(|(j, s)| (j, [s.0.to_bits(), s.1.to_bits(), s.2.to_bits()]))
+                    .collect();
                 assert_eq!(held, expected, "size {size}, after {i}");
                 let keys: Vec<_> = r.array(LATENCY).iter().zip(r.array(SLOT)).collect();
                 assert!(keys.windows(2).all(|w| w[0].0 < w[1].0 || (w[0].0 == w[1].0 && w[0].1 < w[1].1)));
