@@ -112,120 +112,317 @@ impl Default for SnitchConfig {
 const MAX_DECAY_EXPONENT: f64 = 40.0;
 
 /// Cassandra's (Codahale's) exponentially decaying reservoir: priority sampling with forward decay.
+///
+/// Each sample has a slot (where it was added, which the lowest-priority replacement reuses) and
+/// the samples are kept sorted by latency, ties by slot: the order a stable sort of the slots by
+/// latency gives, so the weighted median (every 100 ms for every peer with new samples, the
+/// largest cost of this strategy) is one pass over contiguous weights. The four fields of the
+/// samples are parallel arrays in one allocation, `[latencies | weights | priorities | slots]`,
+/// each `cap` long: a peer heard from once (most peers of a coordinator of a large cluster)
+/// costs one small block, a full reservoir its size and no more, and the lowest-priority search
+/// on every add reads the priorities alone.
 #[derive(Clone, Debug, Default)]
 struct Reservoir {
-    /// (priority, latency µs, weight).
-    samples: Vec<(f64, f64, f64)>,
-    /// Positions in `samples` by latency, ties by position: the order a stable sort by latency
-    /// gives, kept on every add so that the median (every 100 ms for every peer with new samples,
-    /// the largest cost of this strategy) scans instead of sorting.
-    by_value: Vec<u32>,
+    data: Box<[f64]>,
+    /// Samples held.
+    len: u32,
     /// Time the weights are relative to.
     landmark: Nanos,
 }
 
+/// The arrays of a [`Reservoir`].
+const LATENCY: usize = 0;
+const WEIGHT: usize = 1;
+const PRIORITY: usize = 2;
+const SLOT: usize = 3;
+
 impl Reservoir {
+    fn cap(&self) -> usize {
+        self.data.len() / 4
+    }
+
+    fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    /// Array `k` (one of [`LATENCY`], [`WEIGHT`], [`PRIORITY`], [`SLOT`]), the samples held.
+    fn array(&self, k: usize) -> &[f64] {
+        let cap = self.cap();
+        &self.data[k * cap..k * cap + self.len()]
+    }
+
+    /// A word of each cache line of the samples held: reading them asks for all those lines
+    /// at once.
+    fn touch(&self) -> u64 {
+        let (cap, len) = (self.cap(), self.len());
+        (0..4).fold(0, |x, k| self.data[k * cap..k * cap + len].iter().step_by(8).fold(x, |x, w| x ^ w.to_bits()))
+    }
+
+    /// Forget every sample, keeping the memory (a reset refills it).
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Room for one more sample, at most `size` in all: the capacity doubles from 2.
+    fn grow(&mut self, size: usize) {
+        let (cap, len) = (self.cap(), self.len());
+        let new_cap = (2 * cap).max(2).min(size.max(1));
+        let mut data = vec![0.0; 4 * new_cap].into_boxed_slice();
+        for k in 0..4 {
+            data[k * new_cap..k * new_cap + len].copy_from_slice(&self.data[k * cap..k * cap + len]);
+        }
+        self.data = data;
+    }
+
     /// Add a sample at `now`; `u` is uniform in `[0, 1)`.
     fn add(&mut self, now: Nanos, value: f64, alpha: f64, size: usize, u: f64) {
-        if self.samples.is_empty() {
+        if self.len == 0 {
             self.landmark = now;
         }
         let mut age = now.saturating_sub(self.landmark) as f64 / SEC as f64;
+        let cap = self.cap();
         if alpha * age > MAX_DECAY_EXPONENT {
             // Moving the landmark scales every weight and priority alike: the sample is unchanged.
             let scale = (-alpha * age).exp();
-            for s in &mut self.samples {
-                s.0 *= scale;
-                s.2 *= scale;
+            let len = self.len();
+            for k in [WEIGHT, PRIORITY] {
+                self.data[k * cap..k * cap + len].iter_mut().for_each(|x| *x *= scale);
             }
             self.landmark = now;
             age = 0.0;
         }
         let weight = (alpha * age).exp();
+        // weight <= e^40 and 1 - u in (0, 1]: finite and positive (or 0 once scaled far down),
+        // so `<` and `==` order priorities as `total_cmp` does
         let priority = weight / (1.0 - u);
-        if self.samples.len() < size.max(1) {
-            self.samples.push((priority, value, weight));
-            self.index(self.samples.len() - 1);
-        } else if let Some(lowest) =
-            (0..self.samples.len()).min_by(|&a, &b| self.samples[a].0.total_cmp(&self.samples[b].0))
-        {
-            if self.samples[lowest].0 < priority {
-                self.unindex(lowest);
-                self.samples[lowest] = (priority, value, weight);
-                self.index(lowest);
+        debug_assert!(priority.is_finite() && priority >= 0.0, "priority {priority}");
+        // a latency is a whole number of microseconds, >= 0: `<` orders them as `total_cmp`
+        debug_assert!(value.is_finite() && value >= 0.0, "latency {value}");
+        let len = self.len();
+        if len < size.max(1) {
+            if len == cap {
+                self.grow(size);
+            }
+            self.len += 1;
+            let at = self.rank(value, len as f64, len);
+            self.place(len, at, [value, weight, priority, len as f64]);
+        } else {
+            let lowest = self.lowest();
+            if self.array(PRIORITY)[lowest] < priority {
+                let slot = self.array(SLOT)[lowest];
+                let rank = self.rank(value, slot, len);
+                // where it goes once the replaced sample is out
+                let at = if lowest < rank { rank - 1 } else { rank };
+                self.place(lowest, at, [value, weight, priority, slot]);
             }
         }
     }
 
-    /// Where sample `i` belongs in `by_value` (or is, when indexed).
-    fn rank(&self, i: usize) -> usize {
-        let value = self.samples[i].1;
-        self.by_value.partition_point(|&j| match self.samples[j as usize].1.total_cmp(&value) {
-            std::cmp::Ordering::Less => true,
-            std::cmp::Ordering::Equal => (j as usize) < i,
-            std::cmp::Ordering::Greater => false,
-        })
+    /// Among the first `n` samples, how many sort before latency `value` in `slot` (no sample
+    /// there has that slot, or the one that has is the sample `value` replaces).
+    ///
+    /// Counted rather than bisected: the reservoir is seldom in the cache when a reply comes
+    /// (thousands of them, one touched per reply), and a bisection waits for each line it
+    /// probes in turn, where a count asks for them all at once and the shift after it reads
+    /// them again anyway.
+    fn rank(&self, value: f64, slot: f64, n: usize) -> usize {
+        let cap = self.cap();
+        let latencies = &self.data[..n];
+        let slots = &self.data[SLOT * cap..SLOT * cap + n];
+        let mut at = latencies.iter().map(|&v| usize::from(v < value)).sum::<usize>();
+        while at < n && latencies[at] == value && slots[at] < slot {
+            at += 1;
+        }
+        at
     }
 
-    fn index(&mut self, i: usize) {
-        let at = self.rank(i);
-        self.by_value.insert(at, i as u32);
+    /// Take the sample at `from` out (`from == len - 1` after a push: the free place) and put
+    /// `sample` at `at`, shifting those between.
+    fn place(&mut self, from: usize, at: usize, sample: [f64; 4]) {
+        let cap = self.cap();
+        for (k, x) in sample.into_iter().enumerate() {
+            let a = &mut self.data[k * cap..(k + 1) * cap];
+            if from < at {
+                a.copy_within(from + 1..at + 1, from);
+            } else if at < from {
+                a.copy_within(at..from, at + 1);
+            }
+            a[at] = x;
+        }
     }
 
-    fn unindex(&mut self, i: usize) {
-        let at = self.rank(i);
-        assert_eq!(self.by_value.get(at), Some(&(i as u32)), "every sample is indexed by its latency");
-        self.by_value.remove(at);
+    /// Position of the lowest priority, the lowest slot among equal ones (as a scan in slot
+    /// order finds it); the reservoir is not empty.
+    fn lowest(&self) -> usize {
+        let priorities = self.array(PRIORITY);
+        // four running minima: independent chains of comparisons
+        let mut m = [f64::INFINITY; 4];
+        let mut chunks = priorities.chunks_exact(4);
+        for c in &mut chunks {
+            for j in 0..4 {
+                m[j] = if c[j] < m[j] { c[j] } else { m[j] };
+            }
+        }
+        let mut min = chunks.remainder().iter().fold(f64::INFINITY, |m, &p| if p < m { p } else { m });
+        for x in m {
+            min = if x < min { x } else { min };
+        }
+        let mut at = priorities.iter().position(|&p| p == min).expect("a sample");
+        let slots = self.array(SLOT);
+        for i in at + 1..priorities.len() {
+            if priorities[i] == min && slots[i] < slots[at] {
+                at = i;
+            }
+        }
+        at
     }
 
     /// Weighted median: the largest value whose preceding cumulative weight share is at most 1/2.
+    #[cfg(test)]
     fn median(&self) -> Option<f64> {
-        let sorted = || self.by_value.iter().map(|&j| (self.samples[j as usize].1, self.samples[j as usize].2));
-        let total: f64 = sorted().map(|s| s.1).sum();
+        self.median_with(&mut Vec::new())
+    }
+
+    /// [`Reservoir::median`] with room for the running sums.
+    ///
+    /// Cassandra's loop adds the weights in latency order for the total, then again until the
+    /// share before a sample exceeds 1/2. The sums here are the same additions in the same order
+    /// (bit for bit), kept from one pass: the share before a sample only grows along it (the
+    /// weights are >= 0 and rounding is monotonic), so where it first exceeds 1/2 is found by
+    /// bisection instead of a second pass.
+    fn median_with(&self, sums: &mut Vec<f64>) -> Option<f64> {
+        let (latencies, weights) = (self.array(LATENCY), self.array(WEIGHT));
+        let first = *latencies.first()?;
+        // sums[k]: the weight before sample k (the first k samples), as the loop sums it
+        sums.resize(weights.len(), 0.0);
+        let sums = &mut sums[..weights.len()];
+        // from 0 as the loop's `before` (the first addition gives the first weight exactly, so
+        // the total is also `Sum`'s, whichever zero that starts from)
         let mut before = 0.0;
-        let mut median = sorted().next()?.0;
-        for (value, weight) in sorted() {
-            if before / total > 0.5 {
-                break;
-            }
-            median = value;
-            before += weight;
+        for (sum, &w) in sums.iter_mut().zip(weights) {
+            *sum = before;
+            before += w;
         }
-        Some(median)
+        let total = before;
+        // the loop stops at the first k with sums[k] / total > 0.5 (never at k = 0: the share
+        // is 0 there, or NaN if every weight decayed to 0), and the median is sample k - 1's.
+        // Bisected without dividing: a share above 1/2 needs a sum above half the total (exact
+        // while that half is a normal number), so the first k past half the total is where to
+        // start, and the division, which rounds such shares above 1/2, only confirms it there.
+        let passes = |k: usize| sums[k] / total > 0.5;
+        let half = 0.5 * total;
+        let mut k = if half >= f64::MIN_POSITIVE { sums.partition_point(|&b| b <= half) } else { 0 };
+        while k < sums.len() && !passes(k) {
+            k += 1;
+        }
+        Some(if k == 0 { first } else { latencies[k - 1] })
     }
 }
 
-/// Latency knowledge about one peer.
+/// Latency knowledge about one peer (made by its first reply): what a reply touches, in one
+/// cache line.
 #[derive(Clone, Debug)]
+#[repr(align(64))]
 struct Peer {
+    /// Its samples (`sampling = "reservoir"`; empty otherwise).
     reservoir: Reservoir,
-    ewma: Ewma,
-    /// Last fresh piggybacked queue length (severity).
-    queue_len: Option<u32>,
-    /// Score from the last update (None: no samples then).
-    score: Option<f64>,
-    /// Median (or EWMA) at the last update; recomputed only for peers with new samples, since a
-    /// forward-decayed median does not move without them.
-    stat: Option<f64>,
-    /// Samples changed since `stat` was computed.
-    dirty: bool,
+    /// The EWMA of its latencies (`sampling = "ewma"`), NaN before the first.
+    ewma: f64,
     /// When its newest reply arrived.
-    last_reply: Option<Nanos>,
+    last_reply: Nanos,
+    /// Last fresh piggybacked queue length (severity), if [`HAS_QUEUE`].
+    queue_len: u32,
+    /// `queue_len` at the last update (the severity of its score), if [`HAS_QUEUE_THEN`].
+    queue_then: u32,
+    /// [`HAS_QUEUE`], [`HAS_QUEUE_THEN`], [`DIRTY`].
+    flags: u8,
+}
+
+const _: () = assert!(std::mem::size_of::<Peer>() == 64, "a peer is one cache line");
+
+/// A fresh queue length came ([`Peer::queue_len`] holds the last).
+const HAS_QUEUE: u8 = 1;
+/// [`Peer::queue_then`] holds one.
+const HAS_QUEUE_THEN: u8 = 2;
+/// Samples changed since the last update (the peer is in [`DynamicSnitch::dirty`]).
+const DIRTY: u8 = 4;
+
+impl Peer {
+    /// The queue length at the last update, if one had come.
+    fn queue_then(&self) -> Option<u32> {
+        (self.flags & HAS_QUEUE_THEN != 0).then_some(self.queue_then)
+    }
+}
+
+/// What a peer's score is made of, as of the last update: what a request reads, 16 bytes per
+/// peer side by side (a request looks up three peers, rarely in the cache as [`Peer`]s).
+#[derive(Clone, Copy, Debug)]
+struct Frozen {
+    /// Median (or EWMA), NaN if it had no samples then; recomputed only for peers with new
+    /// samples, since a forward-decayed median does not move without them.
+    stat: f64,
+    /// `last_reply` then (the time penalty).
+    reply_then: Nanos,
+}
+
+/// A reply not yet folded into its peer ([`DynamicSnitch::apply_replies`]).
+#[derive(Clone, Copy, Debug)]
+struct Reply {
+    /// Index of the peer.
+    peer: u32,
+    /// Its fresh piggybacked queue length.
+    queue_len: Option<u32>,
+    /// When it came.
+    at: Nanos,
+    /// Its latency, whole µs.
+    latency: f64,
+    /// The uniform draw made for it.
+    u: f64,
+}
+
+/// What the last score update normalised by: a peer's score is a pure function of these and of
+/// the peer's [`Frozen`] (and `queue_then`), so it is computed when a request asks for
+/// it instead of for every peer at every update.
+#[derive(Clone, Copy, Debug)]
+struct Update {
+    /// When it ran.
+    at: Nanos,
+    /// Largest `stat` (0 if none).
+    max: f64,
+    /// Largest queue length reported.
+    max_queue: u32,
+    /// Largest time penalty (`time_penalty` only).
+    max_penalty: Option<f64>,
 }
 
 /// `dynamic-snitch` selector.
 pub struct DynamicSnitch {
     cfg: SnitchConfig,
-    /// Per peer this coordinator has heard from; the others are `blank`.
-    peers: NodeMap<Peer>,
-    blank: Peer,
+    /// Index in `peers` of each peer this coordinator has heard from.
+    index: NodeMap<u32>,
+    peers: Vec<Peer>,
+    /// Per peer as `peers`.
+    frozen: Vec<Frozen>,
+    /// Peers whose samples changed since the last update: only their medians are recomputed.
+    dirty: Vec<u32>,
+    /// Replies since the last tick, not yet folded into their peers.
+    replies: Vec<Reply>,
+    /// The last score update.
+    last: Update,
+    /// EWMA weight.
+    ewma_weight: f64,
     /// Servers in the cluster: while fewer peers are tracked, some peer was never heard from.
     servers: usize,
     update_interval: Nanos,
     reset_interval: Nanos,
     next_update: Nanos,
     next_reset: Nanos,
+    /// The earlier of `next_update` and `next_reset`.
+    next_tick: Nanos,
     rng: Rng,
+    /// Room for a median's running sums.
+    sums: Vec<f64>,
+    /// Room for sorted scores.
     sorted: Vec<f64>,
 }
 
@@ -234,19 +431,28 @@ fn advance(next: Nanos, interval: Nanos, now: Nanos) -> Nanos {
     next.saturating_add((now.saturating_sub(next) / interval + 1).saturating_mul(interval))
 }
 
+/// `Some(x)` unless `x` is NaN (which stands for none in [`Peer`]).
+fn known(x: f64) -> Option<f64> {
+    (!x.is_nan()).then_some(x)
+}
+
+/// Sort floats in place by `total_cmp` (insertion sort: replica lists are short).
+fn sort_few(xs: &mut [f64]) {
+    for i in 1..xs.len() {
+        let x = xs[i];
+        let mut j = i;
+        while j > 0 && xs[j - 1].total_cmp(&x).is_gt() {
+            xs[j] = xs[j - 1];
+            j -= 1;
+        }
+        xs[j] = x;
+    }
+}
+
 impl DynamicSnitch {
     /// Build for one coordinator.
     pub fn new(cfg: &SnitchConfig, env: &SelectorEnv) -> Self {
-        let w = if (0.0..=1.0).contains(&cfg.ewma_weight) { cfg.ewma_weight } else { 0.1 };
-        let blank = Peer {
-            reservoir: Reservoir::default(),
-            ewma: Ewma::new(w),
-            queue_len: None,
-            score: None,
-            stat: None,
-            dirty: false,
-            last_reply: None,
-        };
+        let ewma_weight = if (0.0..=1.0).contains(&cfg.ewma_weight) { cfg.ewma_weight } else { 0.1 };
         let update_interval = from_ms(cfg.update_interval_ms).max(1);
         let reset_interval = from_ms(cfg.reset_interval_ms).max(1);
         let mut rng = Rng::new(env.seed, 0x534e_4954 + env.coordinator as u64);
@@ -256,37 +462,76 @@ impl DynamicSnitch {
         let phase = if env.coordinators > 1 { rng.below(update_interval as usize) as Nanos } else { 0 };
         DynamicSnitch {
             cfg: cfg.clone(),
-            peers: NodeMap::new(),
-            blank,
+            index: NodeMap::new(),
+            peers: Vec::new(),
+            frozen: Vec::new(),
+            dirty: Vec::new(),
+            replies: Vec::new(),
+            last: Update { at: 0, max: 0.0, max_queue: 0, max_penalty: None },
+            ewma_weight,
             servers: env.servers,
             update_interval,
             reset_interval,
             next_update: update_interval + phase,
             next_reset: reset_interval + phase,
+            next_tick: (update_interval + phase).min(reset_interval + phase),
             rng,
+            sums: Vec::new(),
             sorted: Vec::new(),
         }
     }
 
     /// The peer's score from the last update, if it had samples then.
     pub fn score(&self, node: NodeId) -> Option<f64> {
-        self.peers.get(node).and_then(|p| p.score)
+        self.index.get(node).and_then(|&i| self.score_of(i as usize))
     }
 
-    fn peer_mut(&mut self, node: NodeId) -> &mut Peer {
-        let blank = &self.blank;
-        self.peers.get_or_insert_with(node, || blank.clone())
+    /// `p`'s score from the last update: `stat / max` (+ severity) (+ time penalty), as the
+    /// update would have stored it.
+    #[inline(always)]
+    fn score_of(&self, i: usize) -> Option<f64> {
+        let f = self.frozen[i];
+        let v = known(f.stat)?;
+        let last = &self.last;
+        let mut score = if last.max > 0.0 { v / last.max } else { 0.0 };
+        if self.cfg.severity && last.max_queue > 0 {
+            score += f64::from(self.peers[i].queue_then().unwrap_or(0)) / f64::from(last.max_queue);
+        }
+        if let Some(max_penalty) = last.max_penalty {
+            score += self.penalty(f.reply_then, last.at) / max_penalty;
+        }
+        Some(score)
+    }
+
+    /// Mark peer `i`'s samples changed.
+    fn touch(&mut self, i: usize) {
+        if self.peers[i].flags & DIRTY == 0 {
+            self.peers[i].flags |= DIRTY;
+            self.dirty.push(i as u32);
+        }
+    }
+
+    /// Empty peer `i`'s samples.
+    fn clear(&mut self, i: usize) {
+        let p = &mut self.peers[i];
+        p.reservoir.clear();
+        p.ewma = f64::NAN;
+        self.touch(i);
     }
 
     /// Apply the reset and score-update ticks `now` has passed.
+    #[inline]
     fn tick(&mut self, now: Nanos) {
+        if now >= self.next_tick {
+            self.tick_slow(now);
+        }
+    }
+
+    #[inline(never)]
+    fn tick_slow(&mut self, now: Nanos) {
+        self.apply_replies();
         if now >= self.next_reset {
-            let blank = self.blank.clone();
-            for (_, p) in self.peers.iter_mut() {
-                p.reservoir = blank.reservoir.clone();
-                p.ewma = blank.ewma;
-                p.dirty = true;
-            }
+            (0..self.peers.len()).for_each(|i| self.clear(i));
             self.next_reset = advance(self.next_reset, self.reset_interval, now);
         }
         if now >= self.next_update {
@@ -294,6 +539,52 @@ impl DynamicSnitch {
             self.update_scores(now);
             self.next_update = advance(self.next_update, self.update_interval, now);
         }
+        self.next_tick = self.next_update.min(self.next_reset);
+    }
+
+    /// Fold the replies since the last tick into their peers, in the order they came: the same
+    /// state as folding each when it came, since nothing reads a peer's samples, last reply or
+    /// queue length between ticks (a score is made of what the last update froze).
+    ///
+    /// Why later: a coordinator's peers and their reservoirs are seldom in the cache (150
+    /// coordinators × 50 peers × up to 3 KB), and a reply folded on arrival waited for its peer's
+    /// line, then for its reservoir's. Here all of this batch's peers are asked for first (loads
+    /// that do not wait on each other, so they are fetched together), a peer with several
+    /// replies is fetched once, and its median, computed just after, finds the reservoir in
+    /// the cache.
+    fn apply_replies(&mut self) {
+        let replies = std::mem::take(&mut self.replies);
+        // each peer once: marked changed, and its reservoir's lines asked for
+        let mut seen = 0u64;
+        for r in &replies {
+            let i = r.peer as usize;
+            if self.peers[i].flags & DIRTY == 0 {
+                self.touch(i);
+                seen ^= self.peers[i].reservoir.touch();
+            }
+        }
+        std::hint::black_box(seen);
+        let (alpha, size, weight) = (self.cfg.reservoir_alpha, self.cfg.reservoir_size, self.ewma_weight);
+        for r in &replies {
+            let i = r.peer as usize;
+            let p = &mut self.peers[i];
+            // Only the configured summary is kept (the uniform draw was made either way).
+            match self.cfg.sampling {
+                Sampling::Reservoir => p.reservoir.add(r.at, r.latency, alpha, size, r.u),
+                Sampling::Ewma => {
+                    let mut ewma = known(p.ewma).map_or(Ewma::new(weight), |v| Ewma::with_initial(weight, v));
+                    p.ewma = ewma.update(r.latency);
+                }
+            }
+            p.last_reply = r.at;
+            if let Some(q) = r.queue_len {
+                p.queue_len = q;
+                p.flags |= HAS_QUEUE;
+            }
+        }
+        let mut replies = replies;
+        replies.clear();
+        self.replies = replies;
     }
 
     /// With `resample_after_ms`, clear the samples of peers that have not replied for that long.
@@ -302,65 +593,70 @@ impl DynamicSnitch {
             return;
         }
         let after = from_ms(self.cfg.resample_after_ms);
-        let blank = (self.blank.reservoir.clone(), self.blank.ewma);
-        for (_, p) in self.peers.iter_mut() {
-            if p.stat.is_some() && p.last_reply.is_some_and(|t| now.saturating_sub(t) >= after) {
-                (p.reservoir, p.ewma) = blank.clone();
-                p.dirty = true;
+        for i in 0..self.peers.len() {
+            if !self.frozen[i].stat.is_nan() && now.saturating_sub(self.peers[i].last_reply) >= after {
+                self.clear(i);
             }
         }
     }
 
-    /// `min(now - last reply, update interval)` for `p`, in ns.
-    fn penalty(&self, p: &Peer, now: Nanos) -> f64 {
-        let cap = self.update_interval;
-        p.last_reply.map_or(cap, |t| now.saturating_sub(t).min(cap)) as f64
+    /// `min(now - t, update interval)` for a peer that last replied at `t`, in ns.
+    fn penalty(&self, t: Nanos, now: Nanos) -> f64 {
+        now.saturating_sub(t).min(self.update_interval) as f64
     }
 
     /// The largest penalty over all peers, those never heard from included (their penalty is
     /// the cap), and at least 1 ms, as absim, so that peers all heard from within the last
     /// millisecond score alike.
     fn max_penalty(&self, now: Nanos) -> f64 {
-        let unheard = (self.peers.len() < self.servers).then_some(self.update_interval as f64);
-        let heard = self.peers.values().map(|p| self.penalty(p, now));
-        heard.chain(unheard).fold(crate::time::MS as f64, f64::max)
+        let largest = if self.peers.len() < self.servers {
+            self.update_interval as f64
+        } else {
+            // the penalty falls as the reply time grows: the largest is the oldest reply's
+            let oldest = self.peers.iter().map(|p| p.last_reply).min();
+            oldest.map_or(0.0, |t| self.penalty(t, now))
+        };
+        largest.max(crate::time::MS as f64)
     }
 
+    /// Recompute the statistics of the peers with new samples and what scores are normalised by.
     fn update_scores(&mut self, now: Nanos) {
-        for (_, p) in self.peers.iter_mut().filter(|(_, p)| p.dirty) {
-            p.stat = match self.cfg.sampling {
-                Sampling::Reservoir => p.reservoir.median(),
-                Sampling::Ewma => p.ewma.get(),
+        let old_max = self.last.max;
+        let (mut max, mut rescan) = (old_max, false);
+        let mut dirty = std::mem::take(&mut self.dirty);
+        for &i in &dirty {
+            let (p, f) = (&mut self.peers[i as usize], &mut self.frozen[i as usize]);
+            let stat = match self.cfg.sampling {
+                Sampling::Reservoir => p.reservoir.median_with(&mut self.sums),
+                Sampling::Ewma => known(p.ewma),
             };
-            p.dirty = false;
+            // the largest only falls if the peer that held it falls
+            if f.stat == old_max && stat.is_none_or(|s| s < old_max) {
+                rescan = true;
+            }
+            if let Some(s) = stat {
+                max = max.max(s);
+            }
+            *f = Frozen { stat: stat.unwrap_or(f64::NAN), reply_then: p.last_reply };
+            p.queue_then = p.queue_len;
+            // the queue length then is the last one if any had come; no longer dirty
+            p.flags = (p.flags & HAS_QUEUE) | if p.flags & HAS_QUEUE != 0 { HAS_QUEUE_THEN } else { 0 };
         }
-        let max = self.peers.values().filter_map(|p| p.stat).fold(0.0f64, f64::max);
-        let max_queue = self.peers.values().filter_map(|p| p.queue_len).max().unwrap_or(0);
+        dirty.clear();
+        self.dirty = dirty;
+        if rescan {
+            max = self.frozen.iter().filter_map(|f| known(f.stat)).fold(0.0f64, f64::max);
+        }
+        let max_queue =
+            if self.cfg.severity { self.peers.iter().filter_map(Peer::queue_then).max().unwrap_or(0) } else { 0 };
         let max_penalty = self.cfg.time_penalty.then(|| self.max_penalty(now));
-        let scores: Vec<Option<f64>> = self
-            .peers
-            .values()
-            .map(|p| {
-                p.stat.map(|v| {
-                    let mut score = if max > 0.0 { v / max } else { 0.0 };
-                    if self.cfg.severity && max_queue > 0 {
-                        score += f64::from(p.queue_len.unwrap_or(0)) / f64::from(max_queue);
-                    }
-                    if let Some(max_penalty) = max_penalty {
-                        score += self.penalty(p, now) / max_penalty;
-                    }
-                    score
-                })
-            })
-            .collect();
-        for ((_, p), score) in self.peers.iter_mut().zip(scores) {
-            p.score = score;
-        }
+        self.last = Update { at: now, max, max_queue, max_penalty };
     }
 
     /// The score used for ordering: peers without one count as 0, as in Cassandra.
+    #[inline(always)]
     fn order_score(&self, node: NodeId) -> f64 {
-        self.score(node).unwrap_or(0.0)
+        self.index.get(node).and_then(|&i| self.score_of(i as usize)).unwrap_or(0.0)
     }
 }
 
@@ -370,41 +666,53 @@ impl ReplicaSelector for DynamicSnitch {
         let Some(&head) = replicas.first() else {
             return Decision::Wait { retry_at: None };
         };
+        // the first replica with the lowest score
+        let (mut best, mut lowest) = (0, self.order_score(head));
+        for (i, &r) in replicas.iter().enumerate().skip(1) {
+            let s = self.order_score(r);
+            if s < lowest {
+                (best, lowest) = (i, s);
+            }
+        }
+        let factor = 1.0 + self.cfg.badness_threshold.max(0.0);
+        // When the first replica has the lowest score, it is first either way. With
+        // `factor == 1` (b = 0), a score (>= 0, never NaN) exceeds its rank's exactly when the
+        // scores are out of order, which the first not being the lowest already shows.
+        if best == 0 || factor == 1.0 {
+            return Decision::to(replicas[best]);
+        }
         let mut sorted = std::mem::take(&mut self.sorted);
         sorted.clear();
         sorted.extend(replicas.iter().map(|&r| self.order_score(r)));
-        sorted.sort_by(f64::total_cmp);
-        let factor = 1.0 + self.cfg.badness_threshold.max(0.0);
+        sort_few(&mut sorted);
         let bad = replicas.iter().zip(&sorted).any(|(&r, &s)| self.order_score(r) > s * factor);
         self.sorted = sorted;
-        if !bad {
-            return Decision::to(head);
-        }
-        // Stable sort by score: the first replica with the lowest score.
-        let mut best = head;
-        for &r in replicas {
-            if self.order_score(r) < self.order_score(best) {
-                best = r;
-            }
-        }
-        Decision::to(best)
+        Decision::to(if bad { replicas[best] } else { head })
     }
 
     fn on_response(&mut self, now: Nanos, resp: &Response) {
         self.tick(now);
         let latency = (now.saturating_sub(resp.sent_at) / US) as f64;
-        let (alpha, size) = (self.cfg.reservoir_alpha, self.cfg.reservoir_size);
         let u = self.rng.unit();
-        let fresh_queue = resp.fresh.then_some(resp.feedback.queue_len);
-        let p = self.peer_mut(resp.replica);
-        // Both summaries are cheap to keep; only the configured one is read.
-        p.ewma.update(latency);
-        p.reservoir.add(now, latency, alpha, size, u);
-        p.dirty = true;
-        p.last_reply = Some(now);
-        if let Some(q) = fresh_queue {
-            p.queue_len = Some(q);
-        }
+        let i = match self.index.get(resp.replica) {
+            Some(&i) => i as usize,
+            None => {
+                let i = self.peers.len();
+                self.index.get_or_insert_with(resp.replica, || i as u32);
+                self.peers.push(Peer {
+                    reservoir: Reservoir::default(),
+                    ewma: f64::NAN,
+                    last_reply: now,
+                    queue_len: 0,
+                    queue_then: 0,
+                    flags: 0,
+                });
+                self.frozen.push(Frozen { stat: f64::NAN, reply_then: now });
+                i
+            }
+        };
+        let queue_len = resp.fresh.then_some(resp.feedback.queue_len);
+        self.replies.push(Reply { peer: i as u32, queue_len, at: now, latency, u });
     }
 }
 
@@ -538,8 +846,10 @@ mod tests {
             sample(&mut s, 11 * SEC + i * MS, 0, 2);
         }
         sample(&mut s, 11 * SEC + 50 * MS, 1, 4);
-        assert_eq!(s.peers.get(0).unwrap().reservoir.samples.len(), 100);
-        assert_eq!(s.peers.get(0).unwrap().reservoir.median(), Some(2_000.0));
+        // replies are folded in at the next tick: fold them now to look at the reservoir
+        s.apply_replies();
+        assert_eq!(s.peers[*s.index.get(0).unwrap() as usize].reservoir.len(), 100);
+        assert_eq!(s.peers[*s.index.get(0).unwrap() as usize].reservoir.median(), Some(2_000.0));
         head(&mut s, 11 * SEC + 100 * MS);
         assert_eq!(s.score(0), Some(0.5));
         assert_eq!(s.score(1), Some(1.0));
@@ -552,17 +862,50 @@ mod tests {
         for i in 0..10_000u64 {
             r.add(i * 50 * MS, (i % 7) as f64, 0.75, 100, rng.unit());
         }
-        assert!(r.samples.iter().all(|s| s.0.is_finite() && s.2.is_finite()));
+        assert!(r.array(PRIORITY).iter().chain(r.array(WEIGHT)).all(|x| x.is_finite()));
         let m = r.median().expect("samples");
         assert!((0.0..7.0).contains(&m));
     }
 
-    /// The median over the kept order is the one a stable sort by latency gives, bit for bit,
-    /// with many equal latencies (whole microseconds) and replacements.
-    #[test]
-    fn kept_order_median_is_the_sorted_median() {
-        let sorted_median = |r: &Reservoir| {
-            let mut v: Vec<(f64, f64)> = r.samples.iter().map(|s| (s.1, s.2)).collect();
+    /// The reservoir as Cassandra's code has it: samples in slot order, the lowest priority found
+    /// by a scan, the median over a stable sort by latency.
+    #[derive(Default)]
+    struct Model {
+        /// (priority, latency, weight) by slot.
+        samples: Vec<(f64, f64, f64)>,
+        landmark: Nanos,
+    }
+
+    impl Model {
+        fn add(&mut self, now: Nanos, value: f64, alpha: f64, size: usize, u: f64) {
+            if self.samples.is_empty() {
+                self.landmark = now;
+            }
+            let mut age = now.saturating_sub(self.landmark) as f64 / SEC as f64;
+            if alpha * age > MAX_DECAY_EXPONENT {
+                let scale = (-alpha * age).exp();
+                for s in &mut self.samples {
+                    s.0 *= scale;
+                    s.2 *= scale;
+                }
+                self.landmark = now;
+                age = 0.0;
+            }
+            let weight = (alpha * age).exp();
+            let priority = weight / (1.0 - u);
+            if self.samples.len() < size.max(1) {
+                self.samples.push((priority, value, weight));
+            } else if let Some(lowest) =
+                (0..self.samples.len()).min_by(|&a, &b| self.samples[a].0.total_cmp(&self.samples[b].0))
+            {
+                if self.samples[lowest].0 < priority {
+                    self.samples[lowest] = (priority, value, weight);
+                }
+            }
+        }
+
+        fn median(&self) -> Option<f64> {
+            let mut v: Vec<(f64, f64)> = self.samples.iter().map(|s| (s.1, s.2)).collect();
             v.sort_by(|a, b| a.0.total_cmp(&b.0));
             let total: f64 = v.iter().map(|s| s.1).sum();
             let (mut before, mut median) = (0.0, v.first()?.0);
@@ -574,15 +917,53 @@ mod tests {
                 before += weight;
             }
             Some(median)
-        };
-        let mut r = Reservoir::default();
+        }
+    }
+
+    /// The reservoir kept sorted holds the samples the model holds, slot for slot, and its median
+    /// is the model's bit for bit: many equal latencies (whole microseconds), equal priorities
+    /// (a coarse `u`), replacements, landmark moves, clears, and sizes from 1.
+    #[test]
+    fn sorted_reservoir_is_the_slot_order_reservoir() {
         let mut rng = Rng::new(5, 6);
-        assert_eq!(r.median(), None);
-        for i in 0..20_000u64 {
-            r.add(i * 7 * MS, rng.below(40) as f64, 0.75, 60, rng.unit());
-            assert_eq!(r.median().map(f64::to_bits), sorted_median(&r).map(f64::to_bits), "after {i}");
-            let values: Vec<_> = r.by_value.iter().map(|&j| (r.samples[j as usize].1, j)).collect();
-            assert!(values.windows(2).all(|w| w[0].0 < w[1].0 || (w[0].0 == w[1].0 && w[0].1 < w[1].1)));
+        for (size, step, values, coarse) in [
+            (60, 7 * MS, 40, false),
+            (100, 3 * MS, 3000, false),
+            (1, MS, 5, false),
+            (7, 900 * MS, 4, true),
+            (100, 20 * MS, 10, true),
+            (9, 0, 6, true),
+        ] {
+            let (mut r, mut model) = (Reservoir::default(), Model::default());
+            assert_eq!(r.median(), None);
+            for i in 0..20_000u64 {
+                if i % 7_000 == 6_999 {
+                    r.clear();
+                    model = Model::default();
+                }
+                let value = rng.below(values) as f64;
+                let u = if coarse { rng.below(4) as f64 / 4.0 } else { rng.unit() };
+                r.add(i * step, value, 0.75, size, u);
+                model.add(i * step, value, 0.75, size, u);
+                assert_eq!(r.median().map(f64::to_bits), model.median().map(f64::to_bits), "size {size}, after {i}");
+                let mut held: Vec<_> = (0..r.len())
+                    .map(|j| {
+                        let a = |k| r.array(k)[j].to_bits();
+                        (r.array(SLOT)[j] as usize, [a(PRIORITY), a(LATENCY), a(WEIGHT)])
+                    })
+                    .collect();
+                held.sort_by_key(|h| h.0);
+                let expected: Vec<_> = model
+                    .samples
+                    .iter()
+                    .enumerate()
+                    .map(|(j, s)| (j, [s.0.to_bits(), s.1.to_bits(), s.2.to_bits()]))
+                    .collect();
+                assert_eq!(held, expected, "size {size}, after {i}");
+                let keys: Vec<_> = r.array(LATENCY).iter().zip(r.array(SLOT)).collect();
+                assert!(keys.windows(2).all(|w| w[0].0 < w[1].0 || (w[0].0 == w[1].0 && w[0].1 < w[1].1)));
+                assert!(r.cap() <= size.max(2));
+            }
         }
     }
 
