@@ -436,19 +436,6 @@ fn known(x: f64) -> Option<f64> {
     (!x.is_nan()).then_some(x)
 }
 
-/// Sort floats in place by `total_cmp` (insertion sort: replica lists are short).
-fn sort_few(xs: &mut [f64]) {
-    for i in 1..xs.len() {
-        let x = xs[i];
-        let mut j = i;
-        while j > 0 && xs[j - 1].total_cmp(&x).is_gt() {
-            xs[j] = xs[j - 1];
-            j -= 1;
-        }
-        xs[j] = x;
-    }
-}
-
 impl DynamicSnitch {
     /// Build for one coordinator.
     pub fn new(cfg: &SnitchConfig, env: &SelectorEnv) -> Self {
@@ -684,7 +671,7 @@ impl ReplicaSelector for DynamicSnitch {
         let mut sorted = std::mem::take(&mut self.sorted);
         sorted.clear();
         sorted.extend(replicas.iter().map(|&r| self.order_score(r)));
-        sort_few(&mut sorted);
+        sorted.sort_by(f64::total_cmp);
         let bad = replicas.iter().zip(&sorted).any(|(&r, &s)| self.order_score(r) > s * factor);
         self.sorted = sorted;
         Decision::to(if bad { replicas[best] } else { head })
