@@ -153,7 +153,7 @@ impl Reservoir {
 
     /// A word of each cache line of the samples held: reading them asks for all those lines
     /// at once.
-    fn touch(&self) -> u64 {
+    fn fetch_lines(&self) -> u64 {
         let (cap, len) = (self.cap(), self.len());
         (0..4).fold(0, |x, k| self.data[k * cap..k * cap + len].iter().step_by(8).fold(x, |x, w| x ^ w.to_bits()))
     }
@@ -491,7 +491,7 @@ impl DynamicSnitch {
     }
 
     /// Mark peer `i`'s samples changed.
-    fn touch(&mut self, i: usize) {
+    fn mark_changed(&mut self, i: usize) {
         if self.peers[i].flags & DIRTY == 0 {
             self.peers[i].flags |= DIRTY;
             self.dirty.push(i as u32);
@@ -503,7 +503,7 @@ impl DynamicSnitch {
         let p = &mut self.peers[i];
         p.reservoir.clear();
         p.ewma = f64::NAN;
-        self.touch(i);
+        self.mark_changed(i);
     }
 
     /// Apply the reset and score-update ticks `now` has passed.
@@ -546,8 +546,8 @@ impl DynamicSnitch {
         for r in &replies {
             let i = r.peer as usize;
             if self.peers[i].flags & DIRTY == 0 {
-                self.touch(i);
-                seen ^= self.peers[i].reservoir.touch();
+                self.mark_changed(i);
+                seen ^= self.peers[i].reservoir.fetch_lines();
             }
         }
         std::hint::black_box(seen);
