@@ -13,8 +13,9 @@
 //! - `dq_last` starts at 0; `d2 = dq − dq_last` uses the previous *fresh* feedback's `dq`.
 //! - Increase → decrease on `(dq < 0 or d2 < 0) and Q_f > 30` (the project's reading of the garbled
 //!   figure, docs/strategies.md); stable → decrease on `dq < 0 and d2 < 0 and Q_f > 30`.
-//! - Points are stamped with the coordinator's clock at receipt, and at most `max_points` are kept
-//!   (oldest dropped) so a long trend stays bounded.
+//! - Points are stamped with the coordinator's clock at receipt. The line is fitted through every
+//!   point of the current trend (the paper's "feedback ... collected under this trend"), kept as
+//!   running moments, so a long trend costs no memory.
 //! - The least-squares line through a single point (or points at one instant) is flat at their mean.
 //! - The stable prediction is an EWMA (weight `stable_ewma_weight` on the new point) over the
 //!   points since the trend became stable. Only the newest of them is kept: the EWMA summarises
@@ -25,12 +26,11 @@
 use super::c3::{check, InvalidConfig};
 use super::c3_score::{ServerFeedback, ABSIM_EWMA_WEIGHT};
 use super::{argmin_random_ties, Decision, ReplicaSelector, Rng, SelectorEnv, World};
-use crate::facts::{Ewma, Response};
+use crate::facts::Response;
 use crate::model::{NodeId, RequestView};
 use crate::node_map::NodeMap;
 use crate::time::{from_ms, Nanos, MS};
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 
 /// Tunables of `tap`; the defaults are the paper's.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -48,8 +48,6 @@ pub struct TapConfig {
     pub trend_queue_threshold: f64,
     /// EWMA weight of each new point in the stable-state prediction.
     pub stable_ewma_weight: f64,
-    /// Most feedback points kept for the prediction.
-    pub max_points: usize,
 }
 
 impl Default for TapConfig {
@@ -61,7 +59,6 @@ impl Default for TapConfig {
             staleness_ms: 100.0,
             trend_queue_threshold: 30.0,
             stable_ewma_weight: ABSIM_EWMA_WEIGHT,
-            max_points: 1000,
         }
     }
 }
@@ -77,7 +74,6 @@ impl TapConfig {
         check("staleness_ms", self.staleness_ms, ">= 0", |v| v >= 0.0)?;
         check("trend_queue_threshold", self.trend_queue_threshold, ">= 0", |v| v >= 0.0)?;
         check("stable_ewma_weight", self.stable_ewma_weight, "in (0, 1]", |v| v > 0.0 && v <= 1.0)?;
-        check("max_points", self.max_points as f64, ">= 1", |v| v >= 1.0)?;
         Ok(())
     }
 }
@@ -93,56 +89,75 @@ pub enum Trend {
     Decrease,
 }
 
-/// A least-squares line `q(t) = mean_q + slope·(t − mean_t)`, times in ms relative to `origin`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Line {
-    origin: Nanos,
-    mean_t: f64,
-    mean_q: f64,
-    slope: f64,
-}
-
-impl Line {
-    fn at(&self, now: Nanos) -> f64 {
-        let t = ms_between(self.origin, now);
-        self.mean_q + self.slope * (t - self.mean_t)
-    }
-}
-
 /// Signed milliseconds from `from` to `to`.
 fn ms_between(from: Nanos, to: Nanos) -> f64 {
     (to as i128 - from as i128) as f64 / MS as f64
 }
 
-/// TAP's trend state machine and kept feedback points for one server.
+/// The constants of TAP's trend rules, shared by every tracker of a coordinator.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TrendRule {
+    /// `Q_f` at or below which the trend is *stable*.
+    threshold: f64,
+    /// EWMA weight of each new point in the stable prediction, in `[0, 1]`.
+    stable_weight: f64,
+}
+
+impl TrendRule {
+    /// The rule for a `Q_f` threshold and a stable EWMA weight (clamped into `[0, 1]` so a bad
+    /// config cannot panic here; configs validate it earlier).
+    pub fn new(threshold: f64, stable_weight: f64) -> Self {
+        let stable_weight = if stable_weight.is_finite() { stable_weight.clamp(0.0, 1.0) } else { ABSIM_EWMA_WEIGHT };
+        TrendRule { threshold, stable_weight }
+    }
+}
+
+/// TAP's trend state machine for one server, with the least-squares fit through the points of
+/// the current trend kept as running moments (Welford's update) instead of the points
+/// themselves: a fit costs O(1) time and memory however long the trend runs, where refitting a
+/// kept list cost O(points) per feedback and a heap allocation per server.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TrendTracker {
     state: Trend,
     dq_last: i64,
-    /// Kept `(receipt time, Q_f)` points of the current trend, oldest first (one while stable).
-    points: VecDeque<(Nanos, f64)>,
-    /// EWMA of the points kept while stable.
-    stable: Ewma,
-    /// Fit through the points while increasing or decreasing.
-    line: Option<Line>,
-    threshold: f64,
-    stable_weight: f64,
-    max_points: usize,
+    /// Points in the current fit: 0 before any feedback, 1 while stable (the newest).
+    n: u32,
+    /// The newest point `(receipt time, Q_f)`: it may start the next trend.
+    last: (Nanos, f64),
+    /// Receipt time of the fit's first point; the fit's times are milliseconds since it.
+    origin: Nanos,
+    /// Mean time (ms since `origin`) and mean `Q_f` of the fit's points.
+    mean_t: f64,
+    mean_q: f64,
+    /// Sum of squared time deviations, and of time × `Q_f` deviation products.
+    m_tt: f64,
+    c_tq: f64,
+    /// EWMA of the points since the trend became stable (a value once stable with `n > 0`).
+    stable: f64,
+}
+
+const _: () = assert!(std::mem::size_of::<TrendTracker>() <= 80, "one per server and coordinator: kept small");
+
+impl Default for TrendTracker {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl TrendTracker {
     /// A tracker in the *stable* state with no points.
-    pub fn new(threshold: f64, stable_weight: f64, max_points: usize) -> Self {
-        let stable_weight = if stable_weight.is_finite() { stable_weight.clamp(0.0, 1.0) } else { ABSIM_EWMA_WEIGHT };
+    pub fn new() -> Self {
         TrendTracker {
             state: Trend::Stable,
             dq_last: 0,
-            points: VecDeque::new(),
-            stable: Ewma::new(stable_weight),
-            line: None,
-            threshold,
-            stable_weight,
-            max_points: max_points.max(1),
+            n: 0,
+            last: (0, 0.0),
+            origin: 0,
+            mean_t: 0.0,
+            mean_q: 0.0,
+            m_tt: 0.0,
+            c_tq: 0.0,
+            stable: 0.0,
         }
     }
 
@@ -151,81 +166,85 @@ impl TrendTracker {
         self.state
     }
 
-    /// The kept `(receipt time, Q_f)` points, oldest first.
-    pub fn points(&self) -> impl Iterator<Item = (Nanos, f64)> + '_ {
-        self.points.iter().copied()
+    /// Points in the current trend's fit (1 while stable: the newest).
+    pub fn points(&self) -> u32 {
+        self.n
     }
 
     /// Fold in feedback `(Q_f, dq)` received at `now`: judge the trend, select the points.
-    pub fn observe(&mut self, now: Nanos, q_f: f64, dq: i64) {
-        let d2 = dq.saturating_sub(self.dq_last);
-        let next = if q_f <= self.threshold {
-            Trend::Stable
-        } else {
-            match self.state {
-                Trend::Stable if dq > 0 && d2 > 0 => Trend::Increase,
-                Trend::Stable if dq < 0 && d2 < 0 => Trend::Decrease,
-                Trend::Increase if dq < 0 || d2 < 0 => Trend::Decrease,
-                Trend::Decrease if dq > 0 || d2 > 0 => Trend::Increase,
-                same => same,
-            }
-        };
-        if next != self.state {
-            let boundary = self.points.back().copied();
-            self.points.clear();
-            if let Some(b) = boundary {
-                // The last point of the old trend is kept only when it can start the new one.
-                let keep = match (self.state, next) {
+    pub fn observe(&mut self, rule: &TrendRule, now: Nanos, q_f: f64, dq: i64) {
+        let next = self.next_state(rule, q_f, dq);
+        let stable_before = self.state == Trend::Stable && self.n > 0;
+        if next != self.state || next == Trend::Stable {
+            // The last point of the old trend is kept only when it can start the new one; while
+            // stable, the EWMA summarises the older points and only the newest is kept.
+            let keep = self.n > 0
+                && match (self.state, next) {
                     (Trend::Stable, Trend::Increase) => true,
-                    (Trend::Increase, Trend::Decrease) => b.1 > q_f,
-                    (Trend::Decrease, Trend::Increase) => b.1 < q_f,
+                    (Trend::Increase, Trend::Decrease) => self.last.1 > q_f,
+                    (Trend::Decrease, Trend::Increase) => self.last.1 < q_f,
                     _ => false,
                 };
-                if keep {
-                    self.points.push_back(b);
-                }
+            let boundary = self.last;
+            self.n = 0;
+            if keep {
+                self.add(boundary);
             }
-            self.stable = Ewma::new(self.stable_weight);
         }
         if next == Trend::Stable {
-            // the EWMA holds the older points; keeping them all cost memory and cache misses
-            self.points.clear();
+            // as `Ewma::update`: the first point after a change of state becomes the value
+            let w = rule.stable_weight;
+            self.stable = if stable_before { w * q_f + (1.0 - w) * self.stable } else { q_f };
         }
-        self.points.push_back((now, q_f));
-        while self.points.len() > self.max_points {
-            self.points.pop_front();
-        }
+        self.add((now, q_f));
         self.state = next;
         self.dq_last = dq;
-        if next == Trend::Stable {
-            self.stable.update(q_f);
-            self.line = None;
-        } else {
-            self.line = self.fit();
+    }
+
+    /// The state feedback `(Q_f, dq)` moves to.
+    fn next_state(&self, rule: &TrendRule, q_f: f64, dq: i64) -> Trend {
+        let d2 = dq.saturating_sub(self.dq_last);
+        if q_f <= rule.threshold {
+            return Trend::Stable;
+        }
+        match self.state {
+            Trend::Stable if dq > 0 && d2 > 0 => Trend::Increase,
+            Trend::Stable if dq < 0 && d2 < 0 => Trend::Decrease,
+            Trend::Increase if dq < 0 || d2 < 0 => Trend::Decrease,
+            Trend::Decrease if dq > 0 || d2 > 0 => Trend::Increase,
+            same => same,
         }
     }
 
-    /// Least-squares line through the kept points.
-    fn fit(&self) -> Option<Line> {
-        let &(origin, _) = self.points.back()?;
-        let n = self.points.len() as f64;
-        let mean_t = self.points.iter().map(|&(t, _)| ms_between(origin, t)).sum::<f64>() / n;
-        let mean_q = self.points.iter().map(|&(_, q)| q).sum::<f64>() / n;
-        let (mut sxy, mut sxx) = (0.0, 0.0);
-        for &(t, q) in &self.points {
-            let dx = ms_between(origin, t) - mean_t;
-            sxy += dx * (q - mean_q);
-            sxx += dx * dx;
+    /// Add a point to the fit (the first one sets the time origin).
+    fn add(&mut self, (t, q): (Nanos, f64)) {
+        if self.n == 0 {
+            (self.origin, self.mean_t, self.mean_q, self.m_tt, self.c_tq) = (t, 0.0, 0.0, 0.0, 0.0);
         }
-        let slope = if sxx > 0.0 { sxy / sxx } else { 0.0 };
-        Some(Line { origin, mean_t, mean_q, slope })
+        self.n += 1;
+        let n = self.n as f64;
+        let x = ms_between(self.origin, t);
+        let dx = x - self.mean_t;
+        self.mean_t += dx / n;
+        self.mean_q += (q - self.mean_q) / n;
+        self.m_tt += dx * (x - self.mean_t);
+        self.c_tq += dx * (q - self.mean_q);
+        self.last = (t, q);
     }
 
-    /// The predicted queue length at `now` (never negative), if any feedback was seen.
+    /// The predicted queue length at `now` (never negative), if any feedback was seen: the
+    /// stable EWMA, or the least-squares line through the trend's points (flat at their mean
+    /// when they are one point or one instant).
     pub fn predict(&self, now: Nanos) -> Option<f64> {
+        if self.n == 0 {
+            return None;
+        }
         let q = match self.state {
-            Trend::Stable => self.stable.get()?,
-            Trend::Increase | Trend::Decrease => self.line?.at(now),
+            Trend::Stable => self.stable,
+            Trend::Increase | Trend::Decrease => {
+                let slope = if self.m_tt > 0.0 { self.c_tq / self.m_tt } else { 0.0 };
+                self.mean_q + slope * (ms_between(self.origin, now) - self.mean_t)
+            }
         };
         Some(q.max(0.0))
     }
@@ -246,11 +265,9 @@ pub struct Tap {
     exponent: f64,
     staleness: Nanos,
     ewma_weight: f64,
-    threshold: f64,
-    stable_weight: f64,
-    max_points: usize,
-    /// State per server this coordinator has sent to, passed over or heard from (a server
-    /// never dealt with scores as one without feedback).
+    rule: TrendRule,
+    /// State per server this coordinator has sent to or heard from (a server never dealt with
+    /// scores as one without feedback).
     servers: NodeMap<Server>,
     rng: Rng,
 }
@@ -265,9 +282,7 @@ impl Tap {
             exponent: cfg.score_exponent,
             staleness: from_ms(cfg.staleness_ms),
             ewma_weight: cfg.ewma_weight,
-            threshold: cfg.trend_queue_threshold,
-            stable_weight: cfg.stable_ewma_weight,
-            max_points: cfg.max_points,
+            rule: TrendRule::new(cfg.trend_queue_threshold, cfg.stable_ewma_weight),
             servers: NodeMap::new(),
             rng: Rng::new(env.seed, 0x7A9 + ((env.coordinator as u64) << 8)),
         }
@@ -275,10 +290,10 @@ impl Tap {
 
     #[inline]
     fn server_mut(&mut self, node: NodeId) -> &mut Server {
-        let (w, thr, sw, mp) = (self.ewma_weight, self.threshold, self.stable_weight, self.max_points);
+        let w = self.ewma_weight;
         self.servers.get_or_insert_with(node, || Server {
             feedback: ServerFeedback::new(w),
-            trend: TrendTracker::new(thr, sw, mp),
+            trend: TrendTracker::new(),
             not_chosen: 0,
         })
     }
@@ -339,9 +354,10 @@ impl ReplicaSelector for Tap {
             return Decision::Wait { retry_at: None };
         };
         let pick = replicas[i];
+        // `f_s` matters only once `s` has sent feedback (which resets it), so a server without
+        // state gets none here: most servers a coordinator passes over at scale never answer it
         for &r in replicas {
-            if r != pick {
-                let s = self.server_mut(r);
+            if let Some(s) = self.servers.get_mut(r).filter(|_| r != pick) {
                 s.not_chosen = s.not_chosen.saturating_add(1);
             }
         }
@@ -353,9 +369,10 @@ impl ReplicaSelector for Tap {
     }
 
     fn on_response(&mut self, now: Nanos, resp: &Response) {
+        let rule = self.rule;
         let s = self.server_mut(resp.replica);
         if s.feedback.respond(now, resp) {
-            s.trend.observe(now, resp.feedback.queue_len as f64, resp.feedback.dq);
+            s.trend.observe(&rule, now, resp.feedback.queue_len as f64, resp.feedback.dq);
             s.not_chosen = 0;
         }
     }
@@ -421,7 +438,8 @@ mod tests {
         // Q_f = 10 ≤ 30: stable, points = [10]; q̄ = 0.9·10 + 0.1·100 = 19
         tap.on_response(20 * MS, &response(2, 1, 11 * MS, false, fb(10, 1, -20)));
         assert_eq!(tap.trend(1).unwrap().state(), Trend::Stable);
-        assert_eq!(tap.trend(1).unwrap().points().collect::<Vec<_>>(), vec![(20 * MS, 10.0)]);
+        assert_eq!(tap.trend(1).unwrap().points(), 1);
+        assert_eq!(tap.trend(1).unwrap().predict(20 * MS), Some(10.0));
         assert!(close(tap.feedback(1).unwrap().queue().unwrap(), 19.0));
         tap.on_sent(25 * MS, &read(3, 25 * MS, SizeHint::default()), 1);
         // τ_w = 99.999999 ms: fresh, C3's estimate 1 + 1·1 + 19
@@ -442,7 +460,7 @@ mod tests {
             tap.on_response((100 + t) * MS, &response(i as u64, 2, 99 * MS, false, fb(q, 1, dq)));
             assert_eq!(tap.trend(2).unwrap().state(), Trend::Increase, "after point {i}");
         }
-        assert_eq!(tap.trend(2).unwrap().points().count(), 3);
+        assert_eq!(tap.trend(2).unwrap().points(), 3);
         assert!(close(tap.trend(2).unwrap().predict(250 * MS).unwrap(), 176.0));
         assert!(close(tap.trend(2).unwrap().predict(120 * MS).unwrap(), 59.0));
         // stale (τ_w = 130 ms) with one request outstanding: q̂ = 1 + 1 + 176
@@ -450,58 +468,83 @@ mod tests {
         assert!(close(tap.q_hat(250 * MS, 2).unwrap(), 178.0));
     }
 
+    const RULE: TrendRule = TrendRule { threshold: 30.0, stable_weight: 0.9 };
+
     #[test]
     fn decrease_keeps_a_higher_boundary_point_and_the_prediction_is_clamped_at_zero() {
-        let mut t = TrendTracker::new(30.0, 0.9, 100);
-        t.observe(0, 40.0, 5); // stable → increase
-        t.observe(10 * MS, 60.0, 8);
+        let mut t = TrendTracker::new();
+        assert_eq!(t.predict(0), None);
+        t.observe(&RULE, 0, 40.0, 5); // stable → increase
+        t.observe(&RULE, 10 * MS, 60.0, 8);
         // dq < 0: increase → decrease; the boundary 60 > 50 starts the new trend
-        t.observe(20 * MS, 50.0, -3);
-        assert_eq!(t.state(), Trend::Decrease);
-        assert_eq!(t.points().collect::<Vec<_>>(), vec![(10 * MS, 60.0), (20 * MS, 50.0)]);
-        // slope −1/ms: 0 at 70 ms, clamped after
+        t.observe(&RULE, 20 * MS, 50.0, -3);
+        assert_eq!((t.state(), t.points()), (Trend::Decrease, 2));
+        // the line through (10, 60) and (20, 50): slope −1/ms, 0 at 70 ms, clamped after
         assert!(close(t.predict(40 * MS).unwrap(), 30.0));
         assert_eq!(t.predict(500 * MS), Some(0.0));
         // dq > 0: decrease → increase; the boundary 50 is not below 45: dropped
-        t.observe(30 * MS, 45.0, 1);
-        assert_eq!(t.state(), Trend::Increase);
-        assert_eq!(t.points().count(), 1);
+        t.observe(&RULE, 30 * MS, 45.0, 1);
+        assert_eq!((t.state(), t.points()), (Trend::Increase, 1));
         // a single point: flat line
         assert_eq!(t.predict(90 * MS), Some(45.0));
         // increase → decrease with a boundary below the new feedback: dropped
-        t.observe(40 * MS, 47.0, -1);
-        assert_eq!(t.state(), Trend::Decrease);
-        assert_eq!(t.points().collect::<Vec<_>>(), vec![(40 * MS, 47.0)]);
-        // decrease → increase with a boundary below the new feedback: kept
-        t.observe(50 * MS, 52.0, 3);
-        assert_eq!(t.state(), Trend::Increase);
-        assert_eq!(t.points().collect::<Vec<_>>(), vec![(40 * MS, 47.0), (50 * MS, 52.0)]);
-        // back under the threshold: stable, old points dropped, EWMA of the kept ones
-        t.observe(60 * MS, 20.0, -10);
-        t.observe(70 * MS, 10.0, -2);
-        assert_eq!(t.state(), Trend::Stable);
-        assert_eq!(t.points().collect::<Vec<_>>(), vec![(70 * MS, 10.0)]);
+        t.observe(&RULE, 40 * MS, 47.0, -1);
+        assert_eq!((t.state(), t.points()), (Trend::Decrease, 1));
+        assert_eq!(t.predict(90 * MS), Some(47.0));
+        // decrease → increase with a boundary below the new feedback: kept, slope 0.5/ms
+        t.observe(&RULE, 50 * MS, 52.0, 3);
+        assert_eq!((t.state(), t.points()), (Trend::Increase, 2));
+        assert!(close(t.predict(60 * MS).unwrap(), 57.0));
+        // back under the threshold: stable, old points dropped, EWMA of the stable ones
+        t.observe(&RULE, 60 * MS, 20.0, -10);
+        t.observe(&RULE, 70 * MS, 10.0, -2);
+        assert_eq!((t.state(), t.points()), (Trend::Stable, 1));
         assert!(close(t.predict(900 * MS).unwrap(), 0.9 * 10.0 + 0.1 * 20.0));
         // stable → decrease needs dq < 0 and d2 < 0 (here d2 = −3 − (−2) = −1)
-        t.observe(80 * MS, 35.0, -3);
-        assert_eq!(t.state(), Trend::Decrease);
-        assert_eq!(t.points().count(), 1);
+        t.observe(&RULE, 80 * MS, 35.0, -3);
+        assert_eq!((t.state(), t.points()), (Trend::Decrease, 1));
+        // the stable EWMA starts again from the first stable point after a trend
+        t.observe(&RULE, 90 * MS, 12.0, -4);
+        assert_eq!(t.predict(90 * MS), Some(12.0));
     }
 
     #[test]
     fn stable_to_increase_needs_both_signs_and_keeps_the_boundary() {
-        let mut t = TrendTracker::new(30.0, 0.9, 3);
-        t.observe(0, 20.0, 5);
+        let mut t = TrendTracker::new();
+        t.observe(&RULE, 0, 20.0, 5);
         // dq > 0 but d2 = 4 − 5 < 0: stays stable
-        t.observe(MS, 35.0, 4);
+        t.observe(&RULE, MS, 35.0, 4);
         assert_eq!(t.state(), Trend::Stable);
-        t.observe(2 * MS, 40.0, 6);
-        assert_eq!(t.state(), Trend::Increase);
-        assert_eq!(t.points().collect::<Vec<_>>(), vec![(MS, 35.0), (2 * MS, 40.0)]);
-        // bounded: the oldest point goes
-        t.observe(3 * MS, 45.0, 7);
-        t.observe(4 * MS, 50.0, 8);
-        assert_eq!(t.points().map(|p| p.1).collect::<Vec<_>>(), vec![40.0, 45.0, 50.0]);
+        t.observe(&RULE, 2 * MS, 40.0, 6);
+        // the boundary (1 ms, 35) starts the trend: the line through it and (2 ms, 40)
+        assert_eq!((t.state(), t.points()), (Trend::Increase, 2));
+        assert!(close(t.predict(4 * MS).unwrap(), 50.0));
+    }
+
+    /// The running moments give the two-pass least-squares line through every point of a long
+    /// noisy trend (far more points than any kept list held).
+    #[test]
+    fn the_running_fit_matches_a_two_pass_fit_over_a_long_trend() {
+        let mut t = TrendTracker::new();
+        let mut rng = Rng::new(7, 1);
+        let mut points = Vec::new();
+        for i in 0..20_000u64 {
+            let at = 5 * MS + i * 250_000 + (rng.next_u64() % 100_000);
+            let q = 40.0 + 0.02 * i as f64 + (rng.next_u64() % 9) as f64;
+            t.observe(&RULE, at, q, 5);
+            points.push((at, q));
+        }
+        assert_eq!((t.state(), t.points()), (Trend::Increase, 20_000));
+        let ms = |at: Nanos| at as f64 / MS as f64;
+        let n = points.len() as f64;
+        let mean_t = points.iter().map(|&(at, _)| ms(at)).sum::<f64>() / n;
+        let mean_q = points.iter().map(|&(_, q)| q).sum::<f64>() / n;
+        let sxy: f64 = points.iter().map(|&(at, q)| (ms(at) - mean_t) * (q - mean_q)).sum();
+        let sxx: f64 = points.iter().map(|&(at, _)| (ms(at) - mean_t).powi(2)).sum();
+        let at = 6_000 * MS;
+        let two_pass = mean_q + sxy / sxx * (ms(at) - mean_t);
+        let running = t.predict(at).unwrap();
+        assert!((running - two_pass).abs() < 1e-9 * two_pass, "{running} against {two_pass}");
     }
 
     /// `os_s == 0 && f_s == 0` with stale feedback: q̂ = 0, the server is probed; once passed
@@ -543,7 +586,8 @@ mod tests {
         let c = TapConfig::default();
         assert!(c.validate().is_ok());
         assert_eq!(serde_json::from_str::<TapConfig>("{}").unwrap(), c);
-        let bad = TapConfig { max_points: 0, ..TapConfig::default() };
-        assert_eq!(bad.validate().unwrap_err().field, "max_points");
+        let bad = TapConfig { stable_ewma_weight: 1.5, ..TapConfig::default() };
+        assert_eq!(bad.validate().unwrap_err().field, "stable_ewma_weight");
+        assert!(serde_json::from_str::<TapConfig>(r#"{"max_points": 1000}"#).is_err(), "no longer a field");
     }
 }
