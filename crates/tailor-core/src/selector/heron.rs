@@ -209,7 +209,12 @@ impl ReplicaSelector for Heron {
     /// Héron's replicas piggyback their status on every message: a write ack or heartbeat
     /// reply updates the busy status (the score's EWMAs learn from responses only).
     fn on_facts(&mut self, now: Nanos, facts: &Feedback) {
-        self.view_mut(facts.from).remote_busy_since = facts.busy.then_some(now);
+        if facts.busy {
+            self.view_mut(facts.from).remote_busy_since = Some(now);
+        } else if let Some(v) = self.servers.get_mut(facts.from) {
+            // a server without state already reads as available: none is made for it
+            v.remote_busy_since = None;
+        }
     }
 }
 

@@ -62,7 +62,7 @@ impl Peer {
 
 /// `p2c-peak-ewma` selector.
 pub struct P2cPeakEwma {
-    /// Per server this coordinator has looked at.
+    /// Per server this coordinator has sent to or heard from.
     peers: NodeMap<Peer>,
     tau: f64,
     rng: Rng,
@@ -83,10 +83,14 @@ impl P2cPeakEwma {
         self.peers.get_or_insert_with(node, Peer::default)
     }
 
-    /// The peer's current load, `cost * (in_flight + 1)`, after decaying its cost to `now`.
+    /// The peer's current load, `cost * (in_flight + 1)`, after decaying its cost to `now`. A
+    /// peer without state has load 0 and gets none: decaying a cost of 0 leaves it 0 and only
+    /// moves its stamp, and the stamp of a cost of 0 is never read (the sample that raises the
+    /// cost is a peak, taken as is). So at scale the peers a coordinator only looks at cost no
+    /// memory.
     pub fn load(&mut self, now: Nanos, node: NodeId) -> f64 {
         let tau = self.tau;
-        let p = self.peer(node);
+        let Some(p) = self.peers.get_mut(node) else { return 0.0 };
         p.observe(now, 0.0, tau);
         p.cost * (f64::from(p.in_flight) + 1.0)
     }

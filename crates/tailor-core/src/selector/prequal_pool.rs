@@ -1,13 +1,9 @@
 //! Prequal's probe pool: at most one answer per replica, with the answers' requests-in-flight
-//! also kept sorted and each replica's position indexed, so what every query reads (the
-//! hot-cold threshold, a quantile of the pool's RIFs, and the probes of its own replicas) costs
-//! lookups instead of passes over the pool.
+//! also kept sorted and the replicas' ids in a compact array beside the probes, so what every
+//! query reads (the hot-cold threshold, a quantile of the pool's RIFs, and the probes of its own
+//! replicas) costs a lookup and a short scan instead of passes over the pool.
 
 use crate::model::NodeId;
-use crate::node_map::NodeMap;
-
-/// Index entry of a replica not in the pool.
-const ABSENT: u32 = u32::MAX;
 use crate::time::Nanos;
 
 /// One probe answer in the pool.
@@ -31,8 +27,10 @@ pub struct Pool {
     probes: Vec<Probe>,
     /// The probes' `rif`s, ascending.
     rifs: Vec<u32>,
-    /// Each replica's position in `probes` ([`ABSENT`]: none).
-    index: NodeMap<u32>,
+    /// `probes[i].replica` at `i`: the few lines [`Pool::find`] scans. An index by replica cost
+    /// an entry for every server a coordinator ever probed (thousands at scale), and a cache
+    /// miss to reach it.
+    replicas: Vec<NodeId>,
     /// At most the oldest probe's arrival time: while it is fresh, so is every probe, and the
     /// pass over the pool that ageing needs is skipped (most queries find nothing aged out).
     oldest: Nanos,
@@ -57,18 +55,7 @@ impl Pool {
     /// The position of `replica`'s probe, if the pool holds one.
     #[inline]
     pub fn find(&self, replica: NodeId) -> Option<usize> {
-        self.index.get(replica).copied().filter(|&i| i != ABSENT).map(|i| i as usize)
-    }
-
-    fn place(&mut self, replica: NodeId, at: u32) {
-        *self.index.get_or_insert_with(replica, || ABSENT) = at;
-    }
-
-    /// [`Pool::place`] for a replica whose probe the pool holds (its index entry exists): a
-    /// lookup that inlines, for the passes that move or drop many probes at once.
-    #[inline]
-    fn relocate(&mut self, replica: NodeId, at: u32) {
-        *self.index.get_mut(replica).expect("a held probe's replica is indexed") = at;
+        self.replicas.iter().position(|&r| r == replica)
     }
 
     fn add_rif(&mut self, rif: u32) {
@@ -109,7 +96,7 @@ impl Pool {
     pub fn push(&mut self, probe: Probe) {
         assert!(self.find(probe.replica).is_none(), "one probe per replica");
         self.add_rif(probe.rif);
-        self.place(probe.replica, self.probes.len() as u32);
+        self.replicas.push(probe.replica);
         self.oldest = self.oldest.min(probe.at);
         self.probes.push(probe);
     }
@@ -125,12 +112,8 @@ impl Pool {
     /// Remove the `i`-th; the last takes its place.
     pub fn swap_remove(&mut self, i: usize) -> Probe {
         Self::remove_rif(&mut self.rifs, self.probes[i].rif);
-        let gone = self.probes.swap_remove(i);
-        self.relocate(gone.replica, ABSENT);
-        if let Some(moved) = self.probes.get(i) {
-            self.relocate(moved.replica, i as u32);
-        }
-        gone
+        self.replicas.swap_remove(i);
+        self.probes.swap_remove(i)
     }
 
     /// Drop the probes older than `max_age` at `now`, keeping the others' order.
@@ -139,23 +122,21 @@ impl Pool {
         if fresh(self.oldest) {
             return;
         }
-        // compacted in place: only the probes after the first aged one move and are re-indexed
+        // compacted in place: only the probes after the first aged one move
         let (mut kept, mut oldest) = (0, now);
         for i in 0..self.probes.len() {
             let p = self.probes[i];
             if !fresh(p.at) {
                 Self::remove_rif(&mut self.rifs, p.rif);
-                self.relocate(p.replica, ABSENT);
                 continue;
             }
-            if kept != i {
-                self.probes[kept] = p;
-                self.relocate(p.replica, kept as u32);
-            }
+            self.probes[kept] = p;
+            self.replicas[kept] = p.replica;
             oldest = oldest.min(p.at);
             kept += 1;
         }
         self.probes.truncate(kept);
+        self.replicas.truncate(kept);
         self.oldest = oldest;
     }
 
