@@ -27,7 +27,7 @@
 
 use super::c3_score::ServerFeedback;
 use super::{argmin_random_ties, Decision, ReplicaSelector, Rng, SelectorEnv, World};
-use crate::facts::{Ewma, Feedback, Response};
+use crate::facts::{Feedback, Response};
 use crate::model::{NodeId, RequestView, Tags};
 use crate::node_map::NodeMap;
 use crate::time::{from_ms, Nanos};
@@ -77,17 +77,17 @@ impl Default for HeronConfig {
 /// What this coordinator knows about one server.
 #[derive(Clone, Debug)]
 struct ServerView {
-    /// EWMA of the piggybacked queue length.
-    queue: Ewma,
-    /// EWMA of the piggybacked service time, in ns.
-    service: Ewma,
     /// Large requests this coordinator has outstanding at the server.
     local_large: u32,
     /// When the newest fresh feedback saying "busy" arrived (None once a fresh one says available).
     remote_busy_since: Option<Nanos>,
-    /// C3's per-server state, for the "c3" scoring.
+    /// C3's per-server state: the "c3" scoring reads all of it, the "product" scoring its
+    /// EWMAs of the piggybacked queue length and service time (the same fresh samples and
+    /// weight Héron's own averages took, so they are kept once).
     c3: ServerFeedback,
 }
+
+const _: () = assert!(std::mem::size_of::<ServerView>() <= 72, "one per server and coordinator: kept small");
 
 /// `heron` selector: C3-scored, size-aware, blocking large requests on busy replicas.
 pub struct Heron {
@@ -104,13 +104,7 @@ impl Heron {
     /// Build for one coordinator.
     pub fn new(cfg: &HeronConfig, env: &SelectorEnv) -> Self {
         let w = if (0.0..=1.0).contains(&cfg.ewma_weight) { cfg.ewma_weight } else { 0.9 };
-        let blank = ServerView {
-            queue: Ewma::new(w),
-            service: Ewma::new(w),
-            local_large: 0,
-            remote_busy_since: None,
-            c3: ServerFeedback::new(w),
-        };
+        let blank = ServerView { local_large: 0, remote_busy_since: None, c3: ServerFeedback::new(w) };
         Heron {
             servers: NodeMap::new(),
             blank,
@@ -135,7 +129,7 @@ impl Heron {
     pub fn score(&self, node: NodeId) -> f64 {
         let v = self.view(node);
         match self.scoring {
-            HeronScoring::Product => v.queue.get_or(0.0) * v.service.get_or(0.0),
+            HeronScoring::Product => v.c3.queue().unwrap_or(0.0) * v.c3.service().unwrap_or(0.0),
             HeronScoring::C3 => v.c3.c3_score(self.coordinators, 3.0),
         }
     }
@@ -200,8 +194,6 @@ impl ReplicaSelector for Heron {
             v.local_large = v.local_large.saturating_sub(1);
         }
         if resp.fresh {
-            v.queue.update(f64::from(resp.feedback.queue_len));
-            v.service.update(resp.feedback.service_time as f64);
             v.remote_busy_since = resp.feedback.busy.then_some(now);
         }
     }
