@@ -133,7 +133,9 @@ pub struct CoordinatorCore {
     freshness: Freshness,
     backlog: Backlog,
     pending: Slab,
-    down: Vec<bool>,
+    /// The nodes the failure detector reports down (few): every read asks whether any is, so
+    /// that is an emptiness test, not a pass over the cluster.
+    down: Vec<NodeId>,
     rng: Rng,
     stats: CoreStats,
     /// Boxed: off on the simulator's hot path, where only the pointer is tested.
@@ -225,14 +227,18 @@ impl CoordinatorCore {
 
     /// The failure detector's verdict on `node`.
     pub fn set_up(&mut self, node: NodeId, up: bool) {
-        if self.down.len() <= node as usize {
-            self.down.resize(node as usize + 1, false);
+        let listed = self.down.iter().position(|&n| n == node);
+        match (up, listed) {
+            (true, Some(i)) => {
+                self.down.swap_remove(i);
+            }
+            (false, None) => self.down.push(node),
+            _ => {}
         }
-        self.down[node as usize] = !up;
     }
 
     fn is_down(&self, node: NodeId) -> bool {
-        self.down.get(node as usize).copied().unwrap_or(false)
+        self.down.contains(&node)
     }
 
     /// When the engine must call [`CoordinatorCore::wake`] next, if ever.
@@ -398,7 +404,7 @@ impl CoordinatorCore {
         // borrowed, not copied: a `Pending` is over 100 bytes and this runs for every read
         let p = self.pending.held(t);
         let Mode::Selected { tried, .. } = p.mode else { unreachable!("only selected reads are routed") };
-        let up = if tried == 0 && !self.down.contains(&true) { p.replicas } else { self.untried_up(p, tried, None) };
+        let up = if tried == 0 && self.down.is_empty() { p.replicas } else { self.untried_up(p, tried, None) };
         if up.is_empty() {
             let failure = if tried == 0 { Failure::NoReplica } else { Failure::NotEnough { need: 1, got: 0 } };
             self.give_up(t, failure, out);

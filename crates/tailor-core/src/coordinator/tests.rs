@@ -192,6 +192,14 @@ fn down_replicas_are_never_offered() {
     out.clear();
     c.read(0, req(2, 7, None), &Blind, &mut out);
     assert_eq!(out, [Action::Fail { request: 2, failure: Failure::NoReplica }]);
+    // marked down twice, up once: up; a node never marked down can be marked up
+    c.set_up(4, false);
+    c.set_up(4, true);
+    c.set_up(9, true);
+    c.set_up(3, true);
+    take(&log);
+    c.read(0, req(3, 7, None), &Blind, &mut out);
+    assert_eq!(take(&log)[0], "select 3 [3, 4]");
 }
 
 #[test]
