@@ -221,7 +221,9 @@ impl TrendTracker {
         if self.n == 0 {
             (self.origin, self.mean_t, self.mean_q, self.m_tt, self.c_tq) = (t, 0.0, 0.0, 0.0, 0.0);
         }
-        self.n += 1;
+        // a trend of 4 G feedbacks (a store node up for days in one trend) keeps its count there:
+        // each new point then weighs 1 / 2^32, where it would have weighed less
+        self.n = self.n.saturating_add(1);
         let n = self.n as f64;
         let x = ms_between(self.origin, t);
         let dx = x - self.mean_t;
