@@ -11,6 +11,16 @@ use crate::time::Nanos;
 /// The EWMA weight C3's simulator (absim) gives each new sample.
 pub const ABSIM_EWMA_WEIGHT: f64 = 0.9;
 
+/// An EWMA weight a strategy can run with: clamped into `[0, 1]`, absim's when not a number,
+/// so a bad config cannot panic where state is built (configs validate it earlier).
+pub(crate) fn usable_ewma_weight(weight: f64) -> f64 {
+    if weight.is_finite() {
+        weight.clamp(0.0, 1.0)
+    } else {
+        ABSIM_EWMA_WEIGHT
+    }
+}
+
 /// What one coordinator has learnt about one server from its responses.
 ///
 /// The three averages are always updated together, by fresh feedback, so one receipt time says
@@ -43,7 +53,7 @@ impl ServerFeedback {
     /// A server nothing is known about yet; `weight_new` is the EWMA weight on each new sample
     /// (clamped into `[0, 1]` so a bad config cannot panic here; configs validate it earlier).
     pub fn new(weight_new: f64) -> Self {
-        let w = if weight_new.is_finite() { weight_new.clamp(0.0, 1.0) } else { ABSIM_EWMA_WEIGHT };
+        let w = usable_ewma_weight(weight_new);
         ServerFeedback { weight: w, delay: 0.0, queue: 0.0, service: 0.0, received_at: 0, outstanding: 0, fed: false }
     }
 

@@ -24,7 +24,7 @@
 //!   until fresh feedback (e.g. from read repair) arrives, as the paper's rule implies.
 
 use super::c3::{check, InvalidConfig};
-use super::c3_score::{ServerFeedback, ABSIM_EWMA_WEIGHT};
+use super::c3_score::{usable_ewma_weight, ServerFeedback, ABSIM_EWMA_WEIGHT};
 use super::{argmin_random_ties, Decision, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::Response;
 use crate::model::{NodeId, RequestView};
@@ -107,8 +107,7 @@ impl TrendRule {
     /// The rule for a `Q_f` threshold and a stable EWMA weight (clamped into `[0, 1]` so a bad
     /// config cannot panic here; configs validate it earlier).
     pub fn new(threshold: f64, stable_weight: f64) -> Self {
-        let stable_weight = if stable_weight.is_finite() { stable_weight.clamp(0.0, 1.0) } else { ABSIM_EWMA_WEIGHT };
-        TrendRule { threshold, stable_weight }
+        TrendRule { threshold, stable_weight: usable_ewma_weight(stable_weight) }
     }
 }
 
