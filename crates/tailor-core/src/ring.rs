@@ -63,13 +63,19 @@ pub struct Ring {
     tokens: Vec<u64>,
     /// Replica set owning the range ending at each token.
     sets: Vec<ReplicaSet>,
-    /// Where each token bucket starts in `tokens` (see [`Buckets`]).
-    buckets: Buckets,
-    /// With one token per node, the spacing of the evenly spaced tokens (`step·(n+1)` is node
-    /// `n`'s): a key's range is then found by arithmetic, and [`Ring::replicas`] reads one entry
-    /// of `sets` instead of the bucket index and the tokens too, which at thousands of nodes
-    /// were two more cache misses per request of the simulator.
-    even_step: Option<u64>,
+    /// How a key's token finds its range.
+    search: Search,
+}
+
+/// How [`Ring::replicas`] finds the first token at least a key's.
+#[derive(Clone, Debug)]
+enum Search {
+    /// One token per node, evenly spaced (`step·(n+1)` is node `n`'s): by arithmetic, so a
+    /// lookup reads one entry of `sets` and nothing else, where the index and the tokens were
+    /// two more cache misses per request of the simulator at thousands of nodes.
+    Even { step: u64 },
+    /// Pseudo-random tokens (virtual nodes): through the bucket index.
+    Indexed(Buckets),
 }
 
 /// An index over the sorted tokens by their high bits, so a lookup reads one entry and a run
@@ -175,9 +181,12 @@ impl Ring {
             }
             sets.push(ReplicaSet::from_slice(&ids));
         }
-        let buckets = Buckets::new(&tokens);
-        let even_step = (vnodes == 1).then(|| u64::MAX / nodes as u64);
-        Ok(Ring { nodes, k, tokens, sets, buckets, even_step })
+        let search = if vnodes == 1 {
+            Search::Even { step: u64::MAX / nodes as u64 }
+        } else {
+            Search::Indexed(Buckets::new(&tokens))
+        };
+        Ok(Ring { nodes, k, tokens, sets, search })
     }
 
     /// Number of nodes.
@@ -212,9 +221,9 @@ impl Ring {
     #[inline]
     pub fn replicas(&self, key: u64) -> ReplicaSet {
         let h = token(key);
-        let idx = match self.even_step {
-            Some(step) => Self::even_owner(self.nodes as u64, step, h),
-            None => self.buckets.first_at_least(&self.tokens, h),
+        let idx = match &self.search {
+            Search::Even { step } => Self::even_owner(self.nodes as u64, *step, h),
+            Search::Indexed(buckets) => buckets.first_at_least(&self.tokens, h),
         };
         self.sets[if idx == self.tokens.len() { 0 } else { idx }]
     }
@@ -245,11 +254,12 @@ mod tests {
         for (nodes, vnodes) in [(1, 1), (3, 1), (7, 5), (50, 1), (64, 16), (5_000, 1)] {
             let ring = Ring::new(nodes, 1, vnodes).unwrap();
             let t = &ring.tokens;
+            let buckets = Buckets::new(t);
             // tokens themselves, their neighbours, both ends and spread-out hashes
             let probes = t.iter().flat_map(|&x| [x.wrapping_sub(1), x, x.wrapping_add(1)]);
             let probes = probes.chain([0, 1, u64::MAX - 1, u64::MAX]).chain((0..20_000).map(hash_key));
             for h in probes {
-                assert_eq!(ring.buckets.first_at_least(t, h), t.partition_point(|&x| x < h), "token {h}");
+                assert_eq!(buckets.first_at_least(t, h), t.partition_point(|&x| x < h), "token {h}");
             }
         }
     }
@@ -260,7 +270,7 @@ mod tests {
     fn an_even_ring_computes_what_a_search_finds() {
         for nodes in [1, 2, 3, 5, 50, 4_999, 5_000, 10_000] {
             let ring = Ring::new(nodes, 1, 1).unwrap();
-            let step = ring.even_step.expect("one token per node");
+            let Search::Even { step } = ring.search else { panic!("one token per node is an even ring") };
             let t = &ring.tokens;
             let probes = t.iter().flat_map(|&x| [x.wrapping_sub(1), x, x.wrapping_add(1)]);
             let probes = probes.chain([0, 1, u64::MAX - 1, u64::MAX]).chain((0..20_000).map(hash_key));
