@@ -2,7 +2,7 @@
 //! default replica selection of Cassandra (docs/strategies.md, Replica selectors).
 //!
 //! On every response (fresh or stale: the sample is this coordinator's own measurement) the
-//! latency `now - sent_at`, in whole microseconds, goes into the peer's exponentially decaying
+//! latency `now - sent_at`, in whole microseconds (at most 2^32 - 1, 71 minutes), goes into the peer's exponentially decaying
 //! reservoir (forward-decay priority sampling: 100 samples, alpha 0.75 per second, weighted
 //! median). Every `update_interval` the scores are recomputed: `score = median / max median over
 //! peers with samples` (+ the optional severity, here the peer's last reported queue length
@@ -116,14 +116,17 @@ const MAX_DECAY_EXPONENT: f64 = 40.0;
 /// Each sample has a slot (where it was added, which the lowest-priority replacement reuses) and
 /// the samples are kept sorted by latency, ties by slot: the order a stable sort of the slots by
 /// latency gives, so the weighted median (every 100 ms for every peer with new samples, the
-/// largest cost of this strategy) is one pass over contiguous weights. The four fields of the
-/// samples are parallel arrays in one allocation, `[latencies | weights | priorities | slots]`,
-/// each `cap` long: a peer heard from once (most peers of a coordinator of a large cluster)
-/// costs one small block, a full reservoir its size and no more, and the lowest-priority search
-/// on every add reads the priorities alone.
+/// largest cost of this strategy) is one pass over contiguous weights. A sample's latency (whole
+/// µs) and slot are one key, `latency << 32 | slot`, whose integer order is that order. The three
+/// fields of the samples are parallel arrays of 64-bit words in one allocation, `[keys | weights
+/// | priorities]` (weights and priorities as `f64` bits), each `cap` long: a peer heard from
+/// once (most peers of a coordinator of a large cluster) costs one small block, a full
+/// reservoir its size and no more, and the lowest-priority search on every add reads the
+/// priorities alone. 24 bytes a sample: with thousands of reservoirs, far more than the cache
+/// holds, every add reads two arrays and moves three.
 #[derive(Clone, Debug, Default)]
 struct Reservoir {
-    data: Box<[f64]>,
+    data: Box<[u64]>,
     /// Samples held.
     len: u32,
     /// Time the weights are relative to.
@@ -131,31 +134,50 @@ struct Reservoir {
 }
 
 /// The arrays of a [`Reservoir`].
-const LATENCY: usize = 0;
+const KEY: usize = 0;
 const WEIGHT: usize = 1;
 const PRIORITY: usize = 2;
-const SLOT: usize = 3;
+const ARRAYS: usize = 3;
+
+/// A sample's key: its latency then its slot.
+fn key(latency_us: u32, slot: u32) -> u64 {
+    (u64::from(latency_us) << 32) | u64::from(slot)
+}
+
+/// The slot of a key.
+fn slot_of(key: u64) -> u32 {
+    key as u32
+}
+
+/// The latency of a key, in µs.
+fn latency_of(key: u64) -> f64 {
+    (key >> 32) as f64
+}
 
 impl Reservoir {
     fn cap(&self) -> usize {
-        self.data.len() / 4
+        self.data.len() / ARRAYS
     }
 
     fn len(&self) -> usize {
         self.len as usize
     }
 
-    /// Array `k` (one of [`LATENCY`], [`WEIGHT`], [`PRIORITY`], [`SLOT`]), the samples held.
-    fn array(&self, k: usize) -> &[f64] {
+    /// Array `k` (one of [`KEY`], [`WEIGHT`], [`PRIORITY`]), the samples held.
+    fn array(&self, k: usize) -> &[u64] {
         let cap = self.cap();
         &self.data[k * cap..k * cap + self.len()]
+    }
+
+    /// The `f64` of array `k` at `i` (weights, priorities).
+    fn real(&self, k: usize, i: usize) -> f64 {
+        f64::from_bits(self.array(k)[i])
     }
 
     /// A word of each cache line of the samples held: reading them asks for all those lines
     /// at once.
     fn fetch_lines(&self) -> u64 {
-        let (cap, len) = (self.cap(), self.len());
-        (0..4).fold(0, |x, k| self.data[k * cap..k * cap + len].iter().step_by(8).fold(x, |x, w| x ^ w.to_bits()))
+        (0..ARRAYS).fold(0, |x, k| self.array(k).iter().step_by(8).fold(x, |x, w| x ^ w))
     }
 
     /// Forget every sample, keeping the memory (a reset refills it).
@@ -167,15 +189,15 @@ impl Reservoir {
     fn grow(&mut self, size: usize) {
         let (cap, len) = (self.cap(), self.len());
         let new_cap = (2 * cap).max(2).min(size.max(1));
-        let mut data = vec![0.0; 4 * new_cap].into_boxed_slice();
-        for k in 0..4 {
+        let mut data = vec![0; ARRAYS * new_cap].into_boxed_slice();
+        for k in 0..ARRAYS {
             data[k * new_cap..k * new_cap + len].copy_from_slice(&self.data[k * cap..k * cap + len]);
         }
         self.data = data;
     }
 
-    /// Add a sample at `now`; `u` is uniform in `[0, 1)`.
-    fn add(&mut self, now: Nanos, value: f64, alpha: f64, size: usize, u: f64) {
+    /// Add a sample of `latency_us` at `now`; `u` is uniform in `[0, 1)`.
+    fn add(&mut self, now: Nanos, latency_us: u32, alpha: f64, size: usize, u: f64) {
         if self.len == 0 {
             self.landmark = now;
         }
@@ -186,7 +208,8 @@ impl Reservoir {
             let scale = (-alpha * age).exp();
             let len = self.len();
             for k in [WEIGHT, PRIORITY] {
-                self.data[k * cap..k * cap + len].iter_mut().for_each(|x| *x *= scale);
+                let scaled = |x: &mut u64| *x = (f64::from_bits(*x) * scale).to_bits();
+                self.data[k * cap..k * cap + len].iter_mut().for_each(scaled);
             }
             self.landmark = now;
             age = 0.0;
@@ -196,49 +219,41 @@ impl Reservoir {
         // so `<` and `==` order priorities as `total_cmp` does
         let priority = weight / (1.0 - u);
         debug_assert!(priority.is_finite() && priority >= 0.0, "priority {priority}");
-        // a latency is a whole number of microseconds, >= 0: `<` orders them as `total_cmp`
-        debug_assert!(value.is_finite() && value >= 0.0, "latency {value}");
         let len = self.len();
         if len < size.max(1) {
             if len == cap {
                 self.grow(size);
             }
             self.len += 1;
-            let at = self.rank(value, len as f64, len);
-            self.place(len, at, [value, weight, priority, len as f64]);
+            let new = key(latency_us, len as u32);
+            let at = self.rank(new, len);
+            self.place(len, at, [new, weight.to_bits(), priority.to_bits()]);
         } else {
             let lowest = self.lowest();
-            if self.array(PRIORITY)[lowest] < priority {
-                let slot = self.array(SLOT)[lowest];
-                let rank = self.rank(value, slot, len);
+            if self.real(PRIORITY, lowest) < priority {
+                let new = key(latency_us, slot_of(self.array(KEY)[lowest]));
+                let rank = self.rank(new, len);
                 // where it goes once the replaced sample is out
                 let at = if lowest < rank { rank - 1 } else { rank };
-                self.place(lowest, at, [value, weight, priority, slot]);
+                self.place(lowest, at, [new, weight.to_bits(), priority.to_bits()]);
             }
         }
     }
 
-    /// Among the first `n` samples, how many sort before latency `value` in `slot` (no sample
-    /// there has that slot, or the one that has is the sample `value` replaces).
+    /// Among the first `n` samples, how many sort before `key` (no sample there has its slot,
+    /// or the one that has is the sample it replaces, whose key is not below it).
     ///
     /// Counted rather than bisected: the reservoir is seldom in the cache when a reply comes
     /// (thousands of them, one touched per reply), and a bisection waits for each line it
     /// probes in turn, where a count asks for them all at once and the shift after it reads
     /// them again anyway.
-    fn rank(&self, value: f64, slot: f64, n: usize) -> usize {
-        let cap = self.cap();
-        let latencies = &self.data[..n];
-        let slots = &self.data[SLOT * cap..SLOT * cap + n];
-        let mut at = latencies.iter().map(|&v| usize::from(v < value)).sum::<usize>();
-        while at < n && latencies[at] == value && slots[at] < slot {
-            at += 1;
-        }
-        at
+    fn rank(&self, key: u64, n: usize) -> usize {
+        self.data[..n].iter().map(|&k| usize::from(k < key)).sum()
     }
 
     /// Take the sample at `from` out (`from == len - 1` after a push: the free place) and put
     /// `sample` at `at`, shifting those between.
-    fn place(&mut self, from: usize, at: usize, sample: [f64; 4]) {
+    fn place(&mut self, from: usize, at: usize, sample: [u64; ARRAYS]) {
         let cap = self.cap();
         for (k, x) in sample.into_iter().enumerate() {
             let a = &mut self.data[k * cap..(k + 1) * cap];
@@ -260,17 +275,20 @@ impl Reservoir {
         let mut chunks = priorities.chunks_exact(4);
         for c in &mut chunks {
             for j in 0..4 {
-                m[j] = if c[j] < m[j] { c[j] } else { m[j] };
+                let p = f64::from_bits(c[j]);
+                m[j] = if p < m[j] { p } else { m[j] };
             }
         }
-        let mut min = chunks.remainder().iter().fold(f64::INFINITY, |m, &p| if p < m { p } else { m });
+        let tail = chunks.remainder().iter().map(|&p| f64::from_bits(p));
+        let mut min = tail.fold(f64::INFINITY, |m, p| if p < m { p } else { m });
         for x in m {
             min = if x < min { x } else { min };
         }
-        let mut at = priorities.iter().position(|&p| p == min).expect("a sample");
-        let slots = self.array(SLOT);
+        let is_min = |i: usize| f64::from_bits(priorities[i]) == min;
+        let mut at = (0..priorities.len()).find(|&i| is_min(i)).expect("a sample");
+        let keys = self.array(KEY);
         for i in at + 1..priorities.len() {
-            if priorities[i] == min && slots[i] < slots[at] {
+            if is_min(i) && slot_of(keys[i]) < slot_of(keys[at]) {
                 at = i;
             }
         }
@@ -291,8 +309,8 @@ impl Reservoir {
     /// weights are >= 0 and rounding is monotonic), so where it first exceeds 1/2 is found by
     /// bisection instead of a second pass.
     fn median_with(&self, sums: &mut Vec<f64>) -> Option<f64> {
-        let (latencies, weights) = (self.array(LATENCY), self.array(WEIGHT));
-        let first = *latencies.first()?;
+        let (keys, weights) = (self.array(KEY), self.array(WEIGHT));
+        let first = latency_of(*keys.first()?);
         // sums[k]: the weight before sample k (the first k samples), as the loop sums it
         sums.resize(weights.len(), 0.0);
         let sums = &mut sums[..weights.len()];
@@ -301,7 +319,7 @@ impl Reservoir {
         let mut before = 0.0;
         for (sum, &w) in sums.iter_mut().zip(weights) {
             *sum = before;
-            before += w;
+            before += f64::from_bits(w);
         }
         let total = before;
         // the loop stops at the first k with sums[k] / total > 0.5 (never at k = 0: the share
@@ -315,7 +333,7 @@ impl Reservoir {
         while k < sums.len() && !passes(k) {
             k += 1;
         }
-        Some(if k == 0 { first } else { latencies[k - 1] })
+        Some(if k == 0 { first } else { latency_of(keys[k - 1]) })
     }
 }
 
@@ -375,7 +393,7 @@ struct Reply {
     /// When it came.
     at: Nanos,
     /// Its latency, whole µs.
-    latency: f64,
+    latency: u32,
     /// The uniform draw made for it.
     u: f64,
 }
@@ -560,7 +578,7 @@ impl DynamicSnitch {
                 Sampling::Reservoir => p.reservoir.add(r.at, r.latency, alpha, size, r.u),
                 Sampling::Ewma => {
                     let mut ewma = known(p.ewma).map_or(Ewma::new(weight), |v| Ewma::with_initial(weight, v));
-                    p.ewma = ewma.update(r.latency);
+                    p.ewma = ewma.update(f64::from(r.latency));
                 }
             }
             p.last_reply = r.at;
@@ -679,7 +697,8 @@ impl ReplicaSelector for DynamicSnitch {
 
     fn on_response(&mut self, now: Nanos, resp: &Response) {
         self.tick(now);
-        let latency = (now.saturating_sub(resp.sent_at) / US) as f64;
+        // whole µs in 32 bits: a reply over 71 minutes late counts as 71 minutes
+        let latency = u32::try_from(now.saturating_sub(resp.sent_at) / US).unwrap_or(u32::MAX);
         let u = self.rng.unit();
         let i = match self.index.get(resp.replica) {
             Some(&i) => i as usize,
@@ -847,9 +866,9 @@ mod tests {
         let mut r = Reservoir::default();
         let mut rng = Rng::new(1, 2);
         for i in 0..10_000u64 {
-            r.add(i * 50 * MS, (i % 7) as f64, 0.75, 100, rng.unit());
+            r.add(i * 50 * MS, (i % 7) as u32, 0.75, 100, rng.unit());
         }
-        assert!(r.array(PRIORITY).iter().chain(r.array(WEIGHT)).all(|x| x.is_finite()));
+        assert!(r.array(PRIORITY).iter().chain(r.array(WEIGHT)).all(|&x| f64::from_bits(x).is_finite()));
         let m = r.median().expect("samples");
         assert!((0.0..7.0).contains(&m));
     }
@@ -928,15 +947,16 @@ mod tests {
                     r.clear();
                     model = Model::default();
                 }
-                let value = rng.below(values) as f64;
+                let value = rng.below(values) as u32;
                 let u = if coarse { rng.below(4) as f64 / 4.0 } else { rng.unit() };
                 r.add(i * step, value, 0.75, size, u);
-                model.add(i * step, value, 0.75, size, u);
+                model.add(i * step, f64::from(value), 0.75, size, u);
                 assert_eq!(r.median().map(f64::to_bits), model.median().map(f64::to_bits), "size {size}, after {i}");
                 let mut held: Vec<_> = (0..r.len())
                     .map(|j| {
-                        let a = |k| r.array(k)[j].to_bits();
-                        (r.array(SLOT)[j] as usize, [a(PRIORITY), a(LATENCY), a(WEIGHT)])
+                        let k = r.array(KEY)[j];
+                        let a = |array| r.array(array)[j];
+                        (slot_of(k) as usize, [a(PRIORITY), latency_of(k).to_bits(), a(WEIGHT)])
                     })
                     .collect();
                 held.sort_by_key(|h| h.0);
@@ -947,8 +967,8 @@ mod tests {
                     .map(|(j, s)| (j, [s.0.to_bits(), s.1.to_bits(), s.2.to_bits()]))
                     .collect();
                 assert_eq!(held, expected, "size {size}, after {i}");
-                let keys: Vec<_> = r.array(LATENCY).iter().zip(r.array(SLOT)).collect();
-                assert!(keys.windows(2).all(|w| w[0].0 < w[1].0 || (w[0].0 == w[1].0 && w[0].1 < w[1].1)));
+                // sorted by latency, ties by slot
+                assert!(r.array(KEY).windows(2).all(|w| w[0] < w[1]));
                 assert!(r.cap() <= size.max(2));
             }
         }
