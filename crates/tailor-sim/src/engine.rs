@@ -4,7 +4,7 @@
 
 use crate::coordinator::SimCoordinator;
 use crate::events::{EventQueue, LANES};
-use crate::prefetch::prefetch;
+use crate::prefetch::{prefetch, prefetch_all};
 use crate::record::Recorder;
 use crate::server::{Job, Pause, Server, SimWorld};
 use crate::workload::{mean_service_ns, Draw, Generator};
@@ -148,8 +148,11 @@ fn seq(id: RequestId) -> u64 {
 /// Kept small (48 bytes): every event is moved into and out of the queue, and half of them
 /// through its FIFO.
 enum Event {
-    /// Next open-loop (or trace) arrival.
-    Arrival,
+    /// The next open-loop arrival, drawn when it was scheduled: its coordinator is known while
+    /// the events before it run, and its state can be fetched meanwhile.
+    Arrival { draw: Draw },
+    /// The next trace arrival.
+    TraceArrival,
     /// A closed-loop client issues its next request.
     ClientNext { client: u32 },
     /// A job reaches a server.
@@ -309,10 +312,13 @@ impl<'a> Engine<'a> {
     pub fn run(mut self, finished: &mut dyn FnMut(u64)) -> RunOutput {
         let w = &self.spec.workload;
         match w.arrival {
-            ArrivalKind::Poisson => self.events.push_in_order(ARRIVALS, 0, Event::Arrival),
+            ArrivalKind::Poisson => {
+                let draw = self.gen.draw();
+                self.events.push_in_order(ARRIVALS, 0, Event::Arrival { draw });
+            }
             ArrivalKind::Trace => {
                 if let Some(t) = self.gen.trace_time(0) {
-                    self.events.push_in_order(ARRIVALS, t, Event::Arrival);
+                    self.events.push_in_order(ARRIVALS, t, Event::TraceArrival);
                 }
             }
             ArrivalKind::ClosedLoop => {
@@ -370,9 +376,11 @@ impl<'a> Engine<'a> {
 
     /// Ask the CPU for the memory the next events will touch while this one runs: at scale the
     /// records of a request, its server and its coordinator are cache misses, and handling an
-    /// event is long enough to hide them. The next heap event and hop get their request,
-    /// server and coordinator; the hop two places further its request and server (its
-    /// coordinator is found through the request, not loaded yet). No effect on results.
+    /// event is long enough to hide them. The next heap event and hop get their request and
+    /// server (every line of it) or, for an answer, coordinator (every line: a core spans
+    /// seven); the hop two places further its request and server (its coordinator is found
+    /// through the request, not loaded yet); the next arrival, drawn when it was scheduled, its
+    /// coordinator. No effect on results.
     #[inline]
     fn prefetch_next(&self) {
         if let Some(e) = self.events.heap_top() {
@@ -383,6 +391,9 @@ impl<'a> Engine<'a> {
         }
         if let Some(e) = self.events.lane_ahead(HOPS, 2) {
             self.prefetch_for(e, false);
+        }
+        if let Some(e) = self.events.lane_ahead(ARRIVALS, 0) {
+            self.prefetch_for(e, true);
         }
     }
 
@@ -396,13 +407,18 @@ impl<'a> Engine<'a> {
                 if let Some(r) = self.reqs.slots.get(slot) {
                     prefetch(r);
                     if near && matches!(e, Event::Answer { .. }) {
-                        self.clients.get(r.client as usize).map(prefetch);
+                        self.clients.get(r.client as usize).map(prefetch_all);
                     }
                 }
-                self.servers.get(*server as usize).map(prefetch);
+                if !matches!(e, Event::Answer { .. }) {
+                    self.servers.get(*server as usize).map(prefetch_all);
+                }
             }
             Event::ClientNext { client } | Event::Wake { client } => {
                 self.clients.get(*client as usize).map(prefetch);
+            }
+            Event::Arrival { draw: Draw { client, .. } } => {
+                self.clients.get(*client as usize).map(prefetch_all);
             }
             _ => {}
         }
@@ -410,7 +426,8 @@ impl<'a> Engine<'a> {
 
     fn handle(&mut self, event: Event) {
         match event {
-            Event::Arrival => self.on_arrival(),
+            Event::Arrival { draw } => self.on_arrival(draw),
+            Event::TraceArrival => self.on_trace_arrival(),
             Event::ClientNext { client } => {
                 if self.generated < self.total {
                     let draw = self.gen.draw_for(client);
@@ -434,25 +451,24 @@ impl<'a> Engine<'a> {
         }
     }
 
-    fn on_arrival(&mut self) {
-        match self.spec.workload.arrival {
-            ArrivalKind::Trace => {
-                let Some((_, draw)) = self.gen.trace_record(self.trace_pos) else { return };
-                self.trace_pos += 1;
-                self.issue(draw);
-                if self.generated < self.total {
-                    if let Some(t) = self.gen.trace_time(self.trace_pos) {
-                        self.events.push_in_order(ARRIVALS, t.max(self.now), Event::Arrival);
-                    }
-                }
-            }
-            _ => {
-                let draw = self.gen.draw();
-                self.issue(draw);
-                if self.generated < self.total {
-                    let gap = self.gen.next_gap();
-                    self.events.push_in_order(ARRIVALS, self.now + gap, Event::Arrival);
-                }
+    /// An open-loop request arrives; the next one is drawn and scheduled (the workload's draws
+    /// in the same order as drawing each on arrival: this request, the gap, the next request).
+    fn on_arrival(&mut self, draw: Draw) {
+        self.issue(draw);
+        if self.generated < self.total {
+            let gap = self.gen.next_gap();
+            let draw = self.gen.draw();
+            self.events.push_in_order(ARRIVALS, self.now + gap, Event::Arrival { draw });
+        }
+    }
+
+    fn on_trace_arrival(&mut self) {
+        let Some((_, draw)) = self.gen.trace_record(self.trace_pos) else { return };
+        self.trace_pos += 1;
+        self.issue(draw);
+        if self.generated < self.total {
+            if let Some(t) = self.gen.trace_time(self.trace_pos) {
+                self.events.push_in_order(ARRIVALS, t.max(self.now), Event::TraceArrival);
             }
         }
     }

@@ -6,15 +6,34 @@
 //! than it computes. Asking for the next events' state while the current one runs hides part
 //! of that wait (`Engine::prefetch_next`).
 
-/// Hint the CPU to bring `r`'s first cache line into the cache (nothing elsewhere than x86-64).
+/// Cache line size of x86-64.
+const LINE: usize = 64;
+
+/// Hint the CPU to bring `r`'s first cache line into the cache.
 #[inline(always)]
 pub fn prefetch<T>(r: &T) {
+    prefetch_line((r as *const T).cast());
+}
+
+/// Hint the CPU to bring every cache line of `r` into the cache (a struct that spans several
+/// and is read across them).
+#[inline(always)]
+pub fn prefetch_all<T>(r: &T) {
+    let base: *const u8 = (r as *const T).cast();
+    for offset in (0..std::mem::size_of::<T>()).step_by(LINE) {
+        prefetch_line(base.wrapping_add(offset));
+    }
+}
+
+/// Hint the CPU to bring the line holding `at` into the cache (nothing elsewhere than x86-64).
+#[inline(always)]
+fn prefetch_line(at: *const u8) {
     // SAFETY: a prefetch is only a hint: it changes no program state and never faults, whatever
     // the address; SSE, its only requirement, is part of every x86-64 CPU.
     #[cfg(target_arch = "x86_64")]
     unsafe {
-        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>((r as *const T).cast::<i8>())
+        core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(at.cast::<i8>())
     };
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = r;
+    let _ = at;
 }
