@@ -13,7 +13,9 @@ use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp1};
 use std::collections::VecDeque;
-use tailor_core::coordinator::{Action, ClientRequest, CoordinatorConfig, CoordinatorCore, CoreStats, SendKind};
+use tailor_core::coordinator::{
+    Action, ClientRequest, CoordinatorConfig, CoordinatorCore, CoreStats, SendKind, Ticket,
+};
 use tailor_core::facts::{Feedback, ProbeReply};
 use tailor_core::oracle::bloom::BloomConfig;
 use tailor_core::oracle::size::{self, Knowledge};
@@ -376,11 +378,12 @@ impl<'a> Engine<'a> {
 
     /// Ask the CPU for the memory the next events will touch while this one runs: at scale the
     /// records of a request, its server and its coordinator are cache misses, and handling an
-    /// event is long enough to hide them. The next heap event and hop get their request and
-    /// server (every line of it) or, for an answer, coordinator (every line: a core spans
-    /// seven); the hop two places further its request and server (its coordinator is found
-    /// through the request, not loaded yet); the next arrival, drawn when it was scheduled, its
-    /// coordinator. No effect on results.
+    /// event is long enough to hide them. A pipeline along the hops, each stage reading what
+    /// the one before asked for: three hops ahead, the request and server; one hop ahead (and
+    /// the heap's next event), the request and server (every line of it) or, for an answer,
+    /// the coordinator (every line: a core spans seven); the next hop, if an answer, the
+    /// coordinator's record of the request and its selector. The next arrival, drawn when it
+    /// was scheduled, gets its coordinator. No effect on results.
     #[inline]
     fn prefetch_next(&self) {
         if let Some(e) = self.events.heap_top() {
@@ -389,12 +392,31 @@ impl<'a> Engine<'a> {
         if let Some(e) = self.events.lane_ahead(HOPS, 0) {
             self.prefetch_for(e, true);
         }
-        if let Some(e) = self.events.lane_ahead(HOPS, 2) {
+        if let Some(e) = self.events.lane_ahead(HOPS, 1) {
+            self.prefetch_for(e, true);
+        }
+        if let Some(e) = self.events.lane_ahead(HOPS, 3) {
             self.prefetch_for(e, false);
+        }
+        if let Some(Event::Answer { job, .. }) = self.events.lane_ahead(HOPS, 0) {
+            self.prefetch_footprint(job.ticket);
         }
         if let Some(e) = self.events.lane_ahead(ARRIVALS, 0) {
             self.prefetch_for(e, true);
         }
+    }
+
+    /// The coordinator state behind the answer with ticket `t`, its request and coordinator
+    /// asked for one and two hops earlier (read here, they are most likely in the cache).
+    #[inline]
+    fn prefetch_footprint(&self, t: Ticket) {
+        let slot = (t.id & ((1 << SLOT_BITS) - 1)) as usize;
+        let Some(client) = self.reqs.slots.get(slot).and_then(|r| self.clients.get(r.client as usize)) else { return };
+        let (record, selector) = client.core.footprint(t);
+        if let Some(record) = record {
+            prefetch_all(record);
+        }
+        prefetch(selector);
     }
 
     #[inline]

@@ -11,7 +11,7 @@ const LINE: usize = 64;
 
 /// Hint the CPU to bring `r`'s first cache line into the cache.
 #[inline(always)]
-pub fn prefetch<T>(r: &T) {
+pub fn prefetch<T: ?Sized>(r: &T) {
     prefetch_line((r as *const T).cast());
 }
 

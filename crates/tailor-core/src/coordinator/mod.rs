@@ -204,6 +204,15 @@ impl CoordinatorCore {
         self.pending.len()
     }
 
+    /// Where the state an answer with ticket `t` reads first lies beyond the core itself (the
+    /// request's record, the selector), without reading it: for an engine that asks the CPU for
+    /// it ahead of the answer (the simulator at thousands of coordinators, where both are cache
+    /// misses).
+    #[inline]
+    pub fn footprint(&self, t: Ticket) -> (Option<&impl Sized>, &dyn ReplicaSelector) {
+        (self.pending.slot(t), self.selector.as_ref())
+    }
+
     /// The size oracle's hint for `key`.
     pub fn hint(&self, key: u64) -> SizeHint {
         self.oracle.hint(key)

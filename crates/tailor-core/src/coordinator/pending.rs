@@ -226,6 +226,13 @@ impl Slab {
         self.entries.get(t.slot as usize)?.0.as_ref().filter(|p| p.id == t.id)
     }
 
+    /// Where the slot a ticket names lies, without reading it (see
+    /// [`super::CoordinatorCore::footprint`]).
+    #[inline]
+    pub fn slot(&self, t: Ticket) -> Option<&impl Sized> {
+        self.entries.get(t.slot as usize)
+    }
+
     /// The request a ticket names, read-only; it must be held.
     #[inline]
     pub fn held(&self, t: Ticket) -> &Pending {
