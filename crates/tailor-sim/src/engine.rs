@@ -342,11 +342,14 @@ impl<'a> Engine<'a> {
                 self.prefetch_next();
             }
             self.handle(event);
-            if self.finished / crate::PROGRESS_EVERY != before / crate::PROGRESS_EVERY {
-                finished(crate::PROGRESS_EVERY);
-            }
-            if self.finished == self.total {
-                break;
+            // most events complete no request: test the count only when one did
+            if self.finished != before {
+                if self.finished / crate::PROGRESS_EVERY != before / crate::PROGRESS_EVERY {
+                    finished(crate::PROGRESS_EVERY);
+                }
+                if self.finished == self.total {
+                    break;
+                }
             }
         }
         let offered = self.gen.offered_rps;
@@ -379,8 +382,8 @@ impl<'a> Engine<'a> {
     /// Ask the CPU for the memory the next events will touch while this one runs: at scale the
     /// records of a request, its server and its coordinator are cache misses, and handling an
     /// event is long enough to hide them. A pipeline along the hops, each stage reading what
-    /// the one before asked for: three hops ahead, the request and server; one hop ahead (and
-    /// the heap's next event), the request and server (every line of it) or, for an answer,
+    /// the one before asked for: three hops ahead, the request and server; the next two hops
+    /// (and the heap's next event), the request and server (every line of it) or, for an answer,
     /// the coordinator (every line: a core spans seven); the next hop, if an answer, the
     /// coordinator's record of the request and its selector. The next arrival, drawn when it
     /// was scheduled, gets its coordinator. No effect on results.
