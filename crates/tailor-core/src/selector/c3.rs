@@ -19,7 +19,7 @@
 //!   reads as a server never heard from (score 0, a fresh rate limiter).
 
 use super::c3_rate::{CubicRateLimiter, RateParams};
-use super::c3_score::{rank_by_score, shuffle, ServerFeedback, ABSIM_EWMA_WEIGHT};
+use super::c3_score::{rank_by_score, shuffle, FeedbackWeight, ServerFeedback, ABSIM_EWMA_WEIGHT};
 use super::{Decision, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::Response;
 use crate::model::{NodeId, RequestView};
@@ -212,6 +212,8 @@ pub struct C3 {
     weight: f64,
     /// Score exponent `b`.
     exponent: f64,
+    /// EWMA weight of the feedback averages.
+    ewma: FeedbackWeight,
     params: RateParams,
     /// State per server this coordinator has sent to or heard from.
     servers: NodeMap<Server>,
@@ -229,12 +231,13 @@ impl C3 {
         let params = cfg.rate_params();
         let weight = cfg.concurrency_weight.unwrap_or(env.coordinators as f64);
         C3 {
-            fresh: Server { feedback: ServerFeedback::new(cfg.ewma_weight), rate: CubicRateLimiter::new(&params) },
+            fresh: Server { feedback: ServerFeedback::default(), rate: CubicRateLimiter::new(&params) },
             scoring: cfg.scoring,
             rate_control: cfg.rate_control,
             backpressure: cfg.backpressure,
             weight: if weight.is_finite() { weight.max(0.0) } else { env.coordinators as f64 },
             exponent: cfg.score_exponent,
+            ewma: FeedbackWeight::new(cfg.ewma_weight),
             params,
             servers: NodeMap::new(),
             rng: Rng::new(env.seed, 0xC3 + ((env.coordinator as u64) << 8)),
@@ -331,9 +334,9 @@ impl ReplicaSelector for C3 {
     }
 
     fn on_response(&mut self, now: Nanos, resp: &Response) {
-        let rate_control = self.rate_control;
+        let (rate_control, ewma) = (self.rate_control, self.ewma);
         let (s, p) = self.server_and_params(resp.replica);
-        s.feedback.respond(now, resp);
+        s.feedback.respond(now, resp, ewma);
         if rate_control {
             s.rate.on_response(p, now);
         }

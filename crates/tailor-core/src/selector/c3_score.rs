@@ -21,17 +21,28 @@ pub(crate) fn usable_ewma_weight(weight: f64) -> f64 {
     }
 }
 
+/// The EWMA weight on each new sample with which a coordinator's [`ServerFeedback`]s update:
+/// held once per coordinator and passed in, not kept in every server's entry.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FeedbackWeight(f64);
+
+impl FeedbackWeight {
+    /// `weight_new` made usable (see [`usable_ewma_weight`]).
+    pub fn new(weight_new: f64) -> Self {
+        FeedbackWeight(usable_ewma_weight(weight_new))
+    }
+}
+
 /// What one coordinator has learnt about one server from its responses.
 ///
 /// The three averages are always updated together, by fresh feedback, so one receipt time says
-/// whether they hold a value and one weight serves them all: 48 bytes instead of three
-/// [`crate::facts::Ewma`]s (96), which matters because a coordinator keeps one per server and
-/// scores several of them for every read. Each update computes what [`crate::facts::Ewma::update`]
-/// does, bit for bit.
-#[derive(Clone, Debug, PartialEq)]
+/// whether they hold a value and one weight, the coordinator's [`FeedbackWeight`], serves them
+/// all: 40 bytes instead of three [`crate::facts::Ewma`]s (96), which matters because a
+/// coordinator keeps one per server and scores several of them for every read. Each update
+/// computes what [`crate::facts::Ewma::update`] does, bit for bit. `default()`: a server
+/// nothing is known about yet.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct ServerFeedback {
-    /// EWMA weight on each new sample, in `[0, 1]`.
-    weight: f64,
     /// EWMA of (response time seen by the coordinator − service time), i.e. C3's `R̄ − 1/µ̄`,
     /// which includes the server's queueing wait and the network round trip.
     delay: f64,
@@ -47,24 +58,17 @@ pub struct ServerFeedback {
     fed: bool,
 }
 
-const _: () = assert!(std::mem::size_of::<ServerFeedback>() == 48, "one per server and coordinator: kept small");
+const _: () = assert!(std::mem::size_of::<ServerFeedback>() == 40, "one per server and coordinator: kept small");
 
 impl ServerFeedback {
-    /// A server nothing is known about yet; `weight_new` is the EWMA weight on each new sample
-    /// (clamped into `[0, 1]` so a bad config cannot panic here; configs validate it earlier).
-    pub fn new(weight_new: f64) -> Self {
-        let w = usable_ewma_weight(weight_new);
-        ServerFeedback { weight: w, delay: 0.0, queue: 0.0, service: 0.0, received_at: 0, outstanding: 0, fed: false }
-    }
-
     /// The coordinator sent a request to this server.
     pub fn sent(&mut self) {
         self.outstanding = self.outstanding.saturating_add(1);
     }
 
-    /// Count a response and, only if its feedback is fresh, fold its facts into the EWMAs.
-    /// Returns whether the facts were applied.
-    pub fn respond(&mut self, now: Nanos, resp: &Response) -> bool {
+    /// Count a response and, only if its feedback is fresh, fold its facts into the EWMAs with
+    /// `weight`. Returns whether the facts were applied.
+    pub fn respond(&mut self, now: Nanos, resp: &Response, weight: FeedbackWeight) -> bool {
         // Responses the selector never saw sent (writes, shadow reads) must not drive it negative.
         self.outstanding = self.outstanding.saturating_sub(1);
         if !resp.fresh {
@@ -72,7 +76,7 @@ impl ServerFeedback {
         }
         let response_time = now.saturating_sub(resp.sent_at) as f64;
         let service = resp.feedback.service_time as f64;
-        let (w, fed) = (self.weight, self.fed);
+        let (w, fed) = (weight.0, self.fed);
         // the first sample becomes the value, as `Ewma::update` does
         let ewma = |old: f64, sample: f64| if fed { w * sample + (1.0 - w) * old } else { sample };
         // A service time longer than the round trip can only come from clock skew in the store;
@@ -235,17 +239,17 @@ mod tests {
 
     #[test]
     fn ewmas_weight_new_sample_and_score_is_cubic() {
-        let mut s = ServerFeedback::new(0.9);
+        let mut s = ServerFeedback::default();
         assert_eq!(s.c3_score(1.0, 3.0), 0.0);
         s.sent();
         // response time 10 ms, service 2 ms -> delay 8 ms; q = 3
-        assert!(s.respond(10 * MS, &response(1, 4, 0, false, fb(3, 2))));
+        assert!(s.respond(10 * MS, &response(1, 4, 0, false, fb(3, 2)), FeedbackWeight::new(0.9)));
         assert_eq!(s.outstanding(), 0);
         assert_eq!(s.delay(), Some(8e6));
         assert_eq!(s.q_hat(1.0), Some(4.0));
         assert_eq!(s.c3_score(1.0, 3.0), 8e6 + 64.0 * 2e6);
         // second sample: 0.9 new + 0.1 old
-        s.respond(20 * MS, &response(2, 4, 16 * MS, false, fb(13, 1)));
+        s.respond(20 * MS, &response(2, 4, 16 * MS, false, fb(13, 1)), FeedbackWeight::new(0.9));
         assert!((s.queue().unwrap() - 12.0).abs() < 1e-9);
         assert!((s.service().unwrap() - 1.1e6).abs() < 1e-3);
         assert!((s.delay().unwrap() - (0.9 * 3e6 + 0.1 * 8e6)).abs() < 1e-3);
@@ -254,12 +258,12 @@ mod tests {
 
     #[test]
     fn stale_response_counts_but_does_not_apply() {
-        let mut s = ServerFeedback::new(0.9);
+        let mut s = ServerFeedback::default();
         s.sent();
         s.sent();
         let mut r = response(1, 4, 0, false, fb(3, 2));
         r.fresh = false;
-        assert!(!s.respond(10 * MS, &r));
+        assert!(!s.respond(10 * MS, &r, FeedbackWeight::new(0.9)));
         assert_eq!(s.outstanding(), 1);
         assert!(!s.has_feedback());
         assert_eq!(s.queue(), None);

@@ -25,7 +25,7 @@
 //! such expiry. Setting `busy_expiry_ms = 0` keeps statuses until the next feedback (the paper's
 //! literal rule).
 
-use super::c3_score::ServerFeedback;
+use super::c3_score::{FeedbackWeight, ServerFeedback};
 use super::{argmin_random_ties, Decision, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::{Feedback, Response};
 use crate::model::{NodeId, RequestView, Tags};
@@ -87,13 +87,15 @@ struct ServerView {
     c3: ServerFeedback,
 }
 
-const _: () = assert!(std::mem::size_of::<ServerView>() <= 72, "one per server and coordinator: kept small");
+const _: () = assert!(std::mem::size_of::<ServerView>() <= 64, "one per server and coordinator: kept to a cache line");
 
 /// `heron` selector: C3-scored, size-aware, blocking large requests on busy replicas.
 pub struct Heron {
     /// What this coordinator knows per server it has dealt with (others read as `blank`).
     servers: NodeMap<ServerView>,
     blank: ServerView,
+    /// EWMA weight of the C3 feedback averages.
+    ewma: FeedbackWeight,
     busy_expiry: Nanos,
     scoring: HeronScoring,
     coordinators: f64,
@@ -104,10 +106,11 @@ impl Heron {
     /// Build for one coordinator.
     pub fn new(cfg: &HeronConfig, env: &SelectorEnv) -> Self {
         let w = if (0.0..=1.0).contains(&cfg.ewma_weight) { cfg.ewma_weight } else { 0.9 };
-        let blank = ServerView { local_large: 0, remote_busy_since: None, c3: ServerFeedback::new(w) };
+        let blank = ServerView { local_large: 0, remote_busy_since: None, c3: ServerFeedback::default() };
         Heron {
             servers: NodeMap::new(),
             blank,
+            ewma: FeedbackWeight::new(w),
             busy_expiry: from_ms(cfg.busy_expiry_ms),
             scoring: cfg.scoring,
             coordinators: env.coordinators.max(1) as f64,
@@ -188,8 +191,9 @@ impl ReplicaSelector for Heron {
     }
 
     fn on_response(&mut self, now: Nanos, resp: &Response) {
+        let ewma = self.ewma;
         let v = self.view_mut(resp.replica);
-        v.c3.respond(now, resp);
+        v.c3.respond(now, resp, ewma);
         if resp.large {
             v.local_large = v.local_large.saturating_sub(1);
         }

@@ -24,7 +24,7 @@
 //!   until fresh feedback (e.g. from read repair) arrives, as the paper's rule implies.
 
 use super::c3::{check, InvalidConfig};
-use super::c3_score::{usable_ewma_weight, ServerFeedback, ABSIM_EWMA_WEIGHT};
+use super::c3_score::{usable_ewma_weight, FeedbackWeight, ServerFeedback, ABSIM_EWMA_WEIGHT};
 use super::{argmin_random_ties, Decision, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::Response;
 use crate::model::{NodeId, RequestView};
@@ -265,7 +265,8 @@ pub struct Tap {
     weight: f64,
     exponent: f64,
     staleness: Nanos,
-    ewma_weight: f64,
+    /// EWMA weight of the feedback averages.
+    ewma: FeedbackWeight,
     rule: TrendRule,
     /// State per server this coordinator has sent to or heard from (a server never dealt with
     /// scores as one without feedback).
@@ -282,7 +283,7 @@ impl Tap {
             weight: if weight.is_finite() { weight.max(0.0) } else { env.coordinators as f64 },
             exponent: cfg.score_exponent,
             staleness: from_ms(cfg.staleness_ms),
-            ewma_weight: cfg.ewma_weight,
+            ewma: FeedbackWeight::new(cfg.ewma_weight),
             rule: TrendRule::new(cfg.trend_queue_threshold, cfg.stable_ewma_weight),
             servers: NodeMap::new(),
             rng: Rng::new(env.seed, 0x7A9 + ((env.coordinator as u64) << 8)),
@@ -291,9 +292,8 @@ impl Tap {
 
     #[inline]
     fn server_mut(&mut self, node: NodeId) -> &mut Server {
-        let w = self.ewma_weight;
         self.servers.get_or_insert_with(node, || Server {
-            feedback: ServerFeedback::new(w),
+            feedback: ServerFeedback::default(),
             trend: TrendTracker::new(),
             not_chosen: 0,
         })
@@ -370,9 +370,9 @@ impl ReplicaSelector for Tap {
     }
 
     fn on_response(&mut self, now: Nanos, resp: &Response) {
-        let rule = self.rule;
+        let (rule, ewma) = (self.rule, self.ewma);
         let s = self.server_mut(resp.replica);
-        if s.feedback.respond(now, resp) {
+        if s.feedback.respond(now, resp, ewma) {
             s.trend.observe(&rule, now, resp.feedback.queue_len as f64, resp.feedback.dq);
             s.not_chosen = 0;
         }
