@@ -119,12 +119,12 @@ impl<E> EventQueue<E> {
         self.lanes[lane].get(ahead).map(|e| &e.1)
     }
 
-    /// The event at the top of the heap, if any (not necessarily the next to pop: a lane's
-    /// front may be earlier).
+    /// Where the event at the top of the heap lies, without reading it (to prefetch it: the
+    /// next heap event to pop, unless a lane's front is earlier).
     #[inline]
-    pub fn heap_top(&self) -> Option<&E> {
+    pub fn heap_top_slot(&self) -> Option<&Option<E>> {
         let Reverse(key) = self.heap.peek()?;
-        self.slab[(*key as u32 & ((1 << SLOT_BITS) - 1)) as usize].as_ref()
+        self.slab.get((*key as u32 & ((1 << SLOT_BITS) - 1)) as usize)
     }
 
     /// The time of the earliest event, if any.
