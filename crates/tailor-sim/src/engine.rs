@@ -214,6 +214,9 @@ pub struct Engine<'a> {
     nominal_linear: (f64, f64),
     /// Whether to prefetch the next events' state ([`PREFETCH_FROM_SERVERS`]).
     prefetching: bool,
+    /// The open-loop request after the one scheduled, and the gap before it, drawn one
+    /// arrival early so that its coordinator can be prefetched an arrival ahead.
+    after_next: Option<(Nanos, Draw)>,
 }
 
 /// Clusters from this many servers prefetch the next events' state ([`Engine::prefetch_next`]).
@@ -305,6 +308,7 @@ impl<'a> Engine<'a> {
             base_service_ns,
             nominal_linear: c.nominal_linear(),
             prefetching: c.servers >= PREFETCH_FROM_SERVERS,
+            after_next: None,
             gen,
         })
     }
@@ -317,6 +321,7 @@ impl<'a> Engine<'a> {
             ArrivalKind::Poisson => {
                 let draw = self.gen.draw();
                 self.events.push_in_order(ARRIVALS, 0, Event::Arrival { draw });
+                self.after_next = Some((self.gen.next_gap(), self.gen.draw()));
             }
             ArrivalKind::Trace => {
                 if let Some(t) = self.gen.trace_time(0) {
@@ -385,8 +390,9 @@ impl<'a> Engine<'a> {
     /// the one before asked for: three hops ahead, the request and server; the next two hops,
     /// the request and server (every line of it) or, for an answer, the coordinator (every
     /// line: a core spans seven); the next hop, if an answer, the coordinator's record of the
-    /// request and its selector. The next arrival, drawn when it was scheduled, gets its
-    /// coordinator; the heap's next event only its own place in the slab (reading it to go
+    /// request and its selector. Arrivals too: the request after the next one, drawn an
+    /// arrival early, gets its coordinator, and the next one its coordinator's oracle and
+    /// selector; the heap's next event only its own place in the slab (reading it to go
     /// further waited for that line every time, and cost more than it saved). No effect on
     /// results.
     #[inline]
@@ -406,8 +412,15 @@ impl<'a> Engine<'a> {
         if let Some(Event::Answer { job, .. }) = self.events.lane_ahead(HOPS, 0) {
             self.prefetch_footprint(job.ticket);
         }
-        if let Some(e) = self.events.lane_ahead(ARRIVALS, 0) {
-            self.prefetch_for(e, true);
+        if let Some((_, draw)) = &self.after_next {
+            self.clients.get(draw.client as usize).map(prefetch_all);
+        }
+        if let Some(Event::Arrival { draw }) = self.events.lane_ahead(ARRIVALS, 0) {
+            if let Some(client) = self.clients.get(draw.client as usize) {
+                let (oracle, selector) = client.core.read_footprint();
+                prefetch(oracle);
+                prefetch(selector);
+            }
         }
     }
 
@@ -444,9 +457,6 @@ impl<'a> Engine<'a> {
             Event::ClientNext { client } | Event::Wake { client } => {
                 self.clients.get(*client as usize).map(prefetch);
             }
-            Event::Arrival { draw: Draw { client, .. } } => {
-                self.clients.get(*client as usize).map(prefetch_all);
-            }
             _ => {}
         }
     }
@@ -478,14 +488,15 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// An open-loop request arrives; the next one is drawn and scheduled (the workload's draws
-    /// in the same order as drawing each on arrival: this request, the gap, the next request).
+    /// An open-loop request arrives; the next one is scheduled and the one after it drawn (the
+    /// workload's draws in the same order as drawing each on arrival: a request, the gap to the
+    /// next, the next request, ...).
     fn on_arrival(&mut self, draw: Draw) {
         self.issue(draw);
         if self.generated < self.total {
-            let gap = self.gen.next_gap();
-            let draw = self.gen.draw();
+            let (gap, draw) = self.after_next.take().expect("the next request was drawn");
             self.events.push_in_order(ARRIVALS, self.now + gap, Event::Arrival { draw });
+            self.after_next = Some((self.gen.next_gap(), self.gen.draw()));
         }
     }
 

@@ -213,6 +213,13 @@ impl CoordinatorCore {
         (self.pending.slot(t), self.selector.as_ref())
     }
 
+    /// Where the state a read reads first lies beyond the core itself (the size oracle, the
+    /// selector), without reading it: see [`CoordinatorCore::footprint`].
+    #[inline]
+    pub fn read_footprint(&self) -> (&dyn SizeOracle, &dyn ReplicaSelector) {
+        (self.oracle.as_ref(), self.selector.as_ref())
+    }
+
     /// The size oracle's hint for `key`.
     pub fn hint(&self, key: u64) -> SizeHint {
         self.oracle.hint(key)
