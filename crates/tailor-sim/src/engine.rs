@@ -398,7 +398,7 @@ impl<'a> Engine<'a> {
     #[inline]
     fn prefetch_next(&self) {
         if let Some(slot) = self.events.heap_top_slot() {
-            prefetch(slot);
+            prefetch_all(slot);
         }
         if let Some(e) = self.events.lane_ahead(HOPS, 0) {
             self.prefetch_for(e, true);

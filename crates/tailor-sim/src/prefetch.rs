@@ -15,13 +15,16 @@ pub fn prefetch<T: ?Sized>(r: &T) {
     prefetch_line((r as *const T).cast());
 }
 
-/// Hint the CPU to bring every cache line of `r` into the cache (a struct that spans several
-/// and is read across them).
+/// Hint the CPU to bring every cache line `r` spans into the cache (a struct that spans several
+/// and is read across them, or one that may straddle two).
 #[inline(always)]
 pub fn prefetch_all<T>(r: &T) {
-    let base: *const u8 = (r as *const T).cast();
-    for offset in (0..std::mem::size_of::<T>()).step_by(LINE) {
-        prefetch_line(base.wrapping_add(offset));
+    let start = (r as *const T).cast::<u8>();
+    let size = std::mem::size_of::<T>().max(1);
+    // from the line holding the first byte to the one holding the last
+    let lines = ((start as usize % LINE) + size).div_ceil(LINE);
+    for line in 0..lines {
+        prefetch_line(start.wrapping_add(line * LINE));
     }
 }
 
