@@ -150,8 +150,9 @@ fn seq(id: RequestId) -> u64 {
 /// Kept small (48 bytes): every event is moved into and out of the queue, and half of them
 /// through its FIFO.
 enum Event {
-    /// The next open-loop arrival, drawn when it was scheduled: its coordinator is known while
-    /// the events before it run, and its state can be fetched meanwhile.
+    /// The next open-loop arrival, its request drawn ahead ([`Engine::after_next`]): its
+    /// coordinator is known while the events before it run, and its state can be fetched
+    /// meanwhile.
     Arrival { draw: Draw },
     /// The next trace arrival.
     TraceArrival,

@@ -31,7 +31,12 @@ pub struct Recorder {
     cache_hits: u64,
     cache_misses: u64,
     window: Option<Nanos>,
-    per_server: Vec<Vec<u32>>,
+    /// Routed reads completed, per window then per server: time only moves forward, so reads
+    /// land in the last window, whose counts stay in the cache (kept per server, every read
+    /// touched a row of its own, a cache miss at thousands of servers). Turned into one row per
+    /// server at the end.
+    windows: Vec<Box<[u32]>>,
+    servers: usize,
     bound_requests: usize,
     bound_jobs: Vec<BoundJob>,
     result: RunResult,
@@ -56,7 +61,8 @@ impl Recorder {
             cache_hits: 0,
             cache_misses: 0,
             window: keep_series.then(|| from_ms(spec.report.window_ms).max(1)),
-            per_server: if keep_series { vec![Vec::new(); servers] } else { Vec::new() },
+            windows: Vec::new(),
+            servers,
             bound_requests: if spec.bound.enabled { spec.bound.requests } else { 0 },
             bound_jobs: Vec::new(),
             result: RunResult {
@@ -130,20 +136,23 @@ impl Recorder {
             w = self.coarsen();
             slot = now / w;
         }
-        let row = &mut self.per_server[server as usize];
         let slot = slot as usize;
-        if row.len() <= slot {
-            row.resize(slot + 1, 0);
+        while self.windows.len() <= slot {
+            self.windows.push(vec![0; self.servers].into_boxed_slice());
         }
-        row[slot] += 1;
+        self.windows[slot][server as usize] += 1;
     }
 
     /// Double the per-server windows (merging neighbours) so a long run keeps at most
     /// [`MAX_WINDOWS`] of them; returns the new window.
     fn coarsen(&mut self) -> Nanos {
         let w = 2 * self.window.expect("only a kept series is coarsened");
-        for row in &mut self.per_server {
-            *row = row.chunks(2).map(|pair| pair.iter().sum()).collect();
+        let mut old = std::mem::take(&mut self.windows).into_iter();
+        while let Some(mut first) = old.next() {
+            if let Some(second) = old.next() {
+                first.iter_mut().zip(second.iter()).for_each(|(sum, n)| *sum += n);
+            }
+            self.windows.push(first);
         }
         self.window = Some(w);
         self.result.window_ms = w as f64 / 1e6;
@@ -193,11 +202,11 @@ impl Recorder {
         r.small_behind_large = self.small_behind_large;
         r.latency_cdf = self.reads.cdf(self.cdf_points);
         r.stretch_cdf = self.stretch.cdf(self.cdf_points);
-        let longest = self.per_server.iter().map(Vec::len).max().unwrap_or(0);
-        for row in &mut self.per_server {
-            row.resize(longest, 0);
-        }
-        r.per_server_load = self.per_server;
+        r.per_server_load = if self.window.is_some() {
+            (0..self.servers).map(|s| self.windows.iter().map(|w| w[s]).collect()).collect()
+        } else {
+            Vec::new()
+        };
         let mut extra = BTreeMap::new();
         if self.cache_hits + self.cache_misses > 0 {
             extra.insert(
