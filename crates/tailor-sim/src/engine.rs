@@ -97,16 +97,22 @@ impl Requests {
     /// The request in flight with `id`.
     #[inline]
     fn get(&self, id: RequestId) -> &Req {
-        let r = &self.slots[(id & ((1 << SLOT_BITS) - 1)) as usize];
+        let r = &self.slots[slot(id)];
         debug_assert_eq!(r.id, id, "a request is used only while in flight");
         r
     }
 
     #[inline]
     fn get_mut(&mut self, id: RequestId) -> &mut Req {
-        let r = &mut self.slots[(id & ((1 << SLOT_BITS) - 1)) as usize];
+        let r = &mut self.slots[slot(id)];
         assert_eq!(r.id, id, "a request is used only while in flight");
         r
+    }
+
+    /// The slot request `id` had, whoever holds it now (for a prefetch, which reads nothing).
+    #[inline]
+    fn slot_of(&self, id: RequestId) -> Option<&Req> {
+        self.slots.get(slot(id))
     }
 
     /// A copy of request `id` was sent.
@@ -137,7 +143,7 @@ impl Requests {
         let r = self.get_mut(id);
         if r.done && r.outstanding == 0 {
             r.id = RequestId::MAX;
-            self.free.push((id & ((1 << SLOT_BITS) - 1)) as u32);
+            self.free.push(slot(id) as u32);
         }
     }
 }
@@ -145,6 +151,11 @@ impl Requests {
 /// A request's sequence number (its index in issue order).
 fn seq(id: RequestId) -> u64 {
     id >> SLOT_BITS
+}
+
+/// A request's slot in [`Requests`].
+fn slot(id: RequestId) -> usize {
+    (id & ((1 << SLOT_BITS) - 1)) as usize
 }
 
 /// Kept small (48 bytes): every event is moved into and out of the queue, and half of them
@@ -402,26 +413,32 @@ impl<'a> Engine<'a> {
             prefetch_all(slot);
         }
         if let Some(e) = self.events.lane_ahead(HOPS, 0) {
-            self.prefetch_for(e, true);
+            self.prefetch_hop(e, true);
+            if let Event::Answer { job, .. } = e {
+                self.prefetch_footprint(job.ticket);
+            }
         }
         if let Some(e) = self.events.lane_ahead(HOPS, 1) {
-            self.prefetch_for(e, true);
+            self.prefetch_hop(e, true);
         }
         if let Some(e) = self.events.lane_ahead(HOPS, 3) {
-            self.prefetch_for(e, false);
-        }
-        if let Some(Event::Answer { job, .. }) = self.events.lane_ahead(HOPS, 0) {
-            self.prefetch_footprint(job.ticket);
+            self.prefetch_hop(e, false);
         }
         if let Some((_, draw)) = &self.after_next {
             self.clients.get(draw.client as usize).map(prefetch_all);
         }
-        if let Some(Event::Arrival { draw }) = self.events.lane_ahead(ARRIVALS, 0) {
-            if let Some(client) = self.clients.get(draw.client as usize) {
-                let (oracle, selector) = client.core.read_footprint();
-                prefetch(oracle);
-                prefetch(selector);
+        match self.events.lane_ahead(ARRIVALS, 0) {
+            Some(Event::Arrival { draw }) => {
+                if let Some(client) = self.clients.get(draw.client as usize) {
+                    let (oracle, selector) = client.core.read_footprint();
+                    prefetch(oracle);
+                    prefetch(selector);
+                }
             }
+            Some(Event::ClientNext { client }) => {
+                self.clients.get(*client as usize).map(prefetch_all);
+            }
+            _ => {}
         }
     }
 
@@ -429,8 +446,7 @@ impl<'a> Engine<'a> {
     /// asked for one and two hops earlier (read here, they are most likely in the cache).
     #[inline]
     fn prefetch_footprint(&self, t: Ticket) {
-        let slot = (t.id & ((1 << SLOT_BITS) - 1)) as usize;
-        let Some(client) = self.reqs.slots.get(slot).and_then(|r| self.clients.get(r.client as usize)) else { return };
+        let Some(client) = self.reqs.slot_of(t.id).and_then(|r| self.clients.get(r.client as usize)) else { return };
         let (record, selector) = client.core.footprint(t);
         if let Some(record) = record {
             prefetch_all(record);
@@ -438,27 +454,24 @@ impl<'a> Engine<'a> {
         prefetch(selector);
     }
 
+    /// A hop's request and its server or, for an answer when `near`, its coordinator (the hops
+    /// lane holds only arrivals at servers and answers).
     #[inline]
-    fn prefetch_for(&self, e: &Event, near: bool) {
+    fn prefetch_hop(&self, e: &Event, near: bool) {
         match e {
-            Event::ServerArrive { server, job }
-            | Event::ServiceDone { server, job, .. }
-            | Event::Answer { server, job } => {
-                let slot = (job.ticket.id & ((1 << SLOT_BITS) - 1)) as usize;
-                if let Some(r) = self.reqs.slots.get(slot) {
+            Event::ServerArrive { server, job } => {
+                self.reqs.slot_of(job.ticket.id).map(prefetch);
+                self.servers.get(*server as usize).map(prefetch_all);
+            }
+            Event::Answer { job, .. } => {
+                if let Some(r) = self.reqs.slot_of(job.ticket.id) {
                     prefetch(r);
-                    if near && matches!(e, Event::Answer { .. }) {
+                    if near {
                         self.clients.get(r.client as usize).map(prefetch_all);
                     }
                 }
-                if !matches!(e, Event::Answer { .. }) {
-                    self.servers.get(*server as usize).map(prefetch_all);
-                }
             }
-            Event::ClientNext { client } | Event::Wake { client } => {
-                self.clients.get(*client as usize).map(prefetch);
-            }
-            _ => {}
+            _ => unreachable!("only arrivals at servers and answers travel the hops lane"),
         }
     }
 

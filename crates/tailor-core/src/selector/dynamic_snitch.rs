@@ -2,15 +2,15 @@
 //! default replica selection of Cassandra (docs/strategies.md, Replica selectors).
 //!
 //! On every response (fresh or stale: the sample is this coordinator's own measurement) the
-//! latency `now - sent_at`, in whole microseconds (at most 2^32 - 1, 71 minutes), goes into the peer's exponentially decaying
-//! reservoir (forward-decay priority sampling: 100 samples, alpha 0.75 per second, weighted
-//! median). Every `update_interval` the scores are recomputed: `score = median / max median over
-//! peers with samples` (+ the optional severity, here the peer's last reported queue length
-//! divided by the largest one reported); peers without samples have no score and count as 0.
-//! Every `reset_interval` all samples are cleared (scores stay until the next update, as in
-//! Cassandra). Both timers run lazily: `select` and `on_response` first apply every tick that
-//! `now` has passed, on a fixed grid from time 0, so a score reflects the samples seen up to its
-//! tick, not later ones.
+//! latency `now - sent_at`, in whole microseconds (at most 2^32 - 1, 71 minutes), goes into the
+//! peer's exponentially decaying reservoir (forward-decay priority sampling: 100 samples, alpha
+//! 0.75 per second, weighted median). Every `update_interval` the scores are recomputed:
+//! `score = median / max median over peers with samples` (+ the optional severity, here the
+//! peer's last reported queue length divided by the largest one reported); peers without
+//! samples have no score and count as 0. Every `reset_interval` all samples are cleared (scores
+//! stay until the next update, as in Cassandra). Both timers run lazily: `select` and
+//! `on_response` first apply every tick that `now` has passed, on a fixed grid from time 0, so
+//! a score reflects the samples seen up to its tick, not later ones.
 //!
 //! Ordering: with badness threshold `b`, the static order (the replica list, primary first, i.e.
 //! token proximity) is kept unless, at some position `i`, the score of the replica at `i` exceeds
