@@ -20,7 +20,7 @@ use crate::policy::{PolicyConfig, TailorPolicy};
 use scylla::client::execution_profile::ExecutionProfile;
 use scylla::client::session::Session;
 use scylla::client::session_builder::SessionBuilder;
-use scylla::errors::ExecutionError;
+use scylla::errors::{DbError, ExecutionError, RequestAttemptError};
 use scylla::policies::load_balancing::{DefaultPolicy, LatencyAwarenessBuilder, LoadBalancingPolicy};
 use scylla::serialize::row::SerializeRow;
 use scylla::statement::prepared::PreparedStatement;
@@ -206,7 +206,7 @@ async fn await_table_everywhere(session: &Session) -> Result<(), BenchError> {
 
 /// Execute write `statement` with `values` until no replica refuses it for a schema it lacks
 /// yet, 10 s at most: right after the driver sees the schema versions agree, a node can still
-/// lack a new table and answer INCOMPATIBLE_SCHEMA. Any other error is returned at once.
+/// lack a new table (see [`lacks_new_schema`]). Any other error is returned at once.
 pub async fn await_writable(
     session: &Session,
     statement: &PreparedStatement,
@@ -216,11 +216,24 @@ pub async fn await_writable(
     loop {
         match session.execute_unpaged(statement, values).await {
             Ok(_) => return Ok(()),
-            Err(e) if e.to_string().contains("INCOMPATIBLE_SCHEMA") && std::time::Instant::now() < deadline => {
+            Err(e) if lacks_new_schema(&e) && std::time::Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(200)).await
             }
             Err(e) => return Err(e),
         }
+    }
+}
+
+/// Whether `e` is a node refusing a statement because it has not applied a new table yet. It
+/// shows two ways: INCOMPATIBLE_SCHEMA on execute, or, when the node never saw the statement
+/// prepared and the driver prepares it there again, Invalid "table ... does not exist"
+/// ("unconfigured table" before Cassandra 4.1).
+fn lacks_new_schema(e: &ExecutionError) -> bool {
+    match e {
+        ExecutionError::LastAttemptError(RequestAttemptError::DbError(DbError::Invalid, msg)) => {
+            msg.contains("does not exist") || msg.contains("unconfigured table")
+        }
+        _ => e.to_string().contains("INCOMPATIBLE_SCHEMA"),
     }
 }
 
@@ -304,5 +317,23 @@ fn record_shares(
         if let Some(reads) = of(after, addr.ip()).filter(|r| r.count > 0) {
             run.extra.insert(format!("node{i}_local_read_p50_ms"), reads.p50_ms);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn db_error(kind: DbError, msg: &str) -> ExecutionError {
+        ExecutionError::LastAttemptError(RequestAttemptError::DbError(kind, msg.into()))
+    }
+
+    #[test]
+    fn a_node_without_the_new_table_is_waited_for_and_other_errors_are_not() {
+        assert!(lacks_new_schema(&db_error(DbError::Invalid, "table kv does not exist")));
+        assert!(lacks_new_schema(&db_error(DbError::Invalid, "unconfigured table kv")));
+        assert!(!lacks_new_schema(&db_error(DbError::Invalid, "Invalid STRING constant (x) for \"k\"")));
+        assert!(!lacks_new_schema(&db_error(DbError::Unauthorized, "table kv does not exist")));
+        assert!(!lacks_new_schema(&ExecutionError::EmptyPlan));
     }
 }

@@ -36,7 +36,9 @@ async fn schema(session: &Session) {
         session.query_unpaged(cql, &[]).await.unwrap_or_else(|e| panic!("{cql}: {e}"));
     }
     session.await_schema_agreement().await.expect("schema agreement");
-    let insert = session.prepare("INSERT INTO smoke.kv (k, v) VALUES (?, ?)").await.expect("prepare insert");
+    let mut insert = session.prepare("INSERT INTO smoke.kv (k, v) VALUES (?, ?)").await.expect("prepare insert");
+    // at ALL, so a replica that still lacked the table cannot miss a key the reads expect
+    insert.set_consistency(Consistency::All);
     for k in 0..KEYS {
         // tried again while a node still lacks the new table
         tailor_cql::bench::await_writable(session, &insert, &(k, vec![7u8; 100])).await.expect("insert");
