@@ -4,7 +4,7 @@
 
 use crate::coordinator::SimCoordinator;
 use crate::events::{EventQueue, LANES};
-use crate::prefetch::{prefetch, prefetch_all};
+use crate::prefetch::{prefetch, prefetch_all, prefetch_lines};
 use crate::record::Recorder;
 use crate::server::{Job, Pause, Server, SimWorld};
 use crate::workload::{mean_service_ns, Draw, Generator};
@@ -12,6 +12,7 @@ use crate::{RunOutput, SimError};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp1};
+use std::cell::Cell;
 use std::collections::VecDeque;
 use tailor_core::coordinator::{
     Action, ClientRequest, CoordinatorConfig, CoordinatorCore, CoreStats, SendKind, Ticket,
@@ -186,6 +187,19 @@ enum Event {
 
 const _: () = assert!(std::mem::size_of::<Event>() <= 48, "events stay small");
 
+/// How far along the prefetch pipeline a hop is ([`Engine::prefetch_hop`]).
+#[derive(Clone, Copy, PartialEq)]
+enum Hop {
+    /// Three hops ahead: its request and, for an arrival at a server, the server.
+    Far,
+    /// The hop after next: the same, then what the server's core will touch beyond itself, or
+    /// for an answer the coordinator.
+    Near,
+    /// The next hop: the server's queue ends, or the coordinator's record of the request and
+    /// its selector.
+    Next,
+}
+
 /// The event queue's lane for network hops: all take the same delay, so their times never
 /// decrease.
 const HOPS: usize = 0;
@@ -229,6 +243,9 @@ pub struct Engine<'a> {
     /// The open-loop request after the one scheduled, and the gap before it, drawn one
     /// arrival early so that its coordinator can be prefetched an arrival ahead.
     after_next: Option<(Nanos, Draw)>,
+    /// The heap's next event as the prefetch last saw it, and how far it got
+    /// ([`Engine::prefetch_heap_top`]).
+    heap_watch: Cell<(u128, u8)>,
 }
 
 /// Clusters from this many servers prefetch the next events' state ([`Engine::prefetch_next`]).
@@ -321,6 +338,7 @@ impl<'a> Engine<'a> {
             nominal_linear: c.nominal_linear(),
             prefetching: c.servers >= PREFETCH_FROM_SERVERS,
             after_next: None,
+            heap_watch: Cell::new((0, 0)),
             gen,
         })
     }
@@ -400,29 +418,23 @@ impl<'a> Engine<'a> {
     /// records of a request, its server and its coordinator are cache misses, and handling an
     /// event is long enough to hide them. A pipeline along the hops, each stage reading what
     /// the one before asked for: three hops ahead, the request and server; the next two hops,
-    /// the request and server (every line of it) or, for an answer, the coordinator (every
-    /// line: a core spans seven); the next hop, if an answer, the coordinator's record of the
-    /// request and its selector. Arrivals too: the request after the next one, drawn an
-    /// arrival early, gets its coordinator, and the next one its coordinator's oracle and
-    /// selector; the heap's next event only its own place in the slab (reading it to go
-    /// further waited for that line every time, and cost more than it saved). No effect on
-    /// results.
+    /// the request and server (every line of it, and then what its core will touch: the queue
+    /// and the accountant's lists, then the queue's ends) or, for an answer, the coordinator
+    /// (every line: a core spans seven), then the coordinator's record of the request and its
+    /// selector. Arrivals too: the request after the next one, drawn an arrival early, gets
+    /// its coordinator, and the next one its coordinator's oracle and selector. The heap's next
+    /// event: see [`Engine::prefetch_heap_top`]. No effect on results.
     #[inline]
     fn prefetch_next(&self) {
-        if let Some(slot) = self.events.heap_top_slot() {
-            prefetch_all(slot);
-        }
+        self.prefetch_heap_top();
         if let Some(e) = self.events.lane_ahead(HOPS, 0) {
-            self.prefetch_hop(e, true);
-            if let Event::Answer { job, .. } = e {
-                self.prefetch_footprint(job.ticket);
-            }
+            self.prefetch_hop(e, Hop::Next);
         }
         if let Some(e) = self.events.lane_ahead(HOPS, 1) {
-            self.prefetch_hop(e, true);
+            self.prefetch_hop(e, Hop::Near);
         }
         if let Some(e) = self.events.lane_ahead(HOPS, 3) {
-            self.prefetch_hop(e, false);
+            self.prefetch_hop(e, Hop::Far);
         }
         if let Some((_, draw)) = &self.after_next {
             self.clients.get(draw.client as usize).map(prefetch_all);
@@ -442,6 +454,30 @@ impl<'a> Engine<'a> {
         }
     }
 
+    /// The heap's next event, one stage further at each event during which it stays next: its
+    /// place in the slab; then, for the end of a job, read from there, its server; then what
+    /// the server's core will touch (the queue, the accountant's lists); then the queue's ends.
+    /// Each stage reads only what the one before asked for an event earlier (reading the slab
+    /// at once to go further waited for that line every time, and cost more than it saved).
+    #[inline]
+    fn prefetch_heap_top(&self) {
+        let Some((key, slot)) = self.events.heap_top() else { return };
+        let (seen, stage) = self.heap_watch.get();
+        let stage = if seen == key { stage } else { 0 };
+        self.heap_watch.set((key, stage.saturating_add(1)));
+        if stage == 0 {
+            return prefetch_all(slot);
+        }
+        let Some(Event::ServiceDone { server, .. }) = slot else { return };
+        let Some(s) = self.servers.get(*server as usize) else { return };
+        match stage {
+            1 => prefetch_all(s),
+            2 => prefetch_lines(&s.core.footprint()),
+            3 => prefetch_lines(&s.core.queue_footprint()),
+            _ => {}
+        }
+    }
+
     /// The coordinator state behind the answer with ticket `t`, its request and coordinator
     /// asked for one and two hops earlier (read here, they are most likely in the cache).
     #[inline]
@@ -454,21 +490,29 @@ impl<'a> Engine<'a> {
         prefetch(selector);
     }
 
-    /// A hop's request and its server or, for an answer when `near`, its coordinator (the hops
-    /// lane holds only arrivals at servers and answers).
+    /// What a hop `at` places from the front of the hops lane will touch (the lane holds only
+    /// arrivals at servers and answers): see [`Hop`].
     #[inline]
-    fn prefetch_hop(&self, e: &Event, near: bool) {
+    fn prefetch_hop(&self, e: &Event, at: Hop) {
         match e {
             Event::ServerArrive { server, job } => {
                 self.reqs.slot_of(job.ticket.id).map(prefetch);
-                self.servers.get(*server as usize).map(prefetch_all);
+                let Some(s) = self.servers.get(*server as usize) else { return };
+                prefetch_all(s);
+                match at {
+                    Hop::Far => {}
+                    Hop::Near => prefetch_lines(&s.core.footprint()),
+                    Hop::Next => prefetch_lines(&s.core.queue_footprint()),
+                }
             }
             Event::Answer { job, .. } => {
-                if let Some(r) = self.reqs.slot_of(job.ticket.id) {
-                    prefetch(r);
-                    if near {
-                        self.clients.get(r.client as usize).map(prefetch_all);
-                    }
+                let Some(r) = self.reqs.slot_of(job.ticket.id) else { return };
+                prefetch(r);
+                if at != Hop::Far {
+                    self.clients.get(r.client as usize).map(prefetch_all);
+                }
+                if at == Hop::Next {
+                    self.prefetch_footprint(job.ticket);
                 }
             }
             _ => unreachable!("only arrivals at servers and answers travel the hops lane"),

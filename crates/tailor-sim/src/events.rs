@@ -119,12 +119,13 @@ impl<E> EventQueue<E> {
         self.lanes[lane].get(ahead).map(|e| &e.1)
     }
 
-    /// Where the event at the top of the heap lies, without reading it (to prefetch it: the
-    /// next heap event to pop, unless a lane's front is earlier).
+    /// The key of the event at the top of the heap (unique to it) and where that event lies,
+    /// without reading it (to prefetch it: the next heap event to pop, unless a lane's front is
+    /// earlier).
     #[inline]
-    pub fn heap_top_slot(&self) -> Option<&Option<E>> {
+    pub fn heap_top(&self) -> Option<(u128, &Option<E>)> {
         let Reverse(key) = self.heap.peek()?;
-        self.slab.get((*key as u32 & ((1 << SLOT_BITS) - 1)) as usize)
+        Some((*key, self.slab.get((*key as u32 & ((1 << SLOT_BITS) - 1)) as usize)?))
     }
 
     /// The time of the earliest event, if any.

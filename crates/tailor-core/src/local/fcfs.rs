@@ -25,6 +25,11 @@ impl<T> Default for Fcfs<T> {
 
 impl<T: Send> LocalQueue<T> for Fcfs<T> {
     fn push(&mut self, _now: Nanos, meta: JobMeta, payload: T) {
+        if self.queue.is_empty() {
+            // starts the buffer over at its first slot, where `footprint` says a push into an
+            // empty queue lands
+            self.queue.clear();
+        }
         self.queue.push_back((meta, payload));
     }
 
@@ -34,6 +39,14 @@ impl<T: Send> LocalQueue<T> for Fcfs<T> {
 
     fn len(&self) -> usize {
         self.queue.len()
+    }
+
+    /// The front job, and the back job's slot (the next push lands just after it) or, when
+    /// empty, the buffer's first slot (see `push`).
+    fn footprint(&self) -> [*const u8; 2] {
+        let start = self.queue.as_slices().0.as_ptr().cast();
+        let at = |j: Option<&(JobMeta, T)>| j.map_or(start, |j| (j as *const (JobMeta, T)).cast());
+        [at(self.queue.front()), at(self.queue.back())]
     }
 }
 
@@ -51,5 +64,22 @@ mod tests {
         assert_eq!(q.pop(2).map(|j| j.1), Some('a'));
         assert_eq!(q.pop(2).map(|j| j.1), Some('b'));
         assert!(q.pop(3).is_none() && q.is_empty());
+    }
+
+    #[test]
+    fn the_footprint_is_where_the_next_pop_reads_and_the_next_push_lands() {
+        let mut q = Fcfs::new();
+        let addr = |j: &(JobMeta, char)| (j as *const (JobMeta, char)).cast::<u8>();
+        for (at, c) in ['a', 'b', 'c'].into_iter().enumerate() {
+            q.push(at as Nanos, job(at as u64, 0, 1), c);
+        }
+        q.pop(3);
+        assert_eq!(q.footprint(), [addr(&q.queue[0]), addr(&q.queue[1])], "front and back");
+        q.pop(4);
+        q.pop(4);
+        let empty = q.footprint();
+        assert_eq!(empty[0], empty[1]);
+        q.push(5, job(9, 5, 1), 'd');
+        assert_eq!(empty[0], addr(&q.queue[0]), "an empty queue's next push lands where it said");
     }
 }

@@ -160,6 +160,14 @@ impl Accountant {
         }
     }
 
+    /// Where the next start, finish or queue change touches memory beyond the accountant
+    /// itself (the running jobs, both ends of the queue-length steps), as addresses never read
+    /// through: see [`crate::local::LocalQueue::footprint`].
+    pub fn footprint(&self) -> [*const u8; 3] {
+        let step = |s: Option<&(Nanos, u32)>| s.map_or(std::ptr::null(), |s| (s as *const (Nanos, u32)).cast());
+        [self.running.as_ptr().cast(), step(self.history.get(1)), step(self.history.back())]
+    }
+
     /// A request with estimate `service` started waiting at `now`.
     #[inline]
     pub fn waits(&mut self, now: Nanos, service: Nanos, large: bool) {

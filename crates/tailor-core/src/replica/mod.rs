@@ -131,6 +131,21 @@ impl<T> ReplicaCore<T> {
         self.accountant.running()
     }
 
+    /// Where the next admit, start or finish touches memory beyond the core itself, reading
+    /// only the core: the queue and the accountant's lists. Addresses never read through, for
+    /// an engine that asks the CPU for them ahead (the simulator at thousands of servers).
+    pub fn footprint(&self) -> [*const u8; 4] {
+        let [running, first_step, last_step] = self.accountant.footprint();
+        let queue = (&*self.queue as *const dyn LocalQueue<T>).cast();
+        [queue, running, first_step, last_step]
+    }
+
+    /// Where the queue's next pop and push land (see [`LocalQueue::footprint`]); reads the
+    /// queue, so an engine asks for [`ReplicaCore::footprint`] first.
+    pub fn queue_footprint(&self) -> [*const u8; 2] {
+        self.queue.footprint()
+    }
+
     /// Estimated work waiting or still to run at `now`.
     pub fn pending_work(&self, now: Nanos) -> Nanos {
         self.accountant.pending_work(now)
