@@ -10,6 +10,12 @@
 //! most 256 bytes per map, and the common case costs one load more than a dense vector.
 
 use crate::model::NodeId;
+use crate::selector::Reach;
+#[cfg(doc)]
+use crate::selector::ReplicaSelector;
+
+/// Cache line size the footprint's addresses are counted in.
+const LINE: usize = 64;
 
 /// Entry index of an empty table slot.
 const EMPTY: u32 = u32::MAX;
@@ -91,6 +97,33 @@ impl<T> NodeMap<T> {
             None => self.table[self.slot(node)].entry,
         };
         (e != EMPTY).then_some(e as usize)
+    }
+
+    /// Where looking up each of `nodes` reads, as addresses of cache lines never read through
+    /// (see [`ReplicaSelector::footprint`]): at [`Reach::Index`] the slot a lookup reads first,
+    /// reading only the map itself; at [`Reach::Entry`] every line of the entry that slot leads
+    /// to, reading the slot (nothing for a node without an entry).
+    pub fn footprint(&self, nodes: &[NodeId], reach: Reach, out: &mut dyn FnMut(*const u8)) {
+        for &node in nodes {
+            match reach {
+                Reach::Index => {
+                    let slot = match self.near.get(node as usize) {
+                        Some(e) => (e as *const u32).cast(),
+                        None if (node as usize) < NEAR || self.table.is_empty() => continue,
+                        None => (&self.table[home(node, self.table.len())] as *const Slot).cast(),
+                    };
+                    out(slot);
+                }
+                Reach::Entry => {
+                    let Some(e) = self.find(node) else { continue };
+                    let start = &self.values[e] as *const T as usize;
+                    let last = start + std::mem::size_of::<T>().max(1) - 1;
+                    for line in start / LINE..=last / LINE {
+                        out((line * LINE) as *const u8);
+                    }
+                }
+            }
+        }
     }
 
     /// The entry of `node`, if it has one.
@@ -323,6 +356,30 @@ impl InFlight {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_footprint_is_the_slot_a_lookup_reads_then_every_line_of_its_entry() {
+        let mut m: NodeMap<[u64; 20]> = NodeMap::new();
+        for node in [3, 1_000, 77_777] {
+            m.get_or_insert_with(node, || [node as u64; 20]);
+        }
+        let addrs = |nodes: &[NodeId], reach| {
+            let mut out = Vec::new();
+            m.footprint(nodes, reach, &mut |a| out.push(a as usize));
+            out
+        };
+        assert_eq!(addrs(&[3], Reach::Index), [&m.near[3] as *const u32 as usize]);
+        let home_slot = &m.table[home(1_000, m.table.len())] as *const Slot as usize;
+        assert_eq!(addrs(&[1_000], Reach::Index), [home_slot]);
+        for node in [3, 1_000, 77_777] {
+            let entry = m.get(node).unwrap() as *const [u64; 20] as usize;
+            let lines = addrs(&[node], Reach::Entry);
+            assert_eq!(lines.first(), Some(&(entry / LINE * LINE)), "from the entry's first line");
+            assert_eq!(lines.last(), Some(&((entry + 159) / LINE * LINE)), "to its last");
+            assert!(lines.windows(2).all(|w| w[1] == w[0] + LINE), "every line between");
+        }
+        assert!(addrs(&[5, 2_000], Reach::Entry).is_empty(), "no entry, nothing to fetch");
+    }
 
     #[test]
     fn a_table_reads_absent_servers_as_default_and_keeps_every_entry_across_growth() {

@@ -4,7 +4,7 @@
 
 use crate::coordinator::SimCoordinator;
 use crate::events::{EventQueue, LANES};
-use crate::prefetch::{prefetch, prefetch_all, prefetch_lines};
+use crate::prefetch::{prefetch, prefetch_addr, prefetch_all, prefetch_lines};
 use crate::record::Recorder;
 use crate::server::{Job, Pause, Server, SimWorld};
 use crate::workload::{mean_service_ns, Draw, Generator};
@@ -14,15 +14,13 @@ use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp1};
 use std::cell::Cell;
 use std::collections::VecDeque;
-use tailor_core::coordinator::{
-    Action, ClientRequest, CoordinatorConfig, CoordinatorCore, CoreStats, SendKind, Ticket,
-};
+use tailor_core::coordinator::{Action, ClientRequest, CoordinatorConfig, CoordinatorCore, CoreStats, SendKind};
 use tailor_core::facts::{Feedback, ProbeReply};
 use tailor_core::oracle::bloom::BloomConfig;
 use tailor_core::oracle::size::{self, Knowledge};
 use tailor_core::replica::{Arrival, ReplicaCore};
-use tailor_core::ring::Ring;
-use tailor_core::selector::{self, SelectorEnv};
+use tailor_core::ring::{ReplicaSet, Ring};
+use tailor_core::selector::{self, Reach, SelectorEnv};
 use tailor_core::time::{from_ms, round_nonneg, Nanos};
 use tailor_core::{local, Consistency, NodeId, Op, RequestId};
 use tailor_spec::{ArrivalKind, FluctuationMode, RunPlan, ServiceModel, Spec};
@@ -187,18 +185,8 @@ enum Event {
 
 const _: () = assert!(std::mem::size_of::<Event>() <= 48, "events stay small");
 
-/// How far along the prefetch pipeline a hop is ([`Engine::prefetch_hop`]).
-#[derive(Clone, Copy, PartialEq)]
-enum Hop {
-    /// Three hops ahead: its request and, for an arrival at a server, the server.
-    Far,
-    /// The hop after next: the same, then what the server's core will touch beyond itself, or
-    /// for an answer the coordinator.
-    Near,
-    /// The next hop: the server's queue ends, or the coordinator's record of the request and
-    /// its selector.
-    Next,
-}
+/// How many hops ahead the prefetch looks ([`Engine::prefetch_hop`]).
+const HOP_STAGES: usize = 6;
 
 /// The event queue's lane for network hops: all take the same delay, so their times never
 /// decrease.
@@ -246,6 +234,11 @@ pub struct Engine<'a> {
     /// The heap's next event as the prefetch last saw it, and how far it got
     /// ([`Engine::prefetch_heap_top`]).
     heap_watch: Cell<(u128, u8)>,
+    /// The front of the hops lane when the prefetch last went along it.
+    hops_watch: Cell<Option<u128>>,
+    /// The same for the next arrival, known by the requests issued before it, with its
+    /// replicas ([`Engine::prefetch_arrival`]).
+    arrival_watch: Cell<(u64, u8, ReplicaSet)>,
 }
 
 /// Clusters from this many servers prefetch the next events' state ([`Engine::prefetch_next`]).
@@ -339,6 +332,8 @@ impl<'a> Engine<'a> {
             prefetching: c.servers >= PREFETCH_FROM_SERVERS,
             after_next: None,
             heap_watch: Cell::new((0, 0)),
+            hops_watch: Cell::new(None),
+            arrival_watch: Cell::new((u64::MAX, 0, ReplicaSet::from_slice(&[]))),
             gen,
         })
     }
@@ -416,40 +411,54 @@ impl<'a> Engine<'a> {
 
     /// Ask the CPU for the memory the next events will touch while this one runs: at scale the
     /// records of a request, its server and its coordinator are cache misses, and handling an
-    /// event is long enough to hide them. A pipeline along the hops, each stage reading what
-    /// the one before asked for: three hops ahead, the request and server; the next two hops,
-    /// the request and server (every line of it, and then what its core will touch: the queue
-    /// and the accountant's lists, then the queue's ends) or, for an answer, the coordinator
-    /// (every line: a core spans seven), then the coordinator's record of the request and its
-    /// selector. Arrivals too: the request after the next one, drawn an arrival early, gets
-    /// its coordinator, and the next one its coordinator's oracle and selector. The heap's next
-    /// event: see [`Engine::prefetch_heap_top`]. No effect on results.
+    /// event is long enough to hide them. Pipelines, each stage reading only what the one
+    /// before asked for: along the hops ([`Engine::prefetch_hop`]), the next arrival and the
+    /// heap's next event ([`Engine::prefetch_arrival`], [`Engine::prefetch_heap_top`]); the
+    /// request after the next arrival, drawn an arrival early, gets its coordinator. No effect
+    /// on results.
     #[inline]
     fn prefetch_next(&self) {
         self.prefetch_heap_top();
-        if let Some(e) = self.events.lane_ahead(HOPS, 0) {
-            self.prefetch_hop(e, Hop::Next);
-        }
-        if let Some(e) = self.events.lane_ahead(HOPS, 1) {
-            self.prefetch_hop(e, Hop::Near);
-        }
-        if let Some(e) = self.events.lane_ahead(HOPS, 3) {
-            self.prefetch_hop(e, Hop::Far);
+        // the hops' stages move only when the lane does: after any other event they would ask
+        // again for what they asked for already
+        let front = self.events.lane_front_order(HOPS);
+        if front != self.hops_watch.replace(front) {
+            for ahead in 0..HOP_STAGES {
+                if let Some(e) = self.events.lane_ahead(HOPS, ahead) {
+                    self.prefetch_hop(e, ahead);
+                }
+            }
         }
         if let Some((_, draw)) = &self.after_next {
             self.clients.get(draw.client as usize).map(prefetch_all);
         }
         match self.events.lane_ahead(ARRIVALS, 0) {
-            Some(Event::Arrival { draw }) => {
-                if let Some(client) = self.clients.get(draw.client as usize) {
-                    let (oracle, selector) = client.core.read_footprint();
-                    prefetch(oracle);
-                    prefetch(selector);
-                }
-            }
+            Some(Event::Arrival { draw }) => self.prefetch_arrival(draw),
             Some(Event::ClientNext { client }) => {
                 self.clients.get(*client as usize).map(prefetch_all);
             }
+            _ => {}
+        }
+    }
+
+    /// The next open-loop arrival, one stage further at each event before it: its
+    /// coordinator's size oracle and selector (the coordinator itself was asked for an arrival
+    /// earlier); then where the selector's state for the request's replicas starts; then that
+    /// state.
+    #[inline]
+    fn prefetch_arrival(&self, draw: &Draw) {
+        let Some(client) = self.clients.get(draw.client as usize) else { return };
+        let (seen, stage, replicas) = self.arrival_watch.get();
+        let (oracle, selector) = client.core.read_footprint();
+        if seen != self.generated {
+            prefetch(oracle);
+            prefetch(selector);
+            return self.arrival_watch.set((self.generated, 1, self.ring.replicas(draw.key)));
+        }
+        self.arrival_watch.set((seen, stage.saturating_add(1), replicas));
+        match stage {
+            1 => selector.footprint(&replicas, Reach::Index, &mut prefetch_addr),
+            2 => selector.footprint(&replicas, Reach::Entry, &mut prefetch_addr),
             _ => {}
         }
     }
@@ -478,41 +487,44 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// The coordinator state behind the answer with ticket `t`, its request and coordinator
-    /// asked for one and two hops earlier (read here, they are most likely in the cache).
+    /// What the hop `ahead` places from the front of the hops lane will touch (the lane holds
+    /// only arrivals at servers and answers), one stage per place. An arrival at a server: its
+    /// request and the server three hops ahead, then what the server's core touches beyond
+    /// itself (the queue, the accountant's lists), then the queue's ends. An answer: its
+    /// request five hops ahead, then (two hops later) its coordinator (every line: a core spans seven), then
+    /// the coordinator's record of the request and its selector, then where the selector's
+    /// state for the server starts, then that state.
     #[inline]
-    fn prefetch_footprint(&self, t: Ticket) {
-        let Some(client) = self.reqs.slot_of(t.id).and_then(|r| self.clients.get(r.client as usize)) else { return };
-        let (record, selector) = client.core.footprint(t);
-        if let Some(record) = record {
-            prefetch_all(record);
-        }
-        prefetch(selector);
-    }
-
-    /// What a hop `at` places from the front of the hops lane will touch (the lane holds only
-    /// arrivals at servers and answers): see [`Hop`].
-    #[inline]
-    fn prefetch_hop(&self, e: &Event, at: Hop) {
-        match e {
+    fn prefetch_hop(&self, e: &Event, ahead: usize) {
+        match *e {
             Event::ServerArrive { server, job } => {
-                self.reqs.slot_of(job.ticket.id).map(prefetch);
-                let Some(s) = self.servers.get(*server as usize) else { return };
-                prefetch_all(s);
-                match at {
-                    Hop::Far => {}
-                    Hop::Near => prefetch_lines(&s.core.footprint()),
-                    Hop::Next => prefetch_lines(&s.core.queue_footprint()),
+                let Some(s) = self.servers.get(server as usize) else { return };
+                match ahead {
+                    3 => {
+                        self.reqs.slot_of(job.ticket.id).map(prefetch);
+                        prefetch_all(s);
+                    }
+                    1 => prefetch_lines(&s.core.footprint()),
+                    0 => prefetch_lines(&s.core.queue_footprint()),
+                    _ => {}
                 }
             }
-            Event::Answer { job, .. } => {
+            Event::Answer { server, job } => {
                 let Some(r) = self.reqs.slot_of(job.ticket.id) else { return };
-                prefetch(r);
-                if at != Hop::Far {
-                    self.clients.get(r.client as usize).map(prefetch_all);
+                if ahead == 5 {
+                    return prefetch(r);
                 }
-                if at == Hop::Next {
-                    self.prefetch_footprint(job.ticket);
+                let Some(client) = self.clients.get(r.client as usize) else { return };
+                match ahead {
+                    3 => prefetch_all(client),
+                    2 => {
+                        let (record, selector) = client.core.footprint(job.ticket);
+                        record.map(prefetch_all);
+                        prefetch(selector);
+                    }
+                    1 => client.core.footprint(job.ticket).1.footprint(&[server], Reach::Index, &mut prefetch_addr),
+                    0 => client.core.footprint(job.ticket).1.footprint(&[server], Reach::Entry, &mut prefetch_addr),
+                    _ => {}
                 }
             }
             _ => unreachable!("only arrivals at servers and answers travel the hops lane"),
@@ -772,8 +784,12 @@ mod tests {
                 "workload.requests=20000",
                 "workload.warmup_ms=0",
                 "seeds=[3]",
-                "compare.selectors=c3,random,dynamic-snitch,prequal",
+                "compare.selectors=c3,random,dynamic-snitch,prequal,tap,heron,p2c-peak-ewma",
                 "cluster.speculative_retry=99p",
+                // past the ids a selector's per-server map indexes directly: its hashed lookups
+                // are prefetched too
+                "cluster.servers=150",
+                "cluster.clients=450",
             ])
             .unwrap();
         for plan in expand(&spec).unwrap() {

@@ -113,6 +113,12 @@ impl<E> EventQueue<E> {
         Some((time, event))
     }
 
+    /// The order of `lane`'s front event, unique to it (to tell whether the lane moved).
+    #[inline]
+    pub fn lane_front_order(&self, lane: usize) -> Option<u128> {
+        self.lanes[lane].front().map(|f| f.0)
+    }
+
     /// The `ahead`-th event (0: the front) of `lane`, if that many are queued there.
     #[inline]
     pub fn lane_ahead(&self, lane: usize, ahead: usize) -> Option<&E> {

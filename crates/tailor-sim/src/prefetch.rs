@@ -28,14 +28,18 @@ pub fn prefetch_all<T>(r: &T) {
     }
 }
 
-/// Hint the CPU to bring the line at each of `lines` into the cache, skipping nulls (addresses
-/// a core reports with `footprint`, never read through).
+/// Hint the CPU to bring the line at each of `lines` into the cache (addresses a core reports
+/// with `footprint`, never read through; nulls skipped).
 #[inline(always)]
 pub fn prefetch_lines(lines: &[*const u8]) {
-    for &at in lines {
-        if !at.is_null() {
-            prefetch_line(at);
-        }
+    lines.iter().for_each(|&at| prefetch_addr(at));
+}
+
+/// Hint the CPU to bring the line at `at` into the cache, unless null.
+#[inline(always)]
+pub fn prefetch_addr(at: *const u8) {
+    if !at.is_null() {
+        prefetch_line(at);
     }
 }
 

@@ -20,7 +20,7 @@
 
 use super::c3_rate::{CubicRateLimiter, RateParams};
 use super::c3_score::{rank_by_score, shuffle, FeedbackWeight, ServerFeedback, ABSIM_EWMA_WEIGHT};
-use super::{Decision, ReplicaSelector, Rng, SelectorEnv, World};
+use super::{Decision, Reach, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::Response;
 use crate::model::{NodeId, RequestView};
 use crate::node_map::NodeMap;
@@ -322,6 +322,10 @@ impl ReplicaSelector for C3 {
         }
         let retry_at = self.order.iter().map(|&(_, r)| self.state(r).rate.token_time(&self.params, now)).min();
         Decision::Wait { retry_at }
+    }
+
+    fn footprint(&self, servers: &[NodeId], reach: Reach, out: &mut dyn FnMut(*const u8)) {
+        self.servers.footprint(servers, reach, out)
     }
 
     fn on_sent(&mut self, now: Nanos, _req: &RequestView, replica: NodeId) {

@@ -26,7 +26,7 @@
 //! literal rule).
 
 use super::c3_score::{FeedbackWeight, ServerFeedback};
-use super::{argmin_random_ties, Decision, ReplicaSelector, Rng, SelectorEnv, World};
+use super::{argmin_random_ties, Decision, Reach, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::{Feedback, Response};
 use crate::model::{NodeId, RequestView, Tags};
 use crate::node_map::NodeMap;
@@ -180,6 +180,10 @@ impl ReplicaSelector for Heron {
             // An empty replica set: nothing can serve it now; the engine retries on the next response.
             None => Decision::Wait { retry_at: None },
         }
+    }
+
+    fn footprint(&self, servers: &[NodeId], reach: Reach, out: &mut dyn FnMut(*const u8)) {
+        self.servers.footprint(servers, reach, out)
     }
 
     fn on_sent(&mut self, _now: Nanos, req: &RequestView, replica: NodeId) {

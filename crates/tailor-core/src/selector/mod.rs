@@ -93,6 +93,22 @@ pub trait ReplicaSelector: Send {
     fn probes(&mut self, _out: &mut Vec<NodeId>) {}
     /// `replica` answered a probe with its requests in flight and latency estimate.
     fn on_probe(&mut self, _now: Nanos, _replica: NodeId, _reply: &ProbeReply) {}
+    /// Where the state this selector keeps for `servers` lies, one [`Reach`] at a time, as
+    /// addresses of cache lines never read through, reading only what the step before pointed
+    /// at: for an engine that asks the CPU for it ahead of `select` or `on_response` (the
+    /// simulator at thousands of servers, where each server's entry is a cache miss). No effect
+    /// on decisions. Default: nothing (no per-server state worth it).
+    fn footprint(&self, _servers: &[NodeId], _reach: Reach, _out: &mut dyn FnMut(*const u8)) {}
+}
+
+/// How far an engine's prefetch of a selector's per-server state has got
+/// ([`ReplicaSelector::footprint`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reach {
+    /// Where a lookup of the server starts (an index slot).
+    Index,
+    /// The server's entry the index leads to.
+    Entry,
 }
 
 /// Whether selector `name` sends probes, which its engine's replicas must answer (the

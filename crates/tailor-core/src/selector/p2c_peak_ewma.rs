@@ -10,7 +10,7 @@
 //! (the first drawn on a tie, itself a random choice). A peer never heard from costs 0
 //! **(choice: Finagle's extra penalty for unknown peers with requests in flight is not applied)**.
 
-use super::{Decision, ReplicaSelector, Rng, SelectorEnv, World};
+use super::{Decision, Reach, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::Response;
 use crate::model::{NodeId, RequestView};
 use crate::node_map::NodeMap;
@@ -112,6 +112,10 @@ impl ReplicaSelector for P2cPeakEwma {
                 Decision::to(if lb < la { rb } else { ra })
             }
         }
+    }
+
+    fn footprint(&self, servers: &[NodeId], reach: Reach, out: &mut dyn FnMut(*const u8)) {
+        self.peers.footprint(servers, reach, out)
     }
 
     fn on_sent(&mut self, _now: Nanos, _req: &RequestView, replica: NodeId) {

@@ -25,7 +25,7 @@
 
 use super::c3::{check, InvalidConfig};
 use super::c3_score::{usable_ewma_weight, FeedbackWeight, ServerFeedback, ABSIM_EWMA_WEIGHT};
-use super::{argmin_random_ties, Decision, ReplicaSelector, Rng, SelectorEnv, World};
+use super::{argmin_random_ties, Decision, Reach, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::Response;
 use crate::model::{NodeId, RequestView};
 use crate::node_map::NodeMap;
@@ -363,6 +363,10 @@ impl ReplicaSelector for Tap {
             }
         }
         Decision::to(pick)
+    }
+
+    fn footprint(&self, servers: &[NodeId], reach: Reach, out: &mut dyn FnMut(*const u8)) {
+        self.servers.footprint(servers, reach, out)
     }
 
     fn on_sent(&mut self, _now: Nanos, _req: &RequestView, replica: NodeId) {
