@@ -20,7 +20,7 @@ use tailor_core::oracle::bloom::BloomConfig;
 use tailor_core::oracle::size::{self, Knowledge};
 use tailor_core::replica::{Arrival, ReplicaCore};
 use tailor_core::ring::{ReplicaSet, Ring};
-use tailor_core::selector::{self, Reach, SelectorEnv};
+use tailor_core::selector::{self, Reach, ReplicaSelector, SelectorEnv};
 use tailor_core::time::{from_ms, round_nonneg, Nanos};
 use tailor_core::{local, Consistency, NodeId, Op, RequestId};
 use tailor_spec::{ArrivalKind, FluctuationMode, RunPlan, ServiceModel, Spec};
@@ -236,6 +236,9 @@ pub struct Engine<'a> {
     heap_watch: Cell<(u128, u8)>,
     /// The front of the hops lane when the prefetch last went along it.
     hops_watch: Cell<Option<u128>>,
+    /// Whether the run's selector keeps per-server state to prefetch (until it says it keeps
+    /// none: every coordinator runs the same selector).
+    selector_state: Cell<bool>,
     /// The same for the next arrival, known by the requests issued before it, with its
     /// replicas ([`Engine::prefetch_arrival`]).
     arrival_watch: Cell<(u64, u8, ReplicaSet)>,
@@ -333,6 +336,7 @@ impl<'a> Engine<'a> {
             after_next: None,
             heap_watch: Cell::new((0, 0)),
             hops_watch: Cell::new(None),
+            selector_state: Cell::new(true),
             arrival_watch: Cell::new((u64::MAX, 0, ReplicaSet::from_slice(&[]))),
             gen,
         })
@@ -453,13 +457,23 @@ impl<'a> Engine<'a> {
         if seen != self.generated {
             prefetch(oracle);
             prefetch(selector);
-            return self.arrival_watch.set((self.generated, 1, self.ring.replicas(draw.key)));
+            let replicas = if self.selector_state.get() { self.ring.replicas(draw.key) } else { replicas };
+            return self.arrival_watch.set((self.generated, 1, replicas));
         }
         self.arrival_watch.set((seen, stage.saturating_add(1), replicas));
         match stage {
-            1 => selector.footprint(&replicas, Reach::Index, &mut prefetch_addr),
-            2 => selector.footprint(&replicas, Reach::Entry, &mut prefetch_addr),
+            1 => self.prefetch_selector_state(selector, &replicas, Reach::Index),
+            2 => self.prefetch_selector_state(selector, &replicas, Reach::Entry),
             _ => {}
+        }
+    }
+
+    /// The state `selector` keeps for `servers`, one step (nothing once a selector said it
+    /// keeps none).
+    #[inline]
+    fn prefetch_selector_state(&self, selector: &dyn ReplicaSelector, servers: &[NodeId], reach: Reach) {
+        if self.selector_state.get() && !selector.footprint(servers, reach, &mut prefetch_addr) {
+            self.selector_state.set(false);
         }
     }
 
@@ -522,8 +536,12 @@ impl<'a> Engine<'a> {
                         record.map(prefetch_all);
                         prefetch(selector);
                     }
-                    1 => client.core.footprint(job.ticket).1.footprint(&[server], Reach::Index, &mut prefetch_addr),
-                    0 => client.core.footprint(job.ticket).1.footprint(&[server], Reach::Entry, &mut prefetch_addr),
+                    1 if self.selector_state.get() => {
+                        self.prefetch_selector_state(client.core.footprint(job.ticket).1, &[server], Reach::Index)
+                    }
+                    0 if self.selector_state.get() => {
+                        self.prefetch_selector_state(client.core.footprint(job.ticket).1, &[server], Reach::Entry)
+                    }
                     _ => {}
                 }
             }

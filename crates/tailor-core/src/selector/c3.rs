@@ -324,8 +324,9 @@ impl ReplicaSelector for C3 {
         Decision::Wait { retry_at }
     }
 
-    fn footprint(&self, servers: &[NodeId], reach: Reach, out: &mut dyn FnMut(*const u8)) {
-        self.servers.footprint(servers, reach, out)
+    fn footprint(&self, servers: &[NodeId], reach: Reach, out: &mut dyn FnMut(*const u8)) -> bool {
+        self.servers.footprint(servers, reach, out);
+        true
     }
 
     fn on_sent(&mut self, now: Nanos, _req: &RequestView, replica: NodeId) {

@@ -182,8 +182,9 @@ impl ReplicaSelector for Heron {
         }
     }
 
-    fn footprint(&self, servers: &[NodeId], reach: Reach, out: &mut dyn FnMut(*const u8)) {
-        self.servers.footprint(servers, reach, out)
+    fn footprint(&self, servers: &[NodeId], reach: Reach, out: &mut dyn FnMut(*const u8)) -> bool {
+        self.servers.footprint(servers, reach, out);
+        true
     }
 
     fn on_sent(&mut self, _now: Nanos, req: &RequestView, replica: NodeId) {

@@ -97,8 +97,11 @@ pub trait ReplicaSelector: Send {
     /// addresses of cache lines never read through, reading only what the step before pointed
     /// at: for an engine that asks the CPU for it ahead of `select` or `on_response` (the
     /// simulator at thousands of servers, where each server's entry is a cache miss). No effect
-    /// on decisions. Default: nothing (no per-server state worth it).
-    fn footprint(&self, _servers: &[NodeId], _reach: Reach, _out: &mut dyn FnMut(*const u8)) {}
+    /// on decisions. Returns whether the selector keeps such state at all, so that an engine
+    /// can stop asking; the default keeps none worth it.
+    fn footprint(&self, _servers: &[NodeId], _reach: Reach, _out: &mut dyn FnMut(*const u8)) -> bool {
+        false
+    }
 }
 
 /// How far an engine's prefetch of a selector's per-server state has got

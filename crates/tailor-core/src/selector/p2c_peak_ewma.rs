@@ -114,8 +114,9 @@ impl ReplicaSelector for P2cPeakEwma {
         }
     }
 
-    fn footprint(&self, servers: &[NodeId], reach: Reach, out: &mut dyn FnMut(*const u8)) {
-        self.peers.footprint(servers, reach, out)
+    fn footprint(&self, servers: &[NodeId], reach: Reach, out: &mut dyn FnMut(*const u8)) -> bool {
+        self.peers.footprint(servers, reach, out);
+        true
     }
 
     fn on_sent(&mut self, _now: Nanos, _req: &RequestView, replica: NodeId) {

@@ -365,8 +365,9 @@ impl ReplicaSelector for Tap {
         Decision::to(pick)
     }
 
-    fn footprint(&self, servers: &[NodeId], reach: Reach, out: &mut dyn FnMut(*const u8)) {
-        self.servers.footprint(servers, reach, out)
+    fn footprint(&self, servers: &[NodeId], reach: Reach, out: &mut dyn FnMut(*const u8)) -> bool {
+        self.servers.footprint(servers, reach, out);
+        true
     }
 
     fn on_sent(&mut self, _now: Nanos, _req: &RequestView, replica: NodeId) {
