@@ -234,14 +234,14 @@ pub struct Engine<'a> {
     /// The heap's next event as the prefetch last saw it, and how far it got
     /// ([`Engine::prefetch_heap_top`]).
     heap_watch: Cell<(u128, u8)>,
+    /// The same for the next arrival, known by the requests issued before it, with its
+    /// replicas ([`Engine::prefetch_arrival`]).
+    arrival_watch: Cell<(u64, u8, ReplicaSet)>,
     /// The front of the hops lane when the prefetch last went along it.
     hops_watch: Cell<Option<u128>>,
     /// Whether the run's selector keeps per-server state to prefetch (until it says it keeps
     /// none: every coordinator runs the same selector).
     selector_state: Cell<bool>,
-    /// The same for the next arrival, known by the requests issued before it, with its
-    /// replicas ([`Engine::prefetch_arrival`]).
-    arrival_watch: Cell<(u64, u8, ReplicaSet)>,
 }
 
 /// Clusters from this many servers prefetch the next events' state ([`Engine::prefetch_next`]).
@@ -335,9 +335,9 @@ impl<'a> Engine<'a> {
             prefetching: c.servers >= PREFETCH_FROM_SERVERS,
             after_next: None,
             heap_watch: Cell::new((0, 0)),
+            arrival_watch: Cell::new((u64::MAX, 0, ReplicaSet::from_slice(&[]))),
             hops_watch: Cell::new(None),
             selector_state: Cell::new(true),
-            arrival_watch: Cell::new((u64::MAX, 0, ReplicaSet::from_slice(&[]))),
             gen,
         })
     }
@@ -505,9 +505,9 @@ impl<'a> Engine<'a> {
     /// only arrivals at servers and answers), one stage per place. An arrival at a server: its
     /// request and the server three hops ahead, then what the server's core touches beyond
     /// itself (the queue, the accountant's lists), then the queue's ends. An answer: its
-    /// request five hops ahead, then (two hops later) its coordinator (every line: a core spans seven), then
-    /// the coordinator's record of the request and its selector, then where the selector's
-    /// state for the server starts, then that state.
+    /// request five hops ahead, then (two hops later) its coordinator, every line (a core spans
+    /// seven), then the coordinator's record of the request and its selector, then where the
+    /// selector's state for the server starts, then that state.
     #[inline]
     fn prefetch_hop(&self, e: &Event, ahead: usize) {
         match *e {
