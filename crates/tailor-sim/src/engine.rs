@@ -461,11 +461,12 @@ impl<'a> Engine<'a> {
             return self.arrival_watch.set((self.generated, 1, replicas));
         }
         self.arrival_watch.set((seen, stage.saturating_add(1), replicas));
-        match stage {
-            1 => self.prefetch_selector_state(selector, &replicas, Reach::Index),
-            2 => self.prefetch_selector_state(selector, &replicas, Reach::Entry),
-            _ => {}
-        }
+        let reach = match stage {
+            1 => Reach::Index,
+            2 => Reach::Entry,
+            _ => return,
+        };
+        self.prefetch_selector_state(selector, &replicas, reach);
     }
 
     /// The state `selector` keeps for `servers`, one step (nothing once a selector said it
@@ -536,11 +537,9 @@ impl<'a> Engine<'a> {
                         record.map(prefetch_all);
                         prefetch(selector);
                     }
-                    1 if self.selector_state.get() => {
-                        self.prefetch_selector_state(client.core.footprint(job.ticket).1, &[server], Reach::Index)
-                    }
-                    0 if self.selector_state.get() => {
-                        self.prefetch_selector_state(client.core.footprint(job.ticket).1, &[server], Reach::Entry)
+                    1 | 0 => {
+                        let reach = if ahead == 1 { Reach::Index } else { Reach::Entry };
+                        self.prefetch_selector_state(client.core.read_footprint().1, &[server], reach)
                     }
                     _ => {}
                 }
