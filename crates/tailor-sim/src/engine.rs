@@ -446,9 +446,9 @@ impl<'a> Engine<'a> {
     }
 
     /// The next open-loop arrival, one stage further at each event before it: its
-    /// coordinator's size oracle and selector (the coordinator itself was asked for an arrival
-    /// earlier); then where the selector's state for the request's replicas starts; then that
-    /// state.
+    /// coordinator's size oracle, selector and the top of its free slots (the coordinator
+    /// itself was asked for an arrival earlier); then the slot the request's record will take
+    /// and where the selector's state for the request's replicas starts; then that state.
     #[inline]
     fn prefetch_arrival(&self, draw: &Draw) {
         let Some(client) = self.clients.get(draw.client as usize) else { return };
@@ -457,6 +457,7 @@ impl<'a> Engine<'a> {
         if seen != self.generated {
             prefetch(oracle);
             prefetch(selector);
+            prefetch_lines(&client.core.landing_footprint(Reach::Index));
             let replicas = if self.selector_state.get() { self.ring.replicas(draw.key) } else { replicas };
             return self.arrival_watch.set((self.generated, 1, replicas));
         }
@@ -466,6 +467,9 @@ impl<'a> Engine<'a> {
             2 => Reach::Entry,
             _ => return,
         };
+        if stage == 1 {
+            prefetch_lines(&client.core.landing_footprint(Reach::Entry));
+        }
         self.prefetch_selector_state(selector, &replicas, reach);
     }
 

@@ -48,7 +48,7 @@ use crate::facts::{Feedback, Freshness, ProbeReply, Response};
 use crate::model::{Consistency, CoordinatorId, NodeId, Op, RequestId, SizeHint, Tags};
 use crate::oracle::size::SizeOracle;
 use crate::ring::ReplicaSet;
-use crate::selector::{Decision, ReplicaSelector, Rng, World};
+use crate::selector::{Decision, Reach, ReplicaSelector, Rng, World};
 use crate::time::Nanos;
 pub use action::{Action, Failure, Send, SendKind, PROBE_SLOT};
 use backlog::{Backlog, Parked};
@@ -218,6 +218,13 @@ impl CoordinatorCore {
     #[inline]
     pub fn read_footprint(&self) -> (&dyn SizeOracle, &dyn ReplicaSelector) {
         (self.oracle.as_ref(), self.selector.as_ref())
+    }
+
+    /// Where a read's record will land, one step at a time (see [`Slab::landing`]), without
+    /// reading it: like [`CoordinatorCore::read_footprint`], for an engine's prefetch.
+    #[inline]
+    pub fn landing_footprint(&self, reach: Reach) -> [*const u8; 2] {
+        self.pending.landing(reach)
     }
 
     /// The size oracle's hint for `key`.

@@ -2,6 +2,7 @@
 
 use crate::model::{CoordinatorId, NodeId, Op, RequestId, RequestView, SizeHint};
 use crate::ring::ReplicaSet;
+use crate::selector::Reach;
 use crate::time::Nanos;
 
 /// How a request reaches its replicas.
@@ -233,6 +234,25 @@ impl Slab {
         self.entries.get(t.slot as usize)
     }
 
+    /// Where the next [`Slab::insert`] lands, one step at a time and without reading it:
+    /// `Index`, the free list's top (the slot number the insert reads); `Entry`, that slot's two
+    /// lines (reading the free list, which the step before asked for). Null where there is
+    /// nothing to ask for (no free slot and no room to push into).
+    #[inline]
+    pub fn landing(&self, reach: Reach) -> [*const u8; 2] {
+        let entry: *const Entry = match (reach, self.free.last()) {
+            (Reach::Index, Some(top)) => return [(top as *const u32).cast(), std::ptr::null()],
+            (Reach::Entry, Some(&slot)) => &self.entries[slot as usize],
+            // a push lands just past the last entry while the buffer has room
+            (Reach::Entry, None) if self.entries.len() < self.entries.capacity() => {
+                self.entries.as_ptr().wrapping_add(self.entries.len())
+            }
+            _ => return [std::ptr::null(); 2],
+        };
+        let at = entry.cast::<u8>();
+        [at, at.wrapping_add(64)]
+    }
+
     /// The request a ticket names, read-only; it must be held.
     #[inline]
     pub fn held(&self, t: Ticket) -> &Pending {
@@ -290,6 +310,30 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_landing_is_where_the_next_insert_writes() {
+        let mut slab = Slab::default();
+        let set = ReplicaSet::from_slice(&[1]);
+        let read = |id| Pending::selected(id, 1, 0, SizeHint::default(), set);
+        let lines = |slab: &Slab, slot: usize| {
+            let at = (&slab.entries[slot] as *const Entry).cast::<u8>();
+            [at, at.wrapping_add(64)]
+        };
+        // an empty slab with no room: nothing to ask for
+        assert_eq!(slab.landing(Reach::Entry), [std::ptr::null(); 2]);
+        slab.entries.reserve(4);
+        let push_at = slab.entries.as_ptr().cast::<u8>();
+        assert_eq!(slab.landing(Reach::Entry), [push_at, push_at.wrapping_add(64)], "a push lands past the end");
+        assert!(slab.landing(Reach::Index).iter().all(|p| p.is_null()), "no free slot to read");
+        let tickets: Vec<_> = (0..3).map(|id| slab.insert(read(id))).collect();
+        slab.remove(tickets[1]);
+        let top = slab.free.last().map(|s| (s as *const u32).cast::<u8>());
+        assert_eq!(slab.landing(Reach::Index), [top.unwrap(), std::ptr::null()]);
+        let expected = lines(&slab, 1);
+        assert_eq!(slab.landing(Reach::Entry), expected, "the freed slot is reused first");
+        assert_eq!(slab.insert(read(7)).slot, 1);
     }
 
     #[test]
