@@ -181,7 +181,11 @@ async fn prepare(session: &Session, replication: usize) -> Result<(PreparedState
         session.query_unpaged(cql, &[]).await.map_err(|e| cql_err(cql, &e))?;
     }
     session.await_schema_agreement().await.map_err(|e| cql_err("schema agreement", &e))?;
-    let read = session.prepare("SELECT v FROM tailor.kv WHERE k = ?").await.map_err(|e| cql_err("prepare read", &e))?;
+    let mut read =
+        session.prepare("SELECT v FROM tailor.kv WHERE k = ?").await.map_err(|e| cql_err("prepare read", &e))?;
+    // a read changes nothing: when a node's connection breaks with the read in flight, the
+    // driver may retry it on the next replica (it retries only statements marked idempotent)
+    read.set_is_idempotent(true);
     let mut write = session
         .prepare("INSERT INTO tailor.kv (k, v) VALUES (?, ?)")
         .await

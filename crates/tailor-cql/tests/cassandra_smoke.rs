@@ -79,7 +79,10 @@ async fn the_policy_routes_reads_feeds_its_selector_benches_and_avoids_a_killed_
     // every read goes where the policy sent it
     let before = local_reads(&session).await;
     let picks_before: HashMap<Uuid, u64> = policy.picks_per_host().into_iter().collect();
-    let read = session.prepare("SELECT v FROM smoke.kv WHERE k = ?").await.expect("prepare read");
+    let mut read = session.prepare("SELECT v FROM smoke.kv WHERE k = ?").await.expect("prepare read");
+    // so that a read in flight on the node killed below is retried on the live replica (the
+    // driver retries a broken connection's request only when it is marked idempotent)
+    read.set_is_idempotent(true);
     let reads = 600;
     for i in 0..reads {
         let rows = session.execute_unpaged(&read, (i % KEYS,)).await.expect("read").into_rows_result().expect("rows");
@@ -114,7 +117,8 @@ async fn the_policy_routes_reads_feeds_its_selector_benches_and_avoids_a_killed_
     for i in 0..reads {
         let at_victim = || policy.picks_per_host().into_iter().find(|(h, _)| *h == victim).map_or(0, |(_, n)| n);
         let before = at_victim();
-        if session.execute_unpaged(&read, (i % KEYS,)).await.is_err() {
+        if let Err(e) = session.execute_unpaged(&read, (i % KEYS,)).await {
+            eprintln!("read {i} after the kill failed: {e}");
             failed += 1;
         }
         if killed_at.elapsed() > Duration::from_secs(2) {
