@@ -14,8 +14,8 @@ use crate::selector::Reach;
 #[cfg(doc)]
 use crate::selector::ReplicaSelector;
 
-/// Cache line size the footprint's addresses are counted in.
-const LINE: usize = 64;
+/// Cache line size the footprints' addresses are counted in (this map's, the coordinator's slab).
+pub(crate) const LINE: usize = 64;
 
 /// Entry index of an empty table slot.
 const EMPTY: u32 = u32::MAX;

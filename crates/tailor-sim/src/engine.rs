@@ -462,15 +462,14 @@ impl<'a> Engine<'a> {
             return self.arrival_watch.set((self.generated, 1, replicas));
         }
         self.arrival_watch.set((seen, stage.saturating_add(1), replicas));
-        let reach = match stage {
-            1 => Reach::Index,
-            2 => Reach::Entry,
-            _ => return,
-        };
-        if stage == 1 {
-            prefetch_lines(&client.core.landing_footprint(Reach::Entry));
+        match stage {
+            1 => {
+                prefetch_lines(&client.core.landing_footprint(Reach::Entry));
+                self.prefetch_selector_state(selector, &replicas, Reach::Index);
+            }
+            2 => self.prefetch_selector_state(selector, &replicas, Reach::Entry),
+            _ => {}
         }
-        self.prefetch_selector_state(selector, &replicas, reach);
     }
 
     /// The state `selector` keeps for `servers`, one step (nothing once a selector said it

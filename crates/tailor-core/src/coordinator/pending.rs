@@ -1,6 +1,7 @@
 //! A request the coordinator core is handling, from arrival until its last copy is answered.
 
 use crate::model::{CoordinatorId, NodeId, Op, RequestId, RequestView, SizeHint};
+use crate::node_map::LINE;
 use crate::ring::ReplicaSet;
 use crate::selector::Reach;
 use crate::time::Nanos;
@@ -250,7 +251,7 @@ impl Slab {
             _ => return [std::ptr::null(); 2],
         };
         let at = entry.cast::<u8>();
-        [at, at.wrapping_add(64)]
+        [at, at.wrapping_add(LINE)]
     }
 
     /// The request a ticket names, read-only; it must be held.
@@ -319,13 +320,13 @@ mod tests {
         let read = |id| Pending::selected(id, 1, 0, SizeHint::default(), set);
         let lines = |slab: &Slab, slot: usize| {
             let at = (&slab.entries[slot] as *const Entry).cast::<u8>();
-            [at, at.wrapping_add(64)]
+            [at, at.wrapping_add(LINE)]
         };
         // an empty slab with no room: nothing to ask for
         assert_eq!(slab.landing(Reach::Entry), [std::ptr::null(); 2]);
         slab.entries.reserve(4);
         let push_at = slab.entries.as_ptr().cast::<u8>();
-        assert_eq!(slab.landing(Reach::Entry), [push_at, push_at.wrapping_add(64)], "a push lands past the end");
+        assert_eq!(slab.landing(Reach::Entry), [push_at, push_at.wrapping_add(LINE)], "a push lands past the end");
         assert!(slab.landing(Reach::Index).iter().all(|p| p.is_null()), "no free slot to read");
         let tickets: Vec<_> = (0..3).map(|id| slab.insert(read(id))).collect();
         slab.remove(tickets[1]);
