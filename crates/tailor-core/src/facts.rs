@@ -147,7 +147,9 @@ impl BitOr {
 pub enum Freshness {
     /// Newest timestamp per sender heard from: facts can arrive out of order (threads finish
     /// jobs in any order, connections race).
-    PerSender(NodeTable<Nanos>),
+    /// Boxed: the gate sits in the hot bytes of every coordinator, and the simulator's in-order
+    /// gate needs 8 of them, not the table's 32.
+    PerSender(Box<NodeTable<Nanos>>),
     /// The engine delivers every sender's facts in timestamp order (the simulator: one fixed
     /// network delay through a FIFO, facts stamped when sent), so every fact would pass; only
     /// the newest timestamp of all is kept, to assert that order. At thousands of servers the
@@ -157,7 +159,7 @@ pub enum Freshness {
 
 impl Default for Freshness {
     fn default() -> Self {
-        Freshness::PerSender(NodeTable::default())
+        Freshness::PerSender(Box::default())
     }
 }
 

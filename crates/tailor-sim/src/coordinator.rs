@@ -9,21 +9,30 @@ use tailor_core::selector::World;
 use tailor_core::time::Nanos;
 use tailor_core::{NodeId, Op};
 
-/// One simulated coordinator, on cache lines of its own: 376 bytes unaligned span six or seven
-/// lines, all asked for when a request reaches it at scale; aligned, six (random +1-4 % at
-/// 5,000 servers, `scripts/pair-scale.sh`).
-#[repr(align(64))]
+/// One simulated coordinator, on cache lines of its own, what a request touches first: its
+/// wake-up fields, then its core's hot bytes ([`SimCoordinator::HOT_BYTES`], four lines of
+/// six). At scale a request finds its coordinator out of the cache on arrival and on answer,
+/// and the engine asks for those four lines only.
+#[repr(C, align(64))]
 pub struct SimCoordinator {
-    /// Its core.
-    pub core: CoordinatorCore,
     /// The wake-up time an event is scheduled for (`Nanos::MAX`: none).
     wake_at: Nanos,
     /// Resolution of the wake-up timer: 1 ns in the simulator; a test sets 1 ms to match the
     /// store's tokio timer.
     tick: Nanos,
+    /// Its core.
+    pub core: CoordinatorCore,
 }
 
+const _: () = assert!(
+    std::mem::offset_of!(SimCoordinator, core) + CoordinatorCore::HOT_BYTES == SimCoordinator::HOT_BYTES,
+    "a coordinator's hot bytes are its wake-up fields and its core's hot bytes"
+);
+
 impl SimCoordinator {
+    /// Bytes from its start that a request touches (four cache lines).
+    pub const HOT_BYTES: usize = 256;
+
     /// A coordinator around `core`, with no wake-up armed.
     pub fn new(core: CoordinatorCore) -> Self {
         SimCoordinator { core, wake_at: Nanos::MAX, tick: 1 }

@@ -4,7 +4,7 @@
 
 use crate::coordinator::SimCoordinator;
 use crate::events::{EventQueue, LANES};
-use crate::prefetch::{prefetch, prefetch_addr, prefetch_all, prefetch_lines};
+use crate::prefetch::{prefetch, prefetch_addr, prefetch_all, prefetch_head, prefetch_lines};
 use crate::record::Recorder;
 use crate::server::{Job, Pause, Server, SimWorld};
 use crate::workload::{mean_service_ns, Draw, Generator};
@@ -187,6 +187,12 @@ const _: () = assert!(std::mem::size_of::<Event>() <= 48, "events stay small");
 
 /// How many hops ahead the prefetch looks ([`Engine::prefetch_hop`]).
 const HOP_STAGES: usize = 6;
+
+/// Ask for what a request touches of coordinator `c` (its hot lines).
+#[inline(always)]
+fn prefetch_coordinator(c: &SimCoordinator) {
+    prefetch_head(c, SimCoordinator::HOT_BYTES);
+}
 
 /// The event queue's lane for network hops: all take the same delay, so their times never
 /// decrease.
@@ -443,12 +449,12 @@ impl<'a> Engine<'a> {
         let issued = self.generated;
         let new_coordinator = issued != self.coordinator_watch.replace(issued);
         if let (true, Some((_, draw))) = (new_coordinator, &self.after_next) {
-            self.clients.get(draw.client as usize).map(prefetch_all);
+            self.clients.get(draw.client as usize).map(prefetch_coordinator);
         }
         match self.events.lane_ahead(ARRIVALS, 0) {
             Some(Event::Arrival { draw }) => self.prefetch_arrival(draw),
             Some(Event::ClientNext { client }) if new_coordinator => {
-                self.clients.get(*client as usize).map(prefetch_all);
+                self.clients.get(*client as usize).map(prefetch_coordinator);
             }
             _ => {}
         }
@@ -543,7 +549,7 @@ impl<'a> Engine<'a> {
                 }
                 let Some(client) = self.clients.get(r.client as usize) else { return };
                 match ahead {
-                    3 => prefetch_all(client),
+                    3 => prefetch_coordinator(client),
                     2 => {
                         let (record, selector) = client.core.footprint(job.ticket);
                         record.map(prefetch_all);

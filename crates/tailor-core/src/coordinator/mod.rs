@@ -81,21 +81,24 @@ pub struct Answer {
     pub value_size: Option<u64>,
 }
 
-/// How a coordinator behaves around its selector.
+/// How a coordinator behaves around its selector. In this order: what requests read first,
+/// in 32 bytes (see [`CoordinatorCore::HOT_BYTES`]).
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[repr(C)]
 pub struct CoordinatorConfig {
+    /// Probability that a read's first attempt also goes to the other replicas (0..=1).
+    pub read_repair: f64,
+    /// Longest a read stays parked before it fails `Busy` (`None`: no limit); read at every
+    /// event while reads are parked.
+    pub park_timeout: Option<Nanos>,
     /// This coordinator.
     pub id: CoordinatorId,
     /// Replicas that answer a read before the client gets it (ONE asks the selector).
     pub read_consistency: Consistency,
     /// Replicas that acknowledge a write before the client gets its reply.
     pub write_consistency: Consistency,
-    /// Probability that a read's first attempt also goes to the other replicas (0..=1).
-    pub read_repair: f64,
     /// Most reads one replica group may park.
     pub park_capacity: usize,
-    /// Longest a read stays parked before it fails `Busy` (`None`: no limit).
-    pub park_timeout: Option<Nanos>,
     /// Seed of the read-repair draws.
     pub seed: u64,
 }
@@ -125,24 +128,35 @@ pub struct CoreStats {
     pub probes: u64,
 }
 
-/// One coordinator's core.
+/// One coordinator's core. In this order: what a request reads or writes at the coordinator
+/// first, in [`CoordinatorCore::HOT_BYTES`], then the rest (counters, the configuration's
+/// backlog limits and seed). At thousands of coordinators a request finds its coordinator out
+/// of the cache twice (arrival and answer), and an engine asks for the hot part only.
+#[repr(C)]
 pub struct CoordinatorCore {
-    cfg: CoordinatorConfig,
     selector: Box<dyn ReplicaSelector>,
     oracle: Box<dyn SizeOracle>,
-    freshness: Freshness,
-    backlog: Backlog,
     pending: Slab,
+    backlog: Backlog,
+    freshness: Freshness,
     /// The nodes the failure detector reports down (few): every read asks whether any is, so
     /// that is an emptiness test, not a pass over the cluster.
     down: Vec<NodeId>,
-    rng: Rng,
-    stats: CoreStats,
-    /// Boxed: off on the simulator's hot path, where only the pointer is tested.
-    speculation: Option<Box<Speculation>>,
     /// Probes the selector asked for, reused between reads.
     probe_to: Vec<NodeId>,
+    /// Boxed: off on the simulator's hot path, where only the pointer is tested.
+    speculation: Option<Box<Speculation>>,
+    rng: Rng,
+    /// Its first 32 bytes are hot (see [`CoordinatorConfig`]).
+    cfg: CoordinatorConfig,
+    stats: CoreStats,
 }
+
+const _: () = assert!(
+    std::mem::offset_of!(CoordinatorCore, cfg) + std::mem::offset_of!(CoordinatorConfig, park_capacity)
+        == CoordinatorCore::HOT_BYTES,
+    "the hot part of a coordinator ends with the configuration's first 32 bytes"
+);
 
 /// What offering a read to the selector led to.
 enum Routed {
@@ -152,6 +166,10 @@ enum Routed {
 }
 
 impl CoordinatorCore {
+    /// Bytes from the start of a core that a request touches (everything before the
+    /// configuration's backlog limits): the part an engine asks the CPU for ahead of a request.
+    pub const HOT_BYTES: usize = 240;
+
     /// A core around `selector` and `oracle`.
     pub fn new(cfg: CoordinatorConfig, selector: Box<dyn ReplicaSelector>, oracle: Box<dyn SizeOracle>) -> Self {
         assert!((0.0..=1.0).contains(&cfg.read_repair), "read_repair is a probability");
@@ -350,7 +368,10 @@ impl CoordinatorCore {
         feedback.from = replica;
         self.oracle.learn(&feedback);
         let fresh = self.freshness.accept(replica, feedback.timestamp);
-        self.stats.stale_feedback += u64::from(!fresh);
+        // counted only when stale: the counters are outside the hot bytes
+        if !fresh {
+            self.stats.stale_feedback += 1;
+        }
         let Some(p) = self.pending.get_mut(t) else {
             self.stats.unknown += 1;
             return;

@@ -192,9 +192,9 @@ const _: () = assert!(std::mem::size_of::<Entry>() == 128, "a request's record f
 /// Requests by slot; freed slots are reused first (they are warm in cache).
 #[derive(Debug, Default)]
 pub struct Slab {
+    /// Slots ever used; those not in `free` hold a request.
     entries: Vec<Entry>,
     free: Vec<u32>,
-    len: usize,
 }
 
 impl Slab {
@@ -212,7 +212,6 @@ impl Slab {
                 u32::try_from(self.entries.len() - 1).expect("fewer than 4 G requests in flight")
             }
         };
-        self.len += 1;
         Ticket { slot, id }
     }
 
@@ -273,7 +272,6 @@ impl Slab {
         assert!(entry.as_ref().is_some_and(|p| p.id == t.id), "remove only a held request");
         *entry = None;
         self.free.push(t.slot);
-        self.len -= 1;
     }
 
     /// The ticket of held request `id` (tests).
@@ -285,12 +283,12 @@ impl Slab {
 
     /// Requests held.
     pub fn len(&self) -> usize {
-        self.len
+        self.entries.len() - self.free.len()
     }
 
     /// True when nothing is held.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 }
 
