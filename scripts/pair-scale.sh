@@ -5,6 +5,8 @@
 # host's load, which hides a 5 % change between runs made one after the other; two runs made at
 # the same time see the same load, so their ratio holds within about 3 %. Both runs share the
 # last-level cache and memory bandwidth, so absolute figures are lower than alone: read ratios.
+# The two cores need not be equally fast (another guest on one of them): a build runs on each
+# core in turn, and the geometric mean over an even number of rounds cancels that out.
 #
 #   cargo bench -p tailor-sim --bench scale --no-run     # build A, then copy the printed binary
 #   cp target/release/deps/scale-<hash> /tmp/scale-a     # ...change, rebuild, copy to /tmp/scale-b
@@ -18,6 +20,7 @@ a=$1 b=$2 selector=$3 rounds=$4 servers=${5:-5000} requests=${6:-10000000}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 speed() { tail -1 "$1" | awk '{print $6}'; }
+logs=0
 for round in $(seq 1 "$rounds"); do
     core_a=$(( round % 2 )) core_b=$(( (round + 1) % 2 ))
     TAILOR_SCALE_CHILD=$servers,$requests,$selector taskset -c "$core_a" "$a" >"$out/a" 2>&1 &
@@ -26,4 +29,6 @@ for round in $(seq 1 "$rounds"); do
     sa=$(speed "$out/a") sb=$(speed "$out/b")
     awk -v r="$round" -v a="$sa" -v b="$sb" \
         'BEGIN { printf "round %d: A %d requests/s, B %d requests/s, B/A %.3f\n", r, a, b, b / a }'
+    logs=$(awk -v l="$logs" -v a="$sa" -v b="$sb" 'BEGIN { print l + log(b / a) }')
 done
+awk -v l="$logs" -v n="$rounds" 'BEGIN { printf "B/A over %d rounds (geometric mean): %.3f\n", n, exp(l / n) }'
