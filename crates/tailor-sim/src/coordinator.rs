@@ -9,9 +9,9 @@ use tailor_core::selector::World;
 use tailor_core::time::Nanos;
 use tailor_core::{NodeId, Op};
 
-/// One simulated coordinator, on cache lines of its own, what a request touches first: its
-/// wake-up fields, then its core's hot bytes ([`SimCoordinator::HOT_BYTES`], four lines of
-/// six). At scale a request finds its coordinator out of the cache on arrival and on answer,
+/// One simulated coordinator, on cache lines of its own, laid out so that what a request
+/// touches comes first: its wake-up fields, then its core's hot bytes
+/// ([`SimCoordinator::HOT_BYTES`], four lines of six). At scale a request finds its coordinator out of the cache on arrival and on answer,
 /// and the engine asks for those four lines only.
 #[repr(C, align(64))]
 pub struct SimCoordinator {

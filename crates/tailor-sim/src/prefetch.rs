@@ -28,6 +28,7 @@ pub fn prefetch_all<T>(r: &T) {
 pub fn prefetch_head<T>(r: &T, bytes: usize) {
     let start = (r as *const T).cast::<u8>();
     let bytes = bytes.clamp(1, std::mem::size_of::<T>().max(1));
+    // from the line holding the first byte to the one holding the last
     let lines = ((start as usize % LINE) + bytes).div_ceil(LINE);
     for line in 0..lines {
         prefetch_line(start.wrapping_add(line * LINE));

@@ -129,8 +129,8 @@ pub struct CoreStats {
 }
 
 /// One coordinator's core. In this order: what a request reads or writes at the coordinator
-/// first, in [`CoordinatorCore::HOT_BYTES`], then the rest (counters, the configuration's
-/// backlog limits and seed). At thousands of coordinators a request finds its coordinator out
+/// first, in [`CoordinatorCore::HOT_BYTES`], then the rest (counters, the configuration's park
+/// capacity and seed). At thousands of coordinators a request finds its coordinator out
 /// of the cache twice (arrival and answer), and an engine asks for the hot part only.
 #[repr(C)]
 pub struct CoordinatorCore {
@@ -167,7 +167,7 @@ enum Routed {
 
 impl CoordinatorCore {
     /// Bytes from the start of a core that a request touches (everything before the
-    /// configuration's backlog limits): the part an engine asks the CPU for ahead of a request.
+    /// configuration's park capacity): the part an engine asks the CPU for ahead of a request.
     pub const HOT_BYTES: usize = 240;
 
     /// A core around `selector` and `oracle`.
