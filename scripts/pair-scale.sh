@@ -3,8 +3,10 @@
 # on one core and build B on the other at the same time (cores swapped every round), and prints
 # B's speed over A's. On a shared 2-core machine one run's speed moves by up to 25 % with the
 # host's load, which hides a 5 % change between runs made one after the other; two runs made at
-# the same time see the same load, so their ratio holds within about 3 %. Both runs share the
-# last-level cache and memory bandwidth, so absolute figures are lower than alone: read ratios.
+# the same time see the same load. Measured with the same build on both sides, one round was
+# within about 10 % and the mean of four within about 4 %: smaller changes do not show. Both
+# runs share the last-level cache and memory bandwidth, so absolute figures are lower than
+# alone: read ratios.
 # The two cores need not be equally fast (another guest on one of them): a build runs on each
 # core in turn, and the geometric mean over an even number of rounds cancels that out.
 #

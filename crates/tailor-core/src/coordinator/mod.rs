@@ -152,12 +152,6 @@ pub struct CoordinatorCore {
     stats: CoreStats,
 }
 
-const _: () = assert!(
-    std::mem::offset_of!(CoordinatorCore, cfg) + std::mem::offset_of!(CoordinatorConfig, park_capacity)
-        == CoordinatorCore::HOT_BYTES,
-    "the hot part of a coordinator ends with the configuration's first 32 bytes"
-);
-
 /// What offering a read to the selector led to.
 enum Routed {
     Sent,
@@ -168,7 +162,8 @@ enum Routed {
 impl CoordinatorCore {
     /// Bytes from the start of a core that a request touches (everything before the
     /// configuration's park capacity): the part an engine asks the CPU for ahead of a request.
-    pub const HOT_BYTES: usize = 240;
+    pub const HOT_BYTES: usize =
+        std::mem::offset_of!(CoordinatorCore, cfg) + std::mem::offset_of!(CoordinatorConfig, park_capacity);
 
     /// A core around `selector` and `oracle`.
     pub fn new(cfg: CoordinatorConfig, selector: Box<dyn ReplicaSelector>, oracle: Box<dyn SizeOracle>) -> Self {
