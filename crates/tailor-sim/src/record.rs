@@ -36,6 +36,9 @@ pub struct Recorder {
     /// touched a row of its own, a cache miss at thousands of servers). Turned into one row per
     /// server at the end.
     windows: Vec<Box<[u32]>>,
+    /// The last window a read landed in and the time it ends: reads come in time order, so
+    /// most land in it and need no division.
+    current: (usize, Nanos),
     servers: usize,
     bound_requests: usize,
     bound_jobs: Vec<BoundJob>,
@@ -62,6 +65,7 @@ impl Recorder {
             cache_misses: 0,
             window: keep_series.then(|| from_ms(spec.report.window_ms).max(1)),
             windows: Vec::new(),
+            current: (0, 0),
             servers,
             bound_requests: if spec.bound.enabled { spec.bound.requests } else { 0 },
             bound_jobs: Vec::new(),
@@ -98,16 +102,16 @@ impl Recorder {
     /// A read released at `release` completed at `done`; `nominal` is its processing time.
     pub fn read_done(&mut self, release: Nanos, done: Nanos, nominal: Nanos) {
         if self.measured_from(release, done) {
-            let latency = (done - release) as f64;
-            self.reads.record(latency);
-            self.stretch.record(latency / nominal.max(1) as f64);
+            let latency = done - release;
+            self.reads.record_units(latency);
+            self.stretch.record(latency as f64 / nominal.max(1) as f64);
         }
     }
 
     /// A write released at `release` reached its consistency level at `done`.
     pub fn write_done(&mut self, release: Nanos, done: Nanos) {
         if self.measured_from(release, done) {
-            self.writes.record((done - release) as f64);
+            self.writes.record_units(done - release);
         }
     }
 
@@ -129,18 +133,25 @@ impl Recorder {
 
     /// `server` completed a routed read at `now`.
     pub fn served(&mut self, server: u32, now: Nanos) {
-        let Some(mut w) = self.window else { return };
-        // one division per routed read, not one for the test and another for the slot
+        if now >= self.current.1 {
+            let Some(w) = self.window else { return };
+            self.current = self.window_at(now, w);
+        }
+        self.windows[self.current.0][server as usize] += 1;
+    }
+
+    /// The window `now` falls in, and its end, once the series holds it (coarsened while it
+    /// would exceed [`MAX_WINDOWS`]).
+    fn window_at(&mut self, now: Nanos, mut w: Nanos) -> (usize, Nanos) {
         let mut slot = now / w;
         while slot >= MAX_WINDOWS as Nanos {
             w = self.coarsen();
             slot = now / w;
         }
-        let slot = slot as usize;
-        while self.windows.len() <= slot {
+        while self.windows.len() <= slot as usize {
             self.windows.push(vec![0; self.servers].into_boxed_slice());
         }
-        self.windows[slot][server as usize] += 1;
+        (slot as usize, (slot + 1) * w)
     }
 
     /// Double the per-server windows (merging neighbours) so a long run keeps at most
