@@ -88,7 +88,9 @@ impl<T> ReplicaCore<T> {
 
     /// The next job to run at `now`, if a worker slot is free and a job waits.
     pub fn start(&mut self, now: Nanos) -> Option<(JobMeta, T)> {
-        if self.accountant.running() >= self.slots {
+        // the accountant counts what the queue holds: an empty queue is known without asking it
+        debug_assert_eq!(self.accountant.waiting() as usize, self.queue.len(), "the accountant counts the queue");
+        if self.accountant.running() >= self.slots || self.accountant.waiting() == 0 {
             return None;
         }
         let (meta, payload) = self.queue.pop(now)?;
