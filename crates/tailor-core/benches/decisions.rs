@@ -52,7 +52,8 @@ fn decision_cost(s: &mut dyn ReplicaSelector) -> f64 {
             pending_work: ((id + r) % 5) * 20 * US,
             ..Feedback::default()
         };
-        let resp = Response { request: id, replica, sent_at: now, large: req.hint.large, feedback, fresh: true };
+        let resp =
+            Response { request: id, replica, sent_at: now, large: req.hint.large, feedback: &feedback, fresh: true };
         s.on_response(now + 60 * US, &resp);
         if let Some(t) = s.next_timer() {
             if t <= now {
@@ -91,7 +92,7 @@ fn strategy_path() -> f64 {
         core.admit(now, Arrival { id, age: 0, service: 20 * US, size: 1024, tags }, id);
         let (meta, job) = core.start(now).expect("a free worker");
         let feedback = core.finish(now + 20 * US, meta.id, 20 * US);
-        let resp = Response { request: job, replica, sent_at: now, large: false, feedback, fresh: true };
+        let resp = Response { request: job, replica, sent_at: now, large: false, feedback: &feedback, fresh: true };
         sel.on_response(now + 30 * US, black_box(&resp));
     }
     start.elapsed().as_nanos() as f64 / OPS as f64

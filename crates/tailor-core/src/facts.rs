@@ -9,9 +9,11 @@ use crate::time::Nanos;
 /// The facts themselves are defined where they are measured, in the one accountant.
 pub use crate::replica::accountant::{Feedback, ProbeReply};
 
-/// A response as the coordinator's selector sees it.
+/// A response as the coordinator's selector sees it. Its facts are borrowed: a [`Feedback`] is
+/// 80 bytes, and copying it into every response (the simulator makes one per request) cost
+/// more than the selectors' reading it.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Response {
+pub struct Response<'a> {
     /// The request answered.
     pub request: crate::model::RequestId,
     /// The replica that served it.
@@ -21,7 +23,7 @@ pub struct Response {
     /// Whether the request was for a large value according to the coordinator's oracle when sent.
     pub large: bool,
     /// Piggybacked facts.
-    pub feedback: Feedback,
+    pub feedback: &'a Feedback,
     /// False if the feedback is older than the newest already applied from this replica; the
     /// selector still counts the response but must not apply its facts.
     pub fresh: bool,

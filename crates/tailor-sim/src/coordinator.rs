@@ -50,19 +50,19 @@ impl SimCoordinator {
         }
     }
 
-    /// A replica's answer (read, shadow or write ack) arrives with its facts.
+    /// A replica's answer (read, shadow or write ack) arrives with its facts, lent to the core
+    /// (see [`CoordinatorCore::answered`]). The simulator's answers carry no value size: the
+    /// core was told the true size with the request.
     #[inline]
     pub fn answered(
         &mut self,
         now: Nanos,
         ticket: Ticket,
-        replica: NodeId,
-        feedback: Feedback,
+        answer: &mut Answer,
         world: &dyn World,
         out: &mut Vec<Action>,
     ) {
-        // the size of a read's value is already known: the simulator told it with the request
-        let answer = Answer { replica, feedback, value_size: None };
+        debug_assert!(answer.value_size.is_none(), "the simulator tells sizes with requests");
         self.core.answered(now, ticket, answer, world, out);
     }
 

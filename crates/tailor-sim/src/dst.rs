@@ -439,8 +439,8 @@ impl Dst {
         let core = &mut self.nodes[c.coordinator as usize].core;
         match feedback {
             Some(feedback) => {
-                let answer = Answer { replica: c.replica, feedback, value_size: None };
-                core.answered(now, c.ticket, answer, &Blind, &mut self.actions);
+                let mut answer = Answer { replica: c.replica, feedback, value_size: None };
+                core.answered(now, c.ticket, &mut answer, &Blind, &mut self.actions);
             }
             None => core.failed(now, c.ticket, c.replica, &Blind, &mut self.actions),
         }

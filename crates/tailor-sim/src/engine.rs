@@ -14,8 +14,10 @@ use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp1};
 use std::cell::Cell;
 use std::collections::VecDeque;
-use tailor_core::coordinator::{Action, ClientRequest, CoordinatorConfig, CoordinatorCore, CoreStats, SendKind};
-use tailor_core::facts::{Feedback, ProbeReply};
+use tailor_core::coordinator::{
+    Action, Answer, ClientRequest, CoordinatorConfig, CoordinatorCore, CoreStats, SendKind,
+};
+use tailor_core::facts::ProbeReply;
 use tailor_core::oracle::bloom::BloomConfig;
 use tailor_core::oracle::size::{self, Knowledge};
 use tailor_core::replica::{Arrival, ReplicaCore};
@@ -216,7 +218,7 @@ pub struct Engine<'a> {
     /// The facts of answers travelling to their coordinators, in the order they were sent: all
     /// answers take the same network delay through the queue's FIFO, so they arrive in this
     /// order too. Kept out of [`Event::Answer`] so that events stay small.
-    answers: VecDeque<(RequestId, Feedback)>,
+    answers: VecDeque<(RequestId, Answer)>,
     /// The same for probe answers (Prequal), which carry a [`ProbeReply`] instead.
     probe_replies: VecDeque<ProbeReply>,
     /// Actions a core returned, reused between calls.
@@ -754,7 +756,7 @@ impl<'a> Engine<'a> {
                 self.rec.bound_job(seq(id), r.release + self.net, start, service, self.now, &replicas);
             }
         }
-        self.answers.push_back((id, feedback));
+        self.answers.push_back((id, Answer { replica: server, feedback, value_size: None }));
         self.events.push_in_order(HOPS, self.now + self.net, Event::Answer { server, job });
         self.start_jobs(server);
     }
@@ -774,13 +776,15 @@ impl<'a> Engine<'a> {
             self.carry_out(client);
             return self.reqs.answered(job.ticket.id);
         }
-        let (req, feedback) = self.answers.pop_front().expect("an answer event has its facts");
-        assert_eq!(req, job.ticket.id, "answers arrive in the order they were sent");
-        let client = self.reqs.get(req).client;
+        // lent to the core in place, then dropped: the facts are not copied on the way
+        let (req, answer) = self.answers.front_mut().expect("an answer event has its facts");
+        assert!(*req == job.ticket.id && answer.replica == server, "answers arrive in the order they were sent");
+        let client = self.reqs.get(*req).client;
         let world = world(&self.servers, self.now, self.spec, self.base_service_ns);
-        self.clients[client as usize].answered(self.now, job.ticket, server, feedback, &world, &mut self.actions);
+        self.clients[client as usize].answered(self.now, job.ticket, answer, &world, &mut self.actions);
+        self.answers.pop_front();
         self.carry_out(client);
-        self.reqs.answered(req);
+        self.reqs.answered(job.ticket.id);
     }
 
     fn closed_loop_next(&mut self, client: u32) {

@@ -11,7 +11,7 @@
 
 use crate::coordinator::SimCoordinator;
 use crate::events::EventQueue;
-use tailor_core::coordinator::{Action, ClientRequest, CoordinatorConfig, CoordinatorCore, SendKind, Ticket};
+use tailor_core::coordinator::{Action, Answer, ClientRequest, CoordinatorConfig, CoordinatorCore, SendKind, Ticket};
 use tailor_core::facts::Feedback;
 use tailor_core::model::Tags;
 use tailor_core::oracle::bloom::BloomConfig;
@@ -396,7 +396,8 @@ impl Driver for SimDriver<'_> {
 
     fn answer(&mut self, copy: &Copy, _req: &Request, feedback: Feedback, log: &mut Log) {
         let (ticket, _) = self.tickets[copy.handle as usize];
-        self.coordinator.answered(self.now, ticket, copy.replica, feedback, &Blind, &mut self.actions);
+        let mut answer = Answer { replica: copy.replica, feedback, value_size: None };
+        self.coordinator.answered(self.now, ticket, &mut answer, &Blind, &mut self.actions);
         self.carry_out(log);
     }
 

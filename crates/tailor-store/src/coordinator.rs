@@ -476,8 +476,8 @@ impl Coordinator {
                         None => self.trailing_copy(&mut inner, ticket.id, Some((replica, v))),
                     }
                 }
-                let answer = Answer { replica, feedback, value_size };
-                inner.core.answered(now, ticket, answer, &Blind, &mut out);
+                let mut answer = Answer { replica, feedback, value_size };
+                inner.core.answered(now, ticket, &mut answer, &Blind, &mut out);
             }
             Err(e) => {
                 tracing::debug!(replica, "request {} failed: {e}", ticket.id);

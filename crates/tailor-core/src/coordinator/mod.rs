@@ -357,11 +357,13 @@ impl CoordinatorCore {
         self.fan_out(Pending::fanned(id, key, Op::Write, now, hint, replicas), need, SendKind::Write, out);
     }
 
-    /// A replica answered the copy sent with ticket `t`.
-    pub fn answered(&mut self, now: Nanos, t: Ticket, answer: Answer, world: &dyn World, out: &mut Vec<Action>) {
-        let Answer { replica, mut feedback, value_size } = answer;
-        feedback.from = replica;
-        self.oracle.learn(&feedback);
+    /// A replica answered the copy sent with ticket `t`. The answer is lent, not given: the core
+    /// stamps its facts with the replica the copy went to (`from` on the wire is not trusted)
+    /// and reads them in place.
+    pub fn answered(&mut self, now: Nanos, t: Ticket, answer: &mut Answer, world: &dyn World, out: &mut Vec<Action>) {
+        answer.feedback.from = answer.replica;
+        let Answer { replica, ref feedback, value_size } = *answer;
+        self.oracle.learn(feedback);
         let fresh = self.freshness.accept(replica, feedback.timestamp);
         // counted only when stale: the counters are outside the hot bytes
         if !fresh {
@@ -379,7 +381,7 @@ impl CoordinatorCore {
             Mode::Selected { .. } => self.selected_answer(now, t, replica, feedback, fresh, out),
             Mode::FanOut { .. } => {
                 if fresh {
-                    self.selector.on_facts(now, &feedback);
+                    self.selector.on_facts(now, feedback);
                 }
                 self.fan_out_result(t, replica, true, out);
             }
@@ -601,7 +603,7 @@ impl CoordinatorCore {
         now: Nanos,
         t: Ticket,
         replica: NodeId,
-        feedback: Feedback,
+        feedback: &Feedback,
         fresh: bool,
         out: &mut Vec<Action>,
     ) {
@@ -634,7 +636,7 @@ impl CoordinatorCore {
         // a shadow's failure, or an attempt's while the other attempt still carries the read
         let carry_on = !attempt || *done || chosen.is_some() || hedge.is_some();
         let feedback = Feedback { from: replica, ..Feedback::default() };
-        let response = Response { request: t.id, replica, sent_at: at, large, feedback, fresh: false };
+        let response = Response { request: t.id, replica, sent_at: at, large, feedback: &feedback, fresh: false };
         self.selector.on_response(now, &response);
         if carry_on {
             return self.forget_if_settled(t);

@@ -107,7 +107,7 @@ fn a_read_is_sent_answered_and_forgotten() {
     c.read(10, req(1, 77, None), &Blind, &mut out);
     assert_eq!(sends(&out), [(1, 3, SendKind::Read)]);
     out.clear();
-    c.answered(20, tk(&c, 1), answer(3, fb(15), Some(500)), &Blind, &mut out);
+    c.answered(20, tk(&c, 1), &mut answer(3, fb(15), Some(500)), &Blind, &mut out);
     assert_eq!(out, [Action::Reply { request: 1, replica: 3 }]);
     assert_eq!(take(&log), ["select 1 [3, 4, 5]", "sent 1 3", "resp 1 3 fresh=true"]);
     assert_eq!(c.in_flight(), 0);
@@ -209,9 +209,9 @@ fn shadow_reads_are_visible_to_the_selector_and_never_reply() {
     c.read(0, req(1, 7, None), &Blind, &mut out);
     assert_eq!(sends(&out), [(1, 3, SendKind::Read), (1, 4, SendKind::Shadow), (1, 5, SendKind::Shadow)]);
     out.clear();
-    c.answered(5, tk(&c, 1), answer(4, fb(5), None), &Blind, &mut out);
+    c.answered(5, tk(&c, 1), &mut answer(4, fb(5), None), &Blind, &mut out);
     assert!(out.is_empty(), "a shadow's answer is not the client's");
-    c.answered(6, tk(&c, 1), answer(3, fb(6), None), &Blind, &mut out);
+    c.answered(6, tk(&c, 1), &mut answer(3, fb(6), None), &Blind, &mut out);
     assert_eq!(out, [Action::Reply { request: 1, replica: 3 }]);
     assert_eq!(c.in_flight(), 1, "one shadow still out");
     c.failed(9, tk(&c, 1), 5, &Blind, &mut out);
@@ -229,8 +229,8 @@ fn writes_reply_at_quorum_and_fail_when_it_cannot_be_reached() {
     assert_eq!(sends(&out), [(1, 3, SendKind::Write), (1, 4, SendKind::Write), (1, 5, SendKind::Write)]);
     assert!(matches!(out[0], Action::Send(s) if s.tags.size_class == 1), "the oracle saw the write's size");
     out.clear();
-    c.answered(5, tk(&c, 1), answer(3, Feedback { busy: true, ..fb(5) }, None), &Blind, &mut out);
-    c.answered(6, tk(&c, 1), answer(5, fb(6), None), &Blind, &mut out);
+    c.answered(5, tk(&c, 1), &mut answer(3, Feedback { busy: true, ..fb(5) }, None), &Blind, &mut out);
+    c.answered(6, tk(&c, 1), &mut answer(5, fb(6), None), &Blind, &mut out);
     assert_eq!(out, [Action::Reply { request: 1, replica: 5 }]);
     c.failed(7, tk(&c, 1), 4, &Blind, &mut out);
     assert_eq!(c.in_flight(), 0);
@@ -252,7 +252,7 @@ fn stale_feedback_counts_but_is_not_applied() {
     c.facts(0, 3, fb(100), &Blind, &mut out);
     c.facts(1, 3, fb(90), &Blind, &mut out);
     c.read(2, req(1, 7, None), &Blind, &mut out);
-    c.answered(3, tk(&c, 1), answer(3, fb(95), None), &Blind, &mut out);
+    c.answered(3, tk(&c, 1), &mut answer(3, fb(95), None), &Blind, &mut out);
     assert_eq!(c.stats().stale_feedback, 2);
     let log = take(&log);
     assert_eq!(log.first().map(String::as_str), Some("facts 3 busy=false"));
@@ -267,7 +267,7 @@ fn quorum_reads_skip_the_selector() {
     c.read(0, req(1, 7, None), &Blind, &mut out);
     assert_eq!(sends(&out).len(), 3);
     for (t, r) in [(1, 3), (2, 4), (3, 5)] {
-        c.answered(t, tk(&c, 1), answer(r, fb(t), None), &Blind, &mut out);
+        c.answered(t, tk(&c, 1), &mut answer(r, fb(t), None), &Blind, &mut out);
     }
     assert_eq!(out.last(), Some(&Action::Reply { request: 1, replica: 5 }));
     assert!(take(&log).iter().all(|l| l.starts_with("facts")));
@@ -291,7 +291,7 @@ fn the_selectors_timer_is_a_wake_up() {
 fn answers_for_unknown_requests_are_ignored() {
     let (mut c, _log) = core_with(config(), vec![]);
     let mut out = Vec::new();
-    c.answered(0, Ticket { slot: 0, id: 99 }, answer(3, fb(0), None), &Blind, &mut out);
+    c.answered(0, Ticket { slot: 0, id: 99 }, &mut answer(3, fb(0), None), &Blind, &mut out);
     c.failed(0, Ticket { slot: 0, id: 98 }, 3, &Blind, &mut out);
     assert!(out.is_empty());
     assert_eq!(c.stats().unknown, 2);
@@ -307,17 +307,17 @@ fn a_request_may_ask_for_its_own_consistency() {
     assert!(take(&log).is_empty(), "the selector is not asked");
     out.clear();
     for (i, r) in [3, 4].into_iter().enumerate() {
-        c.answered(20 + i as Nanos, tk(&c, 1), answer(r, fb(15), None), &Blind, &mut out);
+        c.answered(20 + i as Nanos, tk(&c, 1), &mut answer(r, fb(15), None), &Blind, &mut out);
     }
     assert!(out.iter().all(|a| !matches!(a, Action::Reply { .. })), "ALL waits for the third");
-    c.answered(30, tk(&c, 1), answer(5, fb(15), None), &Blind, &mut out);
+    c.answered(30, tk(&c, 1), &mut answer(5, fb(15), None), &Blind, &mut out);
     assert!(matches!(out.last(), Some(Action::Reply { request: 1, .. })));
     // configured QUORUM writes, asked ONE: the first ack answers
     out.clear();
     c.write_at(40, req(2, 78, Some(5)), Consistency::One, &mut out);
     assert_eq!(sends(&out).len(), 3);
     out.clear();
-    c.answered(50, tk(&c, 2), answer(4, fb(45), None), &Blind, &mut out);
+    c.answered(50, tk(&c, 2), &mut answer(4, fb(45), None), &Blind, &mut out);
     assert!(matches!(out.last(), Some(Action::Reply { request: 2, .. })));
     assert_eq!(c.consistency(), (Consistency::One, Consistency::Quorum), "the configured levels are unchanged");
 }
@@ -340,11 +340,11 @@ fn a_late_read_is_hedged_once_and_the_first_answer_replies() {
     assert_eq!(sends(&out), [(1, 4, SendKind::Hedge)], "the selector picks among the others");
     assert_eq!(c.next_wake(), None, "a read is hedged once");
     out.clear();
-    c.answered(150, tk(&c, 1), answer(4, fb(140), None), &Blind, &mut out);
+    c.answered(150, tk(&c, 1), &mut answer(4, fb(140), None), &Blind, &mut out);
     assert_eq!(out, [Action::Reply { request: 1, replica: 4 }]);
     out.clear();
     // the slow first attempt still counts at the selector, and then the read is forgotten
-    c.answered(900, tk(&c, 1), answer(3, fb(890), None), &Blind, &mut out);
+    c.answered(900, tk(&c, 1), &mut answer(3, fb(890), None), &Blind, &mut out);
     assert!(out.is_empty());
     assert_eq!(c.in_flight(), 0);
     let seen = take(&log);
@@ -357,7 +357,7 @@ fn a_read_answered_in_time_is_not_hedged_and_leaves_no_wake_up() {
     let (mut c, _log) = hedging(100, 1.0);
     let mut out = Vec::new();
     c.read(10, req(1, 7, None), &Blind, &mut out);
-    c.answered(50, tk(&c, 1), answer(3, fb(40), None), &Blind, &mut out);
+    c.answered(50, tk(&c, 1), &mut answer(3, fb(40), None), &Blind, &mut out);
     assert_eq!(c.next_wake(), None, "the answered read's deadline is pruned");
     out.clear();
     c.wake(200, &Blind, &mut out);
@@ -377,7 +377,7 @@ fn a_failed_attempt_with_its_hedge_out_is_not_retried() {
     c.failed(130, tk(&c, 1), 4, &Blind, &mut out);
     assert_eq!(sends(&out), [(1, 5, SendKind::Read)], "both failed: retry the last replica");
     out.clear();
-    c.answered(140, tk(&c, 1), answer(5, fb(135), None), &Blind, &mut out);
+    c.answered(140, tk(&c, 1), &mut answer(5, fb(135), None), &Blind, &mut out);
     assert_eq!(out, [Action::Reply { request: 1, replica: 5 }]);
     assert_eq!(c.in_flight(), 0);
 }

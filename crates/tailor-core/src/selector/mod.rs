@@ -305,9 +305,11 @@ pub(crate) mod testkit {
         RequestView { id, key: id, op: Op::Read, release: now, coordinator: 0, hint }
     }
 
-    /// A fresh response from `replica` to request `id` sent at `sent_at`, with `fb` as facts.
-    pub fn response(id: u64, replica: NodeId, sent_at: Nanos, large: bool, fb: Feedback) -> Response {
-        Response { request: id, replica, sent_at, large, feedback: Feedback { from: replica, ..fb }, fresh: true }
+    /// A fresh response from `replica` to request `id` sent at `sent_at`, with `fb` as facts
+    /// (leaked, so a test can build a response in one expression).
+    pub fn response(id: u64, replica: NodeId, sent_at: Nanos, large: bool, fb: Feedback) -> Response<'static> {
+        let feedback = Box::leak(Box::new(Feedback { from: replica, ..fb }));
+        Response { request: id, replica, sent_at, large, feedback, fresh: true }
     }
 
     /// The replica a decision sends to; panics on wait.

@@ -112,7 +112,7 @@ mod tests {
 
     fn answer(s: &mut SlowReplicaAvoidance, now: Nanos, replica: NodeId) {
         let resp =
-            Response { request: 0, replica, sent_at: 0, large: false, feedback: Feedback::default(), fresh: true };
+            Response { request: 0, replica, sent_at: 0, large: false, feedback: &Feedback::default(), fresh: true };
         s.on_response(now, &resp);
     }
 

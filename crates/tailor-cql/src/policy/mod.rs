@@ -188,8 +188,9 @@ impl TailorPolicy {
             st.stats.failed += 1;
         }
         let sent_at = now.saturating_sub(latency.as_nanos() as Nanos);
-        let response = st.response(id, sent_at, ok);
+        let (feedback, fresh) = st.facts_for(id, ok);
         st.run_timer(now);
+        let response = Response { request: 0, replica: id, sent_at, large: false, feedback: &feedback, fresh };
         st.selector.on_response(now, &response);
     }
 }
@@ -205,15 +206,15 @@ impl State {
         }
     }
 
-    /// The response the selector sees for an attempt on `node`: the node's newest polled facts,
-    /// fresh only the first time they are shown and only for a success (a failure is reported
-    /// with empty facts, as the coordinator core reports failures).
-    fn response(&mut self, node: NodeId, sent_at: Nanos, ok: bool) -> Response {
-        let (feedback, fresh) = match self.facts.get_mut(node).filter(|_| ok) {
+    /// The facts the selector sees with an attempt's response from `node`, and whether they
+    /// are fresh: the node's newest polled facts, fresh only the first time they are shown and
+    /// only for a success (a failure is reported with empty facts, as the coordinator core
+    /// reports failures).
+    fn facts_for(&mut self, node: NodeId, ok: bool) -> (Feedback, bool) {
+        match self.facts.get_mut(node).filter(|_| ok) {
             Some(p) => (p.feedback.clone(), !std::mem::replace(&mut p.shown, true)),
             None => (Feedback { from: node, ..Feedback::default() }, false),
-        };
-        Response { request: 0, replica: node, sent_at, large: false, feedback, fresh }
+        }
     }
 
     /// Choose among `replicas` (node ids); `None` when there are none.
