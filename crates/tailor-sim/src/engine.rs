@@ -33,6 +33,11 @@ fn world<'s>(servers: &'s [Server], now: Nanos, spec: &Spec, base_service_ns: f6
     SimWorld { servers, now, workers: spec.cluster.workers, base_service_ns }
 }
 
+/// The nominal processing time of a `size`-byte request under `(alpha, beta_ms)`, at least 1 ns.
+fn nominal_of((alpha, beta_ms): (f64, f64), size: u64) -> Nanos {
+    round_nonneg(alpha * size as f64 + beta_ms * 1e6).max(1.0) as Nanos
+}
+
 /// The spec's nominal processing model as the size oracle's `p = alpha * size + beta`.
 fn service_model(spec: &Spec) -> size::ServiceModel {
     let (alpha, beta_ms) = spec.cluster.nominal_linear();
@@ -234,6 +239,9 @@ pub struct Engine<'a> {
     base_service_ns: f64,
     /// The spec's `nominal_linear()`, constant for the run and needed for every request.
     nominal_linear: (f64, f64),
+    /// The nominal time of every request when it does not depend on the size (`alpha` = 0:
+    /// the exponential and cache models), computed once.
+    fixed_nominal: Option<Nanos>,
     /// Whether to prefetch the next events' state ([`PREFETCH_FROM_SERVERS`]).
     prefetching: bool,
     /// The open-loop request after the one scheduled, and the gap before it, drawn one
@@ -343,6 +351,7 @@ impl<'a> Engine<'a> {
             trace_pos: 0,
             base_service_ns,
             nominal_linear: c.nominal_linear(),
+            fixed_nominal: (c.nominal_linear().0 == 0.0).then(|| nominal_of(c.nominal_linear(), 0)),
             prefetching: c.servers >= PREFETCH_FROM_SERVERS,
             after_next: None,
             heap_watch: Cell::new((0, 0)),
@@ -636,9 +645,9 @@ impl<'a> Engine<'a> {
         self.carry_out(client);
     }
 
+    #[inline]
     fn nominal(&self, size: u64) -> Nanos {
-        let (alpha, beta_ms) = self.nominal_linear;
-        round_nonneg(alpha * size as f64 + beta_ms * 1e6).max(1.0) as Nanos
+        self.fixed_nominal.unwrap_or_else(|| nominal_of(self.nominal_linear, size))
     }
 
     /// Carry out what `client`'s core asked for, then arm its next wake-up.
