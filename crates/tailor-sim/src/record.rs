@@ -100,6 +100,7 @@ impl Recorder {
     }
 
     /// A read released at `release` completed at `done`; `nominal` is its processing time.
+    #[inline]
     pub fn read_done(&mut self, release: Nanos, done: Nanos, nominal: Nanos) {
         if self.measured_from(release, done) {
             let latency = done - release;
@@ -132,6 +133,7 @@ impl Recorder {
     }
 
     /// `server` completed a routed read at `now`.
+    #[inline]
     pub fn served(&mut self, server: u32, now: Nanos) {
         if now >= self.current.1 {
             let Some(w) = self.window else { return };
