@@ -6,6 +6,7 @@ use crate::coordinator::SimCoordinator;
 use crate::events::{EventQueue, LANES};
 use crate::prefetch::{prefetch, prefetch_addr, prefetch_all, prefetch_head, prefetch_lines};
 use crate::record::Recorder;
+use crate::requests::{seq, Req, Requests};
 use crate::server::{Job, Pause, Server, SimWorld};
 use crate::workload::{mean_service_ns, Draw, Generator};
 use crate::{RunOutput, SimError};
@@ -42,126 +43,6 @@ fn nominal_of((alpha, beta_ms): (f64, f64), size: u64) -> Nanos {
 fn service_model(spec: &Spec) -> size::ServiceModel {
     let (alpha, beta_ms) = spec.cluster.nominal_linear();
     size::ServiceModel { alpha_ns_per_byte: alpha, beta_ns: from_ms(beta_ms) }
-}
-
-/// A request's life in the simulator (what the cores do not keep: the truth and the times
-/// the recorder needs). Its replicas are not kept: the ring never changes during a run, and
-/// only the rare bound sample needs them again. Held in [`Requests`] only while in flight,
-/// each on a cache line of its own: at thousands of servers a request's record is a miss to
-/// memory at every hop, and unaligned most of them spanned two lines.
-#[repr(align(64))]
-struct Req {
-    /// Its id in the cores (see [`Requests`]).
-    id: RequestId,
-    /// Copies sent (reads, shadows, hedges, write copies, probes) whose answers have not
-    /// reached the coordinator yet.
-    outstanding: u32,
-    /// Whether the client has its reply.
-    done: bool,
-    key: u64,
-    size: u64,
-    op: Op,
-    client: u32,
-    release: Nanos,
-    /// Nominal processing time at a replica (stretch denominator, local policies' `p`).
-    nominal: Nanos,
-}
-
-const _: () = assert!(std::mem::size_of::<Req>() == 64, "a request's record is one cache line");
-
-/// Low bits of a request id that hold its slot in [`Requests`]; the request's sequence number
-/// (0, 1, 2... in issue order) sits above them, so ids are unique and ordered like issues.
-const SLOT_BITS: u32 = 24;
-
-/// The requests in flight, in slots reused once a request is answered and every copy of it is
-/// back: memory follows the requests in flight, not the length of the run.
-#[derive(Default)]
-struct Requests {
-    slots: Vec<Req>,
-    free: Vec<u32>,
-    /// Requests issued so far: the next one's sequence number.
-    issued: u64,
-    reads: u64,
-}
-
-impl Requests {
-    /// Take a slot for `req` and return its id.
-    fn insert(&mut self, mut req: Req) -> RequestId {
-        let slot = self.free.pop().unwrap_or(self.slots.len() as u32);
-        assert!(slot < (1 << SLOT_BITS), "more than 16M requests in flight");
-        req.id = (self.issued << SLOT_BITS) | slot as u64;
-        self.issued += 1;
-        self.reads += (req.op == Op::Read) as u64;
-        let id = req.id;
-        match self.slots.get_mut(slot as usize) {
-            Some(s) => *s = req,
-            None => self.slots.push(req),
-        }
-        id
-    }
-
-    /// The request in flight with `id`.
-    #[inline]
-    fn get(&self, id: RequestId) -> &Req {
-        let r = &self.slots[slot(id)];
-        debug_assert_eq!(r.id, id, "a request is used only while in flight");
-        r
-    }
-
-    #[inline]
-    fn get_mut(&mut self, id: RequestId) -> &mut Req {
-        let r = &mut self.slots[slot(id)];
-        assert_eq!(r.id, id, "a request is used only while in flight");
-        r
-    }
-
-    /// The slot request `id` had, whoever holds it now (for a prefetch, which reads nothing).
-    #[inline]
-    fn slot_of(&self, id: RequestId) -> Option<&Req> {
-        self.slots.get(slot(id))
-    }
-
-    /// A copy of request `id` was sent.
-    #[inline]
-    fn sent(&mut self, id: RequestId) {
-        self.get_mut(id).outstanding += 1;
-    }
-
-    /// A copy's answer reached the coordinator (after the coordinator acted on it).
-    #[inline]
-    fn answered(&mut self, id: RequestId) {
-        let r = self.get_mut(id);
-        assert!(r.outstanding > 0, "request {id}: more answers than copies");
-        r.outstanding -= 1;
-        self.release_if_over(id);
-    }
-
-    /// The client got request `id`'s reply.
-    #[inline]
-    fn replied(&mut self, id: RequestId) {
-        let r = self.get_mut(id);
-        assert!(!r.done, "request {id} answered twice");
-        r.done = true;
-        self.release_if_over(id);
-    }
-
-    fn release_if_over(&mut self, id: RequestId) {
-        let r = self.get_mut(id);
-        if r.done && r.outstanding == 0 {
-            r.id = RequestId::MAX;
-            self.free.push(slot(id) as u32);
-        }
-    }
-}
-
-/// A request's sequence number (its index in issue order).
-fn seq(id: RequestId) -> u64 {
-    id >> SLOT_BITS
-}
-
-/// A request's slot in [`Requests`].
-fn slot(id: RequestId) -> usize {
-    (id & ((1 << SLOT_BITS) - 1)) as usize
 }
 
 /// Kept small (48 bytes): every event is moved into and out of the queue, and half of them
@@ -431,7 +312,7 @@ impl<'a> Engine<'a> {
     /// speculative retry spent).
     fn per_read(&self, counter: fn(&CoreStats) -> u64) -> f64 {
         let total: u64 = self.clients.iter().map(|c| counter(&c.core.stats())).sum();
-        total as f64 / self.reqs.reads.max(1) as f64
+        total as f64 / self.reqs.reads().max(1) as f64
     }
 
     /// Ask the CPU for the memory the next events will touch while this one runs: at scale the
@@ -636,8 +517,7 @@ impl<'a> Engine<'a> {
         let replicas = self.ring.replicas(d.key);
         let nominal = self.nominal(d.size);
         let (now, op, client) = (self.now, d.op, d.client);
-        let req =
-            Req { id: 0, outstanding: 0, done: false, key: d.key, size: d.size, op, client, release: now, nominal };
+        let req = Req::new(d.key, d.size, op, client, now, nominal);
         let id = self.reqs.insert(req);
         let req = ClientRequest { id, key: d.key, replicas, size: Some(d.size) };
         let world = world(&self.servers, now, self.spec, self.base_service_ns);

@@ -13,6 +13,7 @@ mod events;
 mod lru;
 mod prefetch;
 mod record;
+mod requests;
 pub mod script;
 mod server;
 mod workload;
