@@ -135,6 +135,7 @@ impl Recorder {
     /// `server` completed a routed read at `now`.
     #[inline]
     pub fn served(&mut self, server: u32, now: Nanos) {
+        debug_assert!(self.window.is_none_or(|w| now + w >= self.current.1), "reads are served in time order");
         if now >= self.current.1 {
             let Some(w) = self.window else { return };
             self.current = self.window_at(now, w);
