@@ -47,8 +47,7 @@ impl Hist {
     /// Record a latency in nanoseconds (or a ratio, for stretch histograms).
     #[inline]
     pub fn record(&mut self, value: f64) {
-        let v = crate::time::round_nonneg(value * self.scale).max(0.0) as u64;
-        self.hist.record(v.max(1)).expect("auto-resizing histogram accepts any u64");
+        self.record_units(crate::time::round_nonneg(value * self.scale).max(0.0) as u64);
     }
 
     /// Record a whole number of recording units (nanoseconds, for a latency histogram): what

@@ -20,7 +20,7 @@ use std::time::Instant;
 use tailor_core::ring::Ring;
 use tailor_core::stats::Hist;
 use tailor_core::time::{from_ms, Nanos};
-use tailor_spec::{expand, presets::preset, FluctuationMode, Spec};
+use tailor_spec::{expand, presets::preset, Spec};
 
 /// One copy of a request on its way: to a server, at it, or back.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -59,10 +59,7 @@ fn floor(spec: &Spec, rate_rps: f64) -> f64 {
     let ring = Ring::new(c.servers, c.replication, c.vnodes).expect("ring");
     let net = from_ms(c.network_delay_ms);
     let f = &c.fluctuation;
-    let faster = match f.mode {
-        FluctuationMode::Faster => 1.0 / f.factor,
-        FluctuationMode::Slower => f.factor,
-    };
+    let other = f.other_slowdown();
     let mut s = Servers {
         busy: vec![0; c.servers],
         queues: vec![VecDeque::new(); c.servers],
@@ -87,7 +84,7 @@ fn floor(spec: &Spec, rate_rps: f64) -> f64 {
         let now = hop_at.min(arrival_at).min(completion_at).min(next_fluctuation);
         if now == next_fluctuation {
             for x in &mut s.slowdown {
-                *x = if s.rng.random::<f64>() < f.probability { faster } else { 1.0 };
+                *x = if s.rng.random::<f64>() < f.probability { other } else { 1.0 };
             }
             next_fluctuation += from_ms(f.interval_ms);
         } else if now == arrival_at {

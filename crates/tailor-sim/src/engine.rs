@@ -26,7 +26,7 @@ use tailor_core::ring::{ReplicaSet, Ring};
 use tailor_core::selector::{self, Reach, ReplicaSelector, SelectorEnv};
 use tailor_core::time::{from_ms, round_nonneg, Nanos};
 use tailor_core::{local, Consistency, NodeId, Op, RequestId};
-use tailor_spec::{ArrivalKind, FluctuationMode, RunPlan, ServiceModel, Spec};
+use tailor_spec::{ArrivalKind, RunPlan, ServiceModel, Spec};
 
 /// The omniscient view of `servers` at `now`, or none when the spec runs blind like the store.
 fn world<'s>(servers: &'s [Server], now: Nanos, spec: &Spec, base_service_ns: f64) -> SimWorld<'s> {
@@ -208,6 +208,7 @@ impl<'a> Engine<'a> {
             clients.push(SimCoordinator::new(core));
         }
         let base_service_ns = mean_service_ns(spec, &gen.sizes);
+        let nominal_linear = c.nominal_linear();
         let rec = Recorder::new(spec, plan, c.servers);
         Ok(Engine {
             spec,
@@ -231,8 +232,8 @@ impl<'a> Engine<'a> {
             finished: 0,
             trace_pos: 0,
             base_service_ns,
-            nominal_linear: c.nominal_linear(),
-            fixed_nominal: (c.nominal_linear().0 == 0.0).then(|| nominal_of(c.nominal_linear(), 0)),
+            nominal_linear,
+            fixed_nominal: (nominal_linear.0 == 0.0).then(|| nominal_of(nominal_linear, 0)),
             prefetching: c.servers >= PREFETCH_FROM_SERVERS,
             after_next: None,
             heap_watch: Cell::new((0, 0)),
@@ -685,10 +686,7 @@ impl<'a> Engine<'a> {
 
     fn on_fluctuate(&mut self) {
         let f = &self.spec.cluster.fluctuation;
-        let other = match f.mode {
-            FluctuationMode::Faster => 1.0 / f.factor,
-            FluctuationMode::Slower => f.factor,
-        };
+        let other = f.other_slowdown();
         for s in &mut self.servers {
             s.slowdown = if self.service_rng.random::<f64>() < f.probability { other } else { 1.0 };
         }

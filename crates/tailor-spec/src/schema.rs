@@ -224,6 +224,16 @@ pub struct FluctuationSpec {
     pub probability: f64,
 }
 
+impl FluctuationSpec {
+    /// The service-time multiplier of the other state (the base state's is 1).
+    pub fn other_slowdown(&self) -> f64 {
+        match self.mode {
+            FluctuationMode::Faster => 1.0 / self.factor,
+            FluctuationMode::Slower => self.factor,
+        }
+    }
+}
+
 impl Default for FluctuationSpec {
     fn default() -> Self {
         FluctuationSpec { interval_ms: 0.0, factor: 6.0, mode: FluctuationMode::Faster, probability: 0.5 }
