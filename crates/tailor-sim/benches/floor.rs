@@ -3,7 +3,9 @@
 //! coordinator or replica cores, no facts, no request records), side by side, each the best of
 //! three runs on one core. Prints requests/s, the floor's speed over the engine's, and both
 //! p99s so a reader sees the two simulate the same load. Asserts nothing. Run with
-//! `cargo bench -p tailor-sim --bench floor`.
+//! `cargo bench -p tailor-sim --bench floor`; `TAILOR_FLOOR_SERVERS=5000` runs the setup at that
+//! size instead, with clients and requests scaled as the scale bench scales them (3 clients and
+//! 2,000 requests per server).
 //!
 //! The floor is a measuring stick, not a second simulator: it models only what the `c3` setup
 //! uses (Poisson arrivals, uniform keys on the ring, a random replica, read repair, fixed network
@@ -138,22 +140,30 @@ fn best_of_three<T>(mut run: impl FnMut() -> T) -> (f64, T) {
 }
 
 fn main() {
-    let spec = preset("c3")
-        .expect("c3 preset")
-        .with_overrides(&[
-            "seeds=[1]",
-            "sweep.cluster.fluctuation.interval_ms=500",
-            "compare.selectors=[\"random\"]",
-            "workload.warmup_ms=0",
-        ])
-        .expect("overrides");
+    let mut sets: Vec<String> = [
+        "seeds=[1]",
+        "sweep.cluster.fluctuation.interval_ms=500",
+        "compare.selectors=[\"random\"]",
+        "workload.warmup_ms=0",
+    ]
+    .map(String::from)
+    .to_vec();
+    if let Ok(servers) = std::env::var("TAILOR_FLOOR_SERVERS") {
+        let servers: u64 = servers.parse().expect("TAILOR_FLOOR_SERVERS is a number");
+        sets.push(format!("cluster.servers={servers}"));
+        sets.push(format!("cluster.clients={}", 3 * servers));
+        sets.push(format!("workload.requests={}", 2_000 * servers));
+    }
+    let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+    let spec = preset("c3").expect("c3 preset").with_overrides(&sets).expect("overrides");
     let plan = expand(&spec).expect("plans").remove(0);
     let requests = spec.workload.requests as f64;
     let (engine_secs, out) = best_of_three(|| tailor_sim::run(&plan, None).expect("run"));
     let offered = out.result.offered_rps;
     let (floor_secs, floor_p99) = best_of_three(|| floor(&plan.spec, offered));
-    println!("{:<22} {:>14} {:>10}", "c3 setup, random", "requests/s", "p99 ms");
-    println!("{:<22} {:>14.0} {:>10.2}", "tailor_sim::run", requests / engine_secs, out.result.read_latency_ms.p99);
-    println!("{:<22} {:>14.0} {:>10.2}", "floor (model only)", requests / floor_secs, floor_p99);
+    let size = format!("c3 setup, random, {} servers", spec.cluster.servers);
+    println!("{size:<34} {:>14} {:>10}", "requests/s", "p99 ms");
+    println!("{:<34} {:>14.0} {:>10.2}", "tailor_sim::run", requests / engine_secs, out.result.read_latency_ms.p99);
+    println!("{:<34} {:>14.0} {:>10.2}", "floor (model only)", requests / floor_secs, floor_p99);
     println!("floor / engine: {:.2}x  (offered {offered:.0} requests/s, one core)", engine_secs / floor_secs);
 }
