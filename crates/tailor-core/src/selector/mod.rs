@@ -29,6 +29,7 @@ pub mod prequal_pool;
 pub mod random;
 pub mod round_robin;
 pub mod slow_replica;
+mod snitch_reservoir;
 pub mod tap;
 
 /// What the selector decided for a request.
