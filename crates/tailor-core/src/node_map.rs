@@ -126,6 +126,13 @@ impl<T> NodeMap<T> {
         }
     }
 
+    /// Where `node`'s entry is in insertion order (the first server added is 0), if it has one:
+    /// for a user that keeps per-server state in its own vectors, in the same order.
+    #[inline]
+    pub fn position(&self, node: NodeId) -> Option<usize> {
+        self.find(node)
+    }
+
     /// The entry of `node`, if it has one.
     #[inline]
     pub fn get(&self, node: NodeId) -> Option<&T> {

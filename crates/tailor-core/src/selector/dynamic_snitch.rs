@@ -30,7 +30,7 @@
 //! reimplementation describes (its weight is not published: 0.1 on the newest sample here).
 
 use super::snitch_reservoir::Reservoir;
-use super::{Decision, ReplicaSelector, Rng, SelectorEnv, World};
+use super::{Decision, Reach, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::facts::{Ewma, Response};
 use crate::model::{NodeId, RequestView};
 use crate::node_map::NodeMap;
@@ -188,8 +188,9 @@ struct Update {
 /// `dynamic-snitch` selector.
 pub struct DynamicSnitch {
     cfg: SnitchConfig,
-    /// Index in `peers` of each peer this coordinator has heard from.
-    index: NodeMap<u32>,
+    /// The peers this coordinator has heard from, in the order of `peers` (a peer's position
+    /// here is its index there).
+    index: NodeMap<()>,
     peers: Vec<Peer>,
     /// Per peer as `peers`.
     frozen: Vec<Frozen>,
@@ -260,7 +261,7 @@ impl DynamicSnitch {
 
     /// The peer's score from the last update, if it had samples then.
     pub fn score(&self, node: NodeId) -> Option<f64> {
-        self.index.get(node).and_then(|&i| self.score_of(i as usize))
+        self.index.position(node).and_then(|i| self.score_of(i))
     }
 
     /// `p`'s score from the last update: `stat / max` (+ severity) (+ time penalty), as the
@@ -433,7 +434,7 @@ impl DynamicSnitch {
     /// The score used for ordering: peers without one count as 0, as in Cassandra.
     #[inline(always)]
     fn order_score(&self, node: NodeId) -> f64 {
-        self.index.get(node).and_then(|&i| self.score_of(i as usize)).unwrap_or(0.0)
+        self.index.position(node).and_then(|i| self.score_of(i)).unwrap_or(0.0)
     }
 }
 
@@ -467,16 +468,35 @@ impl ReplicaSelector for DynamicSnitch {
         Decision::to(if bad { replicas[best] } else { head })
     }
 
+    /// What `select` reads of `servers`: the index's slots, then each peer's frozen score (and
+    /// its queue length, with the severity term). 150 coordinators' peers do not stay in the
+    /// cache between a coordinator's requests, and those loads were most of `select`'s time.
+    fn footprint(&self, servers: &[NodeId], reach: Reach, out: &mut dyn FnMut(*const u8)) -> bool {
+        match reach {
+            Reach::Index => self.index.footprint(servers, Reach::Index, out),
+            Reach::Entry => {
+                for i in servers.iter().filter_map(|&node| self.index.position(node)) {
+                    out((&self.frozen[i] as *const Frozen).cast());
+                    if self.cfg.severity {
+                        out((&self.peers[i] as *const Peer).cast());
+                    }
+                }
+            }
+        }
+        true
+    }
+
     fn on_response(&mut self, now: Nanos, resp: &Response) {
         self.tick(now);
         // whole µs in 32 bits: a reply over 71 minutes late counts as 71 minutes
         let latency = u32::try_from(now.saturating_sub(resp.sent_at) / US).unwrap_or(u32::MAX);
         let u = self.rng.unit();
-        let i = match self.index.get(resp.replica) {
-            Some(&i) => i as usize,
+        let i = match self.index.position(resp.replica) {
+            Some(i) => i,
             None => {
                 let i = self.peers.len();
-                self.index.get_or_insert_with(resp.replica, || i as u32);
+                self.index.get_or_insert_with(resp.replica, || ());
+                debug_assert_eq!(self.index.position(resp.replica), Some(i), "a peer's position is its index");
                 self.peers.push(Peer {
                     reservoir: Reservoir::default(),
                     ewma: f64::NAN,
@@ -626,11 +646,30 @@ mod tests {
         sample(&mut s, 11 * SEC + 50 * MS, 1, 4);
         // replies are folded in at the next tick: fold them now to look at the reservoir
         s.apply_replies();
-        assert_eq!(s.peers[*s.index.get(0).unwrap() as usize].reservoir.len(), 100);
-        assert_eq!(s.peers[*s.index.get(0).unwrap() as usize].reservoir.median(), Some(2_000.0));
+        assert_eq!(s.peers[s.index.position(0).unwrap()].reservoir.len(), 100);
+        assert_eq!(s.peers[s.index.position(0).unwrap()].reservoir.median(), Some(2_000.0));
         head(&mut s, 11 * SEC + 100 * MS);
         assert_eq!(s.score(0), Some(0.5));
         assert_eq!(s.score(1), Some(1.0));
+    }
+
+    /// The footprint points at what `select` reads: a peer's frozen score (and with the severity
+    /// term, the peer), nothing for a server never heard from.
+    #[test]
+    fn footprint_points_at_the_scores_select_reads() {
+        for severity in [false, true] {
+            let mut s = DynamicSnitch::new(&SnitchConfig { severity, ..SnitchConfig::default() }, &env(3));
+            sample(&mut s, MS, 2, 5);
+            sample(&mut s, MS, 0, 5);
+            let mut lines = Vec::new();
+            assert!(s.footprint(&[0, 1, 2], Reach::Entry, &mut |a| lines.push(a as usize)));
+            let at = |i: usize| {
+                let peer = severity.then(|| &s.peers[i] as *const Peer as usize);
+                [Some(&s.frozen[i] as *const Frozen as usize), peer]
+            };
+            let expected: Vec<usize> = [at(1), at(0)].into_iter().flatten().flatten().collect();
+            assert_eq!(lines, expected, "server 2 is peer 0, server 0 peer 1; severity {severity}");
+        }
     }
 
     #[test]
