@@ -167,6 +167,9 @@ impl<'a> Engine<'a> {
             if selector::probing(&plan.selector) {
                 core = core.with_probe_estimates();
             }
+            if !selector::reads_dq(&plan.selector) {
+                core = core.without_dq();
+            }
             servers.push(Server::new(core, c.cache.capacity));
         }
         for slow in &c.slow_servers {

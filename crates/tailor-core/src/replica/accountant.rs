@@ -42,7 +42,8 @@ pub struct Feedback {
     pub completed: u64,
     /// True while the replica executes a request for a large value (Héron).
     pub busy: bool,
-    /// Change of the queue length over the last 20 ms window (TAP).
+    /// Change of the queue length over the last 20 ms window (TAP; 0 from a replica that does
+    /// not measure it, [`Accountant::without_dq`]).
     pub dq: i64,
     /// Estimated work queued or running at the replica, in nanoseconds (EFT in the store).
     pub pending_work: Nanos,
@@ -141,6 +142,8 @@ pub struct Accountant {
     /// Large requests among `running`, so `busy` is a counter read, not a scan.
     running_large: u32,
     completed: u64,
+    /// Whether `dq` is measured (see [`Accountant::without_dq`]).
+    measures_dq: bool,
     /// (time, waiting count) steps covering at least the last [`DQ_WINDOW`].
     history: VecDeque<(Nanos, u32)>,
 }
@@ -156,8 +159,17 @@ impl Accountant {
             running: Vec::new(),
             running_large: 0,
             completed: 0,
+            measures_dq: true,
             history: VecDeque::from([(0, 0)]),
         }
+    }
+
+    /// The same, not measuring `dq` (its facts say 0): for an engine whose selectors do not
+    /// read it (every one but TAP, [`crate::selector::reads_dq`]). The queue-length history
+    /// behind `dq` is a step per job arrival and start, 9 % of a simulated request's time.
+    pub fn without_dq(mut self) -> Self {
+        self.measures_dq = false;
+        self
     }
 
     /// Where the next start, finish or queue change touches memory beyond the accountant
@@ -200,6 +212,9 @@ impl Accountant {
 
     #[inline]
     fn record(&mut self, now: Nanos) {
+        if !self.measures_dq {
+            return;
+        }
         self.history.push_back((now, self.waiting));
         // keep one sample at or before `now - DQ_WINDOW` as the window's baseline
         while self.history.len() > 2 && self.history[1].0 + DQ_WINDOW <= now {
@@ -260,7 +275,7 @@ impl Accountant {
             service_time: service,
             completed: self.completed,
             busy: self.running_large > 0,
-            dq: self.dq(now),
+            dq: if self.measures_dq { self.dq(now) } else { 0 },
             pending_work: self.pending_work(now),
             bloom_bits: Vec::new(),
             bloom_generation: 0,
@@ -293,6 +308,20 @@ mod tests {
         let f = a.facts(2 * MS, 77);
         assert_eq!((f.queue_len, f.busy, f.completed, f.service_time), (1, false, 2, 77));
         assert!(!a.large_present() && a.waiting() == 1 && a.running() == 0);
+    }
+
+    /// Without `dq`, every other fact is the same and `dq` is 0.
+    #[test]
+    fn without_dq_only_dq_is_zero() {
+        let (mut a, mut b) = (Accountant::new(1), Accountant::new(1).without_dq());
+        for x in [&mut a, &mut b] {
+            x.waits(MS, 300, false);
+            x.waits(2 * MS, 500, true);
+            x.starts(3 * MS, 7, 300, false);
+        }
+        let (fa, fb) = (a.facts(4 * MS, 9), b.facts(4 * MS, 9));
+        assert_eq!(fa.dq, 1);
+        assert_eq!(Feedback { dq: 0, ..fa }, fb);
     }
 
     #[test]

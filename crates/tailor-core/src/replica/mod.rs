@@ -60,6 +60,13 @@ impl<T> ReplicaCore<T> {
         self
     }
 
+    /// The same, not measuring the queue-length trend `dq` (the facts carry 0): see
+    /// [`Accountant::without_dq`].
+    pub fn without_dq(mut self) -> Self {
+        self.accountant = self.accountant.without_dq();
+        self
+    }
+
     /// Answer a probe at `now`, at once and without queueing it: the requests in flight and the
     /// latency estimate for a request arriving now.
     pub fn probe(&self, _now: Nanos) -> ProbeReply {

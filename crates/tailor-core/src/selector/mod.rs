@@ -121,6 +121,14 @@ pub fn probing(name: &str) -> bool {
     name == "prequal"
 }
 
+/// Whether selector `name` reads the queue-length trend [`crate::facts::Feedback::dq`] (TAP's
+/// trend rule). An engine whose selector does not may skip measuring it
+/// ([`crate::replica::ReplicaCore::without_dq`]); a selector that starts reading `dq` must be
+/// named here.
+pub fn reads_dq(name: &str) -> bool {
+    name == "tap"
+}
+
 /// What a selector knows about its surroundings when it is built.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SelectorEnv {
