@@ -7,7 +7,8 @@
 //! - `queue_len` is the number of requests *waiting* (not running) when the facts leave, as
 //!   absim (the source of C3's constants) reports it; TAP's `Q_f > 30` reads the same number.
 //! - `dq` is `queue_len` now minus `queue_len` at `now - 20 ms` (a sliding window over a step
-//!   history that starts with an empty replica at time 0), not a value reset every 20 ms.
+//!   history that starts with an empty replica at time 0), not a value reset every 20 ms. The
+//!   simulator measures it only for a selector that reads it ([`Accountant::without_dq`]).
 //! - `pending_work` is the estimated work waiting plus the estimated *remaining* work of each
 //!   running request (its estimate minus the time it has run, at least 0).
 //! - `busy` is true while at least one request for a large value runs (Héron; large writes

@@ -8,7 +8,7 @@
 //! keeps them, and `order` lists the slots sorted by latency, ties by slot: the order a stable
 //! sort by latency gives, so the median is one pass over the weights in that order. A
 //! replacement writes its sample in place and moves only 4-byte slots in `order`; moving the
-//! 24-byte samples themselves, to keep them sorted, was a third of the strategy's cost.
+//! 24-byte samples themselves, to keep them sorted, was a third of the update's instructions.
 //!
 //! The four fields are parallel arrays in one allocation of 64-bit words, each `cap` long:
 //! `[weights | priorities | latencies | order]`, the last two `u32`s two to a word. A peer
@@ -19,7 +19,7 @@
 use crate::time::{Nanos, SEC};
 
 /// Largest `alpha * age` before the reservoir moves its landmark: keeps weights far from overflow.
-pub(crate) const MAX_DECAY_EXPONENT: f64 = 40.0;
+const MAX_DECAY_EXPONENT: f64 = 40.0;
 
 /// Words a reservoir of `cap` samples takes: two `f64` arrays and two `u32` arrays.
 fn words(cap: usize) -> usize {
