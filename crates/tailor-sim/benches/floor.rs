@@ -4,8 +4,8 @@
 //! three runs on one core. Prints requests/s, the floor's speed over the engine's, and both
 //! p99s so a reader sees the two simulate the same load. Asserts nothing. Run with
 //! `cargo bench -p tailor-sim --bench floor`; `TAILOR_FLOOR_SERVERS=5000` runs the setup at that
-//! size instead, with clients and requests scaled as the scale bench scales them (3 clients and
-//! 2,000 requests per server).
+//! size instead, with clients and requests scaled as the scale bench scales them
+//! (`common::size_overrides`: 3 clients and 2,000 requests per server).
 //!
 //! The floor is a measuring stick, not a second simulator: it models only what the `c3` setup
 //! uses (Poisson arrivals, uniform keys on the ring, a random replica, read repair, fixed network
@@ -13,6 +13,9 @@
 //! comes from it. It answers how much of a request's cost is the model itself and how much the
 //! engine and the shared cores add (docs/sim-speed.md).
 
+mod common;
+
+use common::{size_overrides, REQUESTS_PER_SERVER};
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Exp1};
@@ -149,10 +152,8 @@ fn main() {
     .map(String::from)
     .to_vec();
     if let Ok(servers) = std::env::var("TAILOR_FLOOR_SERVERS") {
-        let servers: u64 = servers.parse().expect("TAILOR_FLOOR_SERVERS is a number");
-        sets.push(format!("cluster.servers={servers}"));
-        sets.push(format!("cluster.clients={}", 3 * servers));
-        sets.push(format!("workload.requests={}", 2_000 * servers));
+        let servers: usize = servers.parse().expect("TAILOR_FLOOR_SERVERS is a number");
+        sets.extend(size_overrides(servers, REQUESTS_PER_SERVER * servers as u64));
     }
     let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
     let spec = preset("c3").expect("c3 preset").with_overrides(&sets).expect("overrides");

@@ -1,12 +1,15 @@
 //! How the simulator's cost grows with the cluster: the `c3` setup (T = 500 ms) at 50, 500 and
 //! 5,000 servers (10,000 with `TAILOR_SCALE_MAX=10000`), clients 3x servers and requests
-//! `TAILOR_SCALE_REQS_PER_SERVER` (default 2,000) per server, one selector at a time, each size
-//! in a fresh process on one thread so its peak memory is its own. Prints simulated requests
+//! `TAILOR_SCALE_REQS_PER_SERVER` (default 2,000) per server (`common::size_overrides`), one
+//! selector at a time, each size in a fresh process on one thread so its peak memory is its own. Prints simulated requests
 //! per second and peak RSS per size; asserts nothing. Run with
 //! `cargo bench -p tailor-sim --bench scale` (`TAILOR_SCALE_SELECTORS=c3,random` to choose,
 //! `TAILOR_SCALE_REPEAT=3` to run each size three times and print the fastest: on a shared
 //! machine one run can be off by a quarter).
 
+mod common;
+
+use common::{size_overrides, CLIENTS_PER_SERVER, REQUESTS_PER_SERVER};
 use std::process::Command;
 use std::time::Instant;
 use tailor_spec::{expand, presets::preset};
@@ -27,8 +30,9 @@ fn env_or(name: &str, default: &str) -> String {
 
 fn parent() {
     let max: usize = env_or("TAILOR_SCALE_MAX", "5000").parse().expect("TAILOR_SCALE_MAX is a number");
-    let per_server: u64 =
-        env_or("TAILOR_SCALE_REQS_PER_SERVER", "2000").parse().expect("TAILOR_SCALE_REQS_PER_SERVER is a number");
+    let per_server: u64 = env_or("TAILOR_SCALE_REQS_PER_SERVER", &REQUESTS_PER_SERVER.to_string())
+        .parse()
+        .expect("TAILOR_SCALE_REQS_PER_SERVER is a number");
     let selectors = env_or("TAILOR_SCALE_SELECTORS", "random,c3");
     let repeat: usize = env_or("TAILOR_SCALE_REPEAT", "1").parse().expect("TAILOR_SCALE_REPEAT is a number");
     println!(
@@ -66,14 +70,13 @@ fn child(job: &str) {
         panic!("{CHILD} is servers,requests,selector")
     };
     let servers: usize = servers.parse().expect("servers");
-    let sets = [
+    let requests: u64 = requests.parse().expect("requests");
+    let mut sets = vec![
         "seeds=[1]".to_string(),
         "sweep.cluster.fluctuation.interval_ms=500".to_string(),
         format!("compare.selectors={selector}"),
-        format!("cluster.servers={servers}"),
-        format!("cluster.clients={}", 3 * servers),
-        format!("workload.requests={requests}"),
     ];
+    sets.extend(size_overrides(servers, requests));
     let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
     let spec = preset("c3").expect("c3 preset").with_overrides(&sets).expect("overrides");
     let plan = expand(&spec).expect("plans").remove(0);
@@ -81,15 +84,14 @@ fn child(job: &str) {
     let out = tailor_sim::run(&plan, None).expect("run");
     let secs = started.elapsed().as_secs_f64();
     assert!(out.result.requests > 0, "the run measured requests");
-    let reqs: f64 = requests.parse().expect("requests");
     println!(
         "{:<10} {:>8} {:>8} {:>11} {:>9.2} {:>13.0} {:>14.0}",
         selector,
         servers,
-        3 * servers,
+        CLIENTS_PER_SERVER * servers,
         requests,
         secs,
-        reqs / secs,
+        requests as f64 / secs,
         peak_rss_kb() as f64 / 1024.0
     );
 }
