@@ -174,10 +174,13 @@ impl Accountant {
     }
 
     /// Where the next start, finish or queue change touches memory beyond the accountant
-    /// itself (the running jobs, both ends of the queue-length steps), as addresses never read
-    /// through: see [`crate::local::LocalQueue::footprint`].
+    /// itself (the running jobs, and both ends of the queue-length steps while `dq` is
+    /// measured), as addresses never read through: see [`crate::local::LocalQueue::footprint`].
     pub fn footprint(&self) -> [*const u8; 3] {
-        let step = |s: Option<&(Nanos, u32)>| s.map_or(std::ptr::null(), |s| (s as *const (Nanos, u32)).cast());
+        let step = |s: Option<&(Nanos, u32)>| match s {
+            Some(s) if self.measures_dq => (s as *const (Nanos, u32)).cast(),
+            _ => std::ptr::null(),
+        };
         [self.running.as_ptr().cast(), step(self.history.get(1)), step(self.history.back())]
     }
 
