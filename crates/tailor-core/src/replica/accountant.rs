@@ -170,6 +170,8 @@ impl Accountant {
     /// behind `dq` is a step per job arrival and start, 9 % of a simulated request's time.
     pub fn without_dq(mut self) -> Self {
         self.measures_dq = false;
+        // nothing reads the steps again: no allocation per replica for them
+        self.history = VecDeque::new();
         self
     }
 
