@@ -338,7 +338,7 @@ impl DynamicSnitch {
             let i = r.peer as usize;
             if self.peers[i].flags & DIRTY == 0 {
                 self.mark_changed(i);
-                seen ^= self.peers[i].reservoir.fetch_lines();
+                seen ^= self.peers[i].reservoir.fetch_lines(self.cfg.reservoir_size);
             }
         }
         std::hint::black_box(seen);

@@ -95,12 +95,15 @@ impl Reservoir {
         &bytemuck::cast_slice(&self.data[at..at + self.cap().div_ceil(2)])[..self.len()]
     }
 
-    /// A word of each cache line of the samples held: reading them asks for all those lines
-    /// at once.
-    pub(crate) fn fetch_lines(&self) -> u64 {
+    /// A word of each cache line of the samples held that the next [`Reservoir::add`] (at
+    /// most `size` samples) and median read: reading them asks for all those lines at once.
+    /// The priorities only once the reservoir is full: until then an add appends and nothing
+    /// reads them.
+    pub(crate) fn fetch_lines(&self, size: usize) -> u64 {
         let (cap, len) = (self.cap(), self.len());
         let (half, used) = (cap.div_ceil(2), len.div_ceil(2));
-        let regions = [0..len, cap..cap + len, 2 * cap..2 * cap + used, 2 * cap + half..2 * cap + half + used];
+        let priorities = if len >= size { cap..cap + len } else { cap..cap };
+        let regions = [0..len, priorities, 2 * cap..2 * cap + used, 2 * cap + half..2 * cap + half + used];
         regions.into_iter().fold(0, |x, r| self.data[r].iter().step_by(8).fold(x, |x, w| x ^ w))
     }
 
