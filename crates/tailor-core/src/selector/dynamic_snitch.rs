@@ -213,7 +213,9 @@ pub struct DynamicSnitch {
     rng: Rng,
     /// Room for a median's running sums.
     sums: Vec<f64>,
-    /// Room for sorted scores.
+    /// Room for the scores of a read's replicas.
+    scores: Vec<f64>,
+    /// Room for them sorted.
     sorted: Vec<f64>,
 }
 
@@ -255,6 +257,7 @@ impl DynamicSnitch {
             next_tick: (update_interval + phase).min(reset_interval + phase),
             rng,
             sums: Vec::new(),
+            scores: Vec::new(),
             sorted: Vec::new(),
         }
     }
@@ -431,6 +434,37 @@ impl DynamicSnitch {
         self.last = Update { at: now, max, max_queue, max_penalty };
     }
 
+    /// The position among `scores` (one per replica, primary first, at least one) of the
+    /// replica to read from: the first with the lowest score if the scores are out of order by
+    /// more than the badness threshold (some score above `(1 + b)` times the one of its rank),
+    /// the primary otherwise.
+    fn choose(&mut self, scores: &[f64]) -> usize {
+        let (mut best, mut lowest) = (0, scores[0]);
+        for (i, &s) in scores.iter().enumerate().skip(1) {
+            if s < lowest {
+                (best, lowest) = (i, s);
+            }
+        }
+        let factor = 1.0 + self.cfg.badness_threshold.max(0.0);
+        // When the first replica has the lowest score, it is first either way. With
+        // `factor == 1` (b = 0), a score (>= 0, never NaN) exceeds its rank's exactly when the
+        // scores are out of order, which the first not being the lowest already shows.
+        if best == 0 || factor == 1.0 {
+            return best;
+        }
+        let mut sorted = std::mem::take(&mut self.sorted);
+        sorted.clear();
+        sorted.extend_from_slice(scores);
+        sorted.sort_by(f64::total_cmp);
+        let bad = scores.iter().zip(&sorted).any(|(&s, &t)| s > t * factor);
+        self.sorted = sorted;
+        if bad {
+            best
+        } else {
+            0
+        }
+    }
+
     /// The score used for ordering: peers without one count as 0, as in Cassandra.
     #[inline(always)]
     fn order_score(&self, node: NodeId) -> f64 {
@@ -441,31 +475,16 @@ impl DynamicSnitch {
 impl ReplicaSelector for DynamicSnitch {
     fn select(&mut self, now: Nanos, _req: &RequestView, replicas: &[NodeId], _world: &dyn World) -> Decision {
         self.tick(now);
-        let Some(&head) = replicas.first() else {
+        if replicas.is_empty() {
             return Decision::Wait { retry_at: None };
-        };
-        // the first replica with the lowest score
-        let (mut best, mut lowest) = (0, self.order_score(head));
-        for (i, &r) in replicas.iter().enumerate().skip(1) {
-            let s = self.order_score(r);
-            if s < lowest {
-                (best, lowest) = (i, s);
-            }
         }
-        let factor = 1.0 + self.cfg.badness_threshold.max(0.0);
-        // When the first replica has the lowest score, it is first either way. With
-        // `factor == 1` (b = 0), a score (>= 0, never NaN) exceeds its rank's exactly when the
-        // scores are out of order, which the first not being the lowest already shows.
-        if best == 0 || factor == 1.0 {
-            return Decision::to(replicas[best]);
-        }
-        let mut sorted = std::mem::take(&mut self.sorted);
-        sorted.clear();
-        sorted.extend(replicas.iter().map(|&r| self.order_score(r)));
-        sorted.sort_by(f64::total_cmp);
-        let bad = replicas.iter().zip(&sorted).any(|(&r, &s)| self.order_score(r) > s * factor);
-        self.sorted = sorted;
-        Decision::to(if bad { replicas[best] } else { head })
+        // each replica's score once (two divisions each), read three times below
+        let mut scores = std::mem::take(&mut self.scores);
+        scores.clear();
+        scores.extend(replicas.iter().map(|&r| self.order_score(r)));
+        let chosen = self.choose(&scores);
+        self.scores = scores;
+        Decision::to(replicas[chosen])
     }
 
     /// What `select` reads of `servers`: the index's slots, then each peer's frozen score (and
