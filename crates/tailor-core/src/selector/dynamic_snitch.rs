@@ -478,7 +478,7 @@ impl ReplicaSelector for DynamicSnitch {
         if replicas.is_empty() {
             return Decision::Wait { retry_at: None };
         }
-        // each replica's score once (two divisions each), read three times below
+        // each replica's score once (two divisions each): the badness rule reads them up to thrice
         let mut scores = std::mem::take(&mut self.scores);
         scores.clear();
         scores.extend(replicas.iter().map(|&r| self.order_score(r)));
