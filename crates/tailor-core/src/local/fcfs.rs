@@ -1,16 +1,9 @@
 //! `fcfs`: first come, first served.
 
-use super::LocalQueue;
+use super::{fifo, LocalQueue};
 use crate::model::JobMeta;
 use crate::time::Nanos;
 use std::collections::VecDeque;
-
-/// Jobs an empty queue keeps room for. A burst may grow a queue far beyond it, and a ring
-/// buffer cycles through all its room between two moments empty: a slow server's queue of
-/// thousands streamed megabytes through the cache long after the burst, and at 5,000 servers
-/// the room each queue once needed added up with the run's length. Once drained, the rest goes
-/// back.
-const KEPT_WHEN_EMPTY: usize = 64;
 
 /// A FIFO queue.
 pub struct Fcfs<T> {
@@ -32,15 +25,7 @@ impl<T> Default for Fcfs<T> {
 
 impl<T: Send> LocalQueue<T> for Fcfs<T> {
     fn push(&mut self, _now: Nanos, meta: JobMeta, payload: T) {
-        if self.queue.is_empty() {
-            if self.queue.capacity() > KEPT_WHEN_EMPTY {
-                self.queue.shrink_to(KEPT_WHEN_EMPTY);
-            }
-            // starts the buffer over at its first slot, where `footprint` says a push into an
-            // empty queue lands
-            self.queue.clear();
-        }
-        self.queue.push_back((meta, payload));
+        fifo::push_back(&mut self.queue, (meta, payload));
     }
 
     fn pop(&mut self, _now: Nanos) -> Option<(JobMeta, T)> {
@@ -52,7 +37,7 @@ impl<T: Send> LocalQueue<T> for Fcfs<T> {
     }
 
     /// The front job, and the back job's slot (the next push lands just after it) or, when
-    /// empty, the buffer's first slot (see `push`).
+    /// empty, the buffer's first slot (see `fifo::push_back`).
     fn footprint(&self) -> [*const u8; 2] {
         let start = self.queue.as_slices().0.as_ptr().cast();
         let at = |j: Option<&(JobMeta, T)>| j.map_or(start, |j| (j as *const (JobMeta, T)).cast());
@@ -74,19 +59,6 @@ mod tests {
         assert_eq!(q.pop(2).map(|j| j.1), Some('a'));
         assert_eq!(q.pop(2).map(|j| j.1), Some('b'));
         assert!(q.pop(3).is_none() && q.is_empty());
-    }
-
-    #[test]
-    fn a_drained_queue_gives_back_what_a_burst_took() {
-        let mut q = Fcfs::new();
-        for i in 0..1_000u64 {
-            q.push(i, job(i, 0, 1), i);
-        }
-        assert!(q.queue.capacity() >= 1_000);
-        while q.pop(0).is_some() {}
-        q.push(0, job(1_000, 0, 1), 1_000);
-        assert!(q.queue.capacity() <= 2 * KEPT_WHEN_EMPTY, "room for {}", q.queue.capacity());
-        assert_eq!(q.pop(0).map(|j| j.1), Some(1_000));
     }
 
     #[test]

@@ -9,6 +9,7 @@ use crate::time::Nanos;
 use serde::{Deserialize, Serialize};
 
 pub mod fcfs;
+mod fifo;
 pub mod max_stretch;
 pub mod max_wait_over_size;
 pub mod rml;

@@ -16,7 +16,7 @@
 //!   configuration to report such values instead. If the weights still overflow (huge `alpha`
 //!   and many levels), the non-empty sub-queue with the largest weight is served.
 
-use super::LocalQueue;
+use super::{fifo, LocalQueue};
 use crate::model::JobMeta;
 use crate::selector::Rng;
 use crate::time::Nanos;
@@ -152,7 +152,7 @@ impl<T> Rml<T> {
 impl<T: Send> LocalQueue<T> for Rml<T> {
     fn push(&mut self, _now: Nanos, meta: JobMeta, payload: T) {
         let level = (meta.tags.size_class as usize).min(self.queues.len() - 1);
-        self.queues[level].push_back((meta, payload));
+        fifo::push_back(&mut self.queues[level], (meta, payload));
         self.len += 1;
     }
 
