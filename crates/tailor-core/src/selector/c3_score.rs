@@ -27,7 +27,7 @@ pub(crate) fn usable_ewma_weight(weight: f64) -> f64 {
 pub struct FeedbackWeight(f64);
 
 impl FeedbackWeight {
-    /// `weight_new` made usable (see [`usable_ewma_weight`]).
+    /// `weight_new` made usable (see `usable_ewma_weight`).
     pub fn new(weight_new: f64) -> Self {
         FeedbackWeight(usable_ewma_weight(weight_new))
     }
