@@ -6,7 +6,7 @@
 //! `std::collections::HashMap`: node ids are small integers that hash well with one multiply,
 //! the simulator looks servers up several times per request, and entries must iterate in
 //! insertion order (a pure function of the run, never of a hasher's state). Ids below
-//! `NEAR` (64) (every server of the published setups) are indexed directly, without hashing: at
+//! 64 (`NEAR`; every server of the published setups) are indexed directly, without hashing: at
 //! most 256 bytes per map, and the common case costs one load more than a dense vector.
 
 use crate::model::NodeId;
