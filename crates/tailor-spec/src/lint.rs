@@ -1,7 +1,7 @@
 //! Guard rails: a spec that runs but would not measure what its author meant. Each finding
 //! names the field; `tailor sim --strict` turns them into errors.
 
-use crate::{ArrivalKind, FluctuationMode, Spec};
+use crate::{ArrivalKind, Spec};
 use tailor_core::workload::arrivals::rate_for_load;
 use tailor_core::workload::sizes::SizeModel;
 
@@ -66,11 +66,7 @@ fn mean_speed(spec: &Spec) -> f64 {
     if f.interval_ms <= 0.0 {
         return 1.0;
     }
-    let other = match f.mode {
-        FluctuationMode::Faster => f.factor,
-        FluctuationMode::Slower => 1.0 / f.factor,
-    };
-    (1.0 - f.probability) + f.probability * other
+    (1.0 - f.probability) + f.probability / f.other_slowdown()
 }
 
 /// The mean nominal service time in ns and the offered request rate of an open-loop spec.
