@@ -179,10 +179,8 @@ impl Accountant {
     /// itself (the running jobs, and both ends of the queue-length steps while `dq` is
     /// measured), as addresses never read through: see [`crate::local::LocalQueue::footprint`].
     pub fn footprint(&self) -> [*const u8; 3] {
-        let step = |s: Option<&(Nanos, u32)>| match s {
-            Some(s) if self.measures_dq => (s as *const (Nanos, u32)).cast(),
-            _ => std::ptr::null(),
-        };
+        // without `dq` the steps are empty (`without_dq`): nothing to name
+        let step = |s: Option<&(Nanos, u32)>| s.map_or(std::ptr::null(), |s| (s as *const (Nanos, u32)).cast());
         [self.running.as_ptr().cast(), step(self.history.get(1)), step(self.history.back())]
     }
 
