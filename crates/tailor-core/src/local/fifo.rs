@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 /// thousands streamed megabytes through the cache long after the burst, and at 5,000 servers
 /// the room each queue once needed added up with the run's length. Once drained, the rest goes
 /// back.
-pub(super) const KEPT_WHEN_EMPTY: usize = 64;
+const KEPT_WHEN_EMPTY: usize = 64;
 
 /// Push `job` at the back of `queue`. Into an empty queue, after giving back the room beyond
 /// [`KEPT_WHEN_EMPTY`] and starting over at the buffer's first slot (where `fcfs`'s footprint
