@@ -22,7 +22,7 @@
 //! range repaired among the others: run the pass again once it is back.
 
 use crate::internode::codec::MAX_LISTED;
-use crate::internode::Message;
+use crate::internode::{Failure, Message};
 use crate::limits::Pace;
 use crate::merkle::{MerkleTree, Tokens, TreeBuilder, MAX_DEPTH};
 use crate::node::Node;
@@ -117,7 +117,8 @@ pub fn list(storage: &Storage, tokens: Tokens, after: Option<&[u8]>) -> Result<(
 /// The answer to a peer's [`Message::TreeRequest`] or [`Message::KeysRequest`] (a blocking
 /// scan: run it off the async threads).
 fn answer(storage: &Storage, max_key: u64, msg: Message) -> Message {
-    let failed = |id, reason: String| Message::Failed { id, reason };
+    let failed = |id, reason: String| Message::Failed { id, reason, failure: Failure::ForGood };
+    let storage_failed = |id, e: StorageError| Message::Failed { id, reason: e.to_string(), failure: Failure::Now };
     match msg {
         Message::TreeRequest { id, depth, .. } if depth > MAX_DEPTH => {
             failed(id, format!("tree depth {depth} is above the limit of {MAX_DEPTH}"))
@@ -126,7 +127,7 @@ fn answer(storage: &Storage, max_key: u64, msg: Message) -> Message {
             None => failed(id, format!("empty token range {first}..={last}")),
             Some(tokens) => match tree(storage, tokens, depth, cutoff) {
                 Ok((t, _)) => Message::TreeReply { id, leaves: t.leaves().to_vec() },
-                Err(e) => failed(id, e.to_string()),
+                Err(e) => storage_failed(id, e),
             },
         },
         Message::KeysRequest { id, after: Some(a), .. } if a.len() as u64 > max_key => {
@@ -136,7 +137,7 @@ fn answer(storage: &Storage, max_key: u64, msg: Message) -> Message {
             None => failed(id, format!("empty token range {first}..={last}")),
             Some(tokens) => match list(storage, tokens, after.as_deref()) {
                 Ok((entries, more)) => Message::KeysReply { id, entries, more },
-                Err(e) => failed(id, e.to_string()),
+                Err(e) => storage_failed(id, e),
             },
         },
         other => failed(other.id(), "not an anti-entropy request".into()),
@@ -152,7 +153,7 @@ pub fn serve(node: &Arc<Node>, tx: &mpsc::Sender<Vec<u8>>, msg: Message) {
         let (storage, max_key) = (node.storage.clone(), node.cfg.max_key_bytes);
         let reply = tokio::task::spawn_blocking(move || answer(&storage, max_key, msg))
             .await
-            .unwrap_or_else(|e| Message::Failed { id, reason: format!("scan failed: {e}") });
+            .unwrap_or_else(|e| Message::Failed { id, reason: format!("scan failed: {e}"), failure: Failure::Now });
         let _ = tx.send(node.seal.encode(&reply)).await;
     });
 }

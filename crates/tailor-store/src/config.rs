@@ -212,8 +212,14 @@ pub struct NodeConfig {
     /// workers, emulation) needs `AUTH admin <password>`. `None`: any client may.
     pub admin_password: Option<String>,
     /// Secret shared by every node of the cluster: internode frames are signed with it
-    /// (HMAC-SHA256) and unsigned or forged frames refused. `None`: frames are not signed.
+    /// (HMAC-SHA256) and unsigned or forged frames refused. `None`: frames are not signed, and
+    /// whoever reaches the peer port can read and write every key.
     pub cluster_secret: Option<String>,
+    /// Redis's protected mode for the peer port (default on): a node of a cluster with more
+    /// than one member and no `cluster_secret` refuses to start when it has a password
+    /// (`requirepass`, `admin_password`: the peer port would bypass it) or when its peer port
+    /// listens beyond loopback. Off: an unsigned peer port, for a network you trust.
+    pub protected_mode: bool,
     /// Values above this size are "large" (Héron's THR_L, RML's size class).
     pub large_value_bytes: u64,
     /// Size oracle of the coordinators: `exact` (the sizes this coordinator saw: writes it
@@ -319,6 +325,7 @@ impl Default for NodeConfig {
             requirepass: None,
             admin_password: None,
             cluster_secret: None,
+            protected_mode: true,
             large_value_bytes: 256 * 1024,
             size_oracle: OracleKind::Exact,
             bloom: BloomConfig::default(),
@@ -407,6 +414,7 @@ impl NodeConfig {
                 return bad(field, "must be 1 to 512 bytes when set".into());
             }
         }
+        self.validate_peer_port()?;
         if self.hint_replay_ms == 0 {
             return bad("hint_replay_ms", "must be > 0".into());
         }
@@ -458,6 +466,28 @@ impl NodeConfig {
     }
 
     /// Check the limits on what clients and peers control.
+    /// Protected mode: no unsigned peer port where it would open a door (see `protected_mode`).
+    fn validate_peer_port(&self) -> Result<(), ConfigError> {
+        if self.cluster_secret.is_some() || !self.protected_mode || self.members.len() < 2 {
+            return Ok(());
+        }
+        let door = "the peer port takes unsigned frames that read and write every key";
+        let fix = "set a cluster_secret of 16 or more bytes on every node (`tailor cluster up` generates one), or protected_mode = false on a network you trust";
+        if let Some(field) = [("requirepass", &self.requirepass), ("admin_password", &self.admin_password)]
+            .into_iter()
+            .find_map(|(field, p)| p.is_some().then_some(field))
+        {
+            let reason = format!("is set but cluster_secret is not: {door} without it; {fix}");
+            return Err(ConfigError::Invalid { field, reason });
+        }
+        let peer = self.peer_listen();
+        if !peer.ip().is_loopback() {
+            let reason = format!("listens on {peer}, beyond loopback, without a cluster_secret: {door}; {fix}");
+            return Err(ConfigError::Invalid { field: "peer_addr", reason });
+        }
+        Ok(())
+    }
+
     fn validate_limits(&self) -> Result<(), ConfigError> {
         let bad = |field, reason: String| Err(ConfigError::Invalid { field, reason });
         let engine = crate::limits::ENGINE_MAX_KEY;
@@ -607,6 +637,28 @@ mod tests {
         cfg.selector = "heron".into();
         cfg.bloom.false_positive_rate = 0.0;
         assert!(cfg.validate().unwrap_err().to_string().contains("bloom"));
+    }
+
+    #[test]
+    fn protected_mode_refuses_an_unsigned_peer_port_that_opens_a_door() {
+        let two = vec![
+            Member { id: 0, peer: "127.0.0.1:1".parse().unwrap() },
+            Member { id: 1, peer: "127.0.0.1:2".parse().unwrap() },
+        ];
+        let open = NodeConfig { members: two.clone(), replication: 2, ..NodeConfig::default() };
+        open.validate().expect("no password, loopback: nothing to bypass");
+        let with_password = NodeConfig { requirepass: Some("pw".into()), ..open.clone() };
+        let err = with_password.validate().unwrap_err().to_string();
+        assert!(err.contains("requirepass") && err.contains("cluster_secret"), "{err}");
+        let admin = NodeConfig { admin_password: Some("pw".into()), ..open.clone() };
+        assert!(admin.validate().unwrap_err().to_string().contains("admin_password"));
+        let wide = NodeConfig { peer_addr: Some("0.0.0.0:2".parse().unwrap()), ..open.clone() };
+        let err = wide.validate().unwrap_err().to_string();
+        assert!(err.contains("peer_addr") && err.contains("beyond loopback"), "{err}");
+        let signed = NodeConfig { cluster_secret: Some("a secret of 16 bytes".into()), ..with_password.clone() };
+        signed.validate().expect("a secret closes the door");
+        let trusted = NodeConfig { protected_mode: false, ..with_password };
+        trusted.validate().expect("protected mode off: the operator's choice");
     }
 
     #[test]

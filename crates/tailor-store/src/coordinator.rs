@@ -34,7 +34,7 @@ use crate::metrics::{Metrics, ReadOutcome};
 use crate::repair;
 use crate::replica::{Outcome, Work};
 use crate::storage::Versioned;
-use crate::transport::{Exchanged, Transport};
+use crate::transport::{CopyError, CopyFailure, Exchanged, Transport};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -67,6 +67,12 @@ pub enum CoordError {
         /// The last failure seen.
         last: String,
     },
+    /// This node's clock is too far from its peers' to issue a write version.
+    #[error("{0}")]
+    Skewed(#[from] crate::hlc::Skewed),
+    /// This node started and has not yet compared its clock with a peer's.
+    #[error("this node has not yet compared its clock with a peer's (it just started): try again")]
+    ClockUnchecked,
 }
 
 impl CoordError {
@@ -74,6 +80,10 @@ impl CoordError {
         match f {
             Failure::NoReplica => CoordError::NoReplica,
             Failure::Busy => CoordError::Busy,
+            Failure::NotEnough { need, got } if last.is_empty() => {
+                let last = "no copy failed: the key's other replicas are down".to_string();
+                CoordError::NotEnough { need, got, last }
+            }
             Failure::NotEnough { need, got } => CoordError::NotEnough { need, got, last },
         }
     }
@@ -368,11 +378,16 @@ impl Coordinator {
             f.attempts += 1;
         }
         let (work, me) = (f.work(), self.clone());
+        // a write copy that gets no acknowledgement is hinted, also once its request answered
+        let hint = self.hints.as_ref().and_then(|_| f.hint());
         let here = self.transport.runs_here(s.replica);
         inner.outbox.push((
             here,
             Box::pin(async move {
                 let result = me.transport.exchange(s.replica, work, s).await;
+                if let (Err(e), Some(hint)) = (&result, hint) {
+                    me.hint_failed_copy(s.replica, hint, e);
+                }
                 me.settle(s.ticket, s.replica, result);
             }),
         ));
@@ -459,6 +474,20 @@ impl Coordinator {
         repair::keep(hints, missed);
     }
 
+    /// Keep `hint` for `replica`, whose copy of it failed with `e`, unless the replica refused
+    /// it for good (a version from the future, input over its limits): replaying such a copy
+    /// could only fail again, or, once a fast clock's version is no longer in the future,
+    /// overwrite every write acknowledged since.
+    fn hint_failed_copy(&self, replica: NodeId, hint: Hint, e: &CopyError) {
+        let Some(hints) = &self.hints else { return };
+        if matches!(e.kind, CopyFailure::Refused | CopyFailure::FromTheFuture) {
+            self.metrics.refused_copies.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(replica, version = hint.version, "write copy refused, not hinted: {}", e.reason);
+            return;
+        }
+        repair::keep(hints, vec![(replica, hint)]);
+    }
+
     /// One copy's exchange ended.
     fn settle(self: &Arc<Self>, ticket: Ticket, replica: NodeId, result: Exchanged) {
         let mut inner = self.lock();
@@ -483,11 +512,8 @@ impl Coordinator {
                 tracing::debug!(replica, "request {} failed: {e}", ticket.id);
                 match inner.in_flight.get_mut(&ticket.id) {
                     Some(f) => {
-                        f.last_error = e;
+                        f.last_error = e.reason;
                         f.failed += 1;
-                        if let (Some(hints), Some(hint)) = (&self.hints, f.hint()) {
-                            repair::keep(hints, vec![(replica, hint)]);
-                        }
                     }
                     None => self.trailing_copy(&mut inner, ticket.id, None),
                 }
@@ -594,10 +620,35 @@ impl Coordinator {
         level: Option<Consistency>,
     ) -> Result<(), CoordError> {
         let started = std::time::Instant::now();
+        if let Err(e) = self.clock_fit_for_versions().await {
+            self.metrics.skew_refusals.fetch_add(1, Ordering::Relaxed);
+            return Err(e);
+        }
         let version = self.hlc.now();
         let result = self.submit(key, Some((version, value.map(Arc::new))), level, started).await.map(|_| ());
         self.metrics.write_latency.observe(started.elapsed().as_nanos() as u64);
         result
+    }
+}
+
+impl Coordinator {
+    /// Whether this node's clock may issue a write version: not while it is skewed from its
+    /// peers', nor (for at most a request timeout after start) before it compared its clock
+    /// with a peer that is up (`hlc.rs`).
+    async fn clock_fit_for_versions(&self) -> Result<(), CoordError> {
+        let deadline = Instant::now() + self.timeout;
+        while self.hlc.awaiting_comparison() && self.some_peer_up() {
+            if Instant::now() >= deadline {
+                return Err(CoordError::ClockUnchecked);
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        Ok(self.hlc.skew()?)
+    }
+
+    fn some_peer_up(&self) -> bool {
+        let t = &self.transport;
+        (0..t.members() as NodeId).any(|n| !t.runs_here(n) && t.is_up(n))
     }
 }
 

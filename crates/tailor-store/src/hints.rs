@@ -7,17 +7,29 @@
 //! (u64 BE)` so each replica's hints replay in the order they were written; a hint is removed
 //! once its replica acknowledged it. The bytes kept per replica are bounded: past the bound a
 //! hint is dropped and counted (that replica then needs a repair of its ranges).
+//!
+//! No hint blocks the ones behind it: a copy the replica refuses for good (the empty key from
+//! an older version, a version from the future) is dropped at once, one the replica answers with
+//! a failure is retried at most [`MAX_FAILED_REPLAYS`] times and then dropped; each drop is
+//! logged and counted (`tailor_hints_undeliverable_total`). A copy with no answer (the replica
+//! went down again) ends the pass for that replica and is retried in the next. `TAILOR.HINTS`
+//! lists a node's hints per replica and drops them (`commands/hints.rs`).
 
 use crate::replica::{Outcome, Work};
 use crate::storage::{Storage, StorageError};
-use crate::transport::Transport;
+use crate::transport::{CopyFailure, Exchanged, Transport};
 use fjall::Keyspace;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tailor_core::model::NodeId;
 
-/// Copies replayed to one replica before the next replica gets its turn.
+/// Copies replayed to one replica at once (concurrently), batch after batch.
 const REPLAY_BATCH: usize = 64;
+
+/// Replays a replica may answer with a failure (busy, a storage error) before the hint is
+/// dropped as undeliverable (at one pass per `hint_replay_ms`, about 10 s by default).
+pub const MAX_FAILED_REPLAYS: u32 = 10;
 
 /// A write a replica missed.
 #[derive(Clone, Debug, PartialEq)]
@@ -67,6 +79,18 @@ pub struct HintStats {
     pub replayed: u64,
     /// Hints dropped because their replica's bound was reached.
     pub dropped: u64,
+    /// Hints dropped because their replica refused them, failed them past the retries, or an
+    /// operator dropped them (`TAILOR.HINTS DROP`).
+    pub undeliverable: u64,
+}
+
+/// The hints waiting for one replica.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Waiting {
+    /// Hints.
+    pub hints: u64,
+    /// Their bytes.
+    pub bytes: u64,
 }
 
 /// One node's hints for its peers.
@@ -80,6 +104,9 @@ pub struct Hints {
     stored: AtomicU64,
     replayed: AtomicU64,
     dropped: AtomicU64,
+    undeliverable: AtomicU64,
+    /// Failed replays per hint id since this process started.
+    failures: Mutex<HashMap<[u8; 12], u32>>,
 }
 
 fn hint_id(target: NodeId, seq: u64) -> [u8; 12] {
@@ -116,6 +143,8 @@ impl Hints {
             stored: AtomicU64::new(0),
             replayed: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
+            undeliverable: AtomicU64::new(0),
+            failures: Mutex::default(),
         })
     }
 
@@ -146,7 +175,38 @@ impl Hints {
             stored: self.stored.load(Ordering::Relaxed),
             replayed: self.replayed.load(Ordering::Relaxed),
             dropped: self.dropped.load(Ordering::Relaxed),
+            undeliverable: self.undeliverable.load(Ordering::Relaxed),
         }
+    }
+
+    /// The hints waiting for each member, by node id.
+    pub fn waiting(&self) -> Vec<Waiting> {
+        let waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        waiting.iter().map(|&(hints, bytes)| Waiting { hints, bytes }).collect()
+    }
+
+    /// The oldest hints (at most `n`) waiting for `target`, oldest first (`TAILOR.HINTS LIST`).
+    pub fn list(&self, target: NodeId, n: usize) -> Result<Vec<Hint>, StorageError> {
+        Ok(self.oldest(target, n)?.into_iter().map(|(_, h)| h).collect())
+    }
+
+    /// Drop every hint waiting for `target` (an operator's choice: that replica then needs a
+    /// repair of its ranges); returns how many were dropped.
+    pub fn drop_all(&self, target: NodeId) -> Result<u64, StorageError> {
+        let mut dropped = 0;
+        loop {
+            let batch = self.oldest(target, 1024)?;
+            if batch.is_empty() {
+                break;
+            }
+            for (id, hint) in batch {
+                self.discard(target, &id, &hint)?;
+                dropped += 1;
+            }
+        }
+        self.undeliverable.fetch_add(dropped, Ordering::Relaxed);
+        tracing::warn!(peer = target, dropped, "hints dropped by an operator (TAILOR.HINTS DROP): repair that replica");
+        Ok(dropped)
     }
 
     /// The oldest hints (at most `n`) waiting for `target`, with their ids.
@@ -160,15 +220,40 @@ impl Hints {
         Ok(out)
     }
 
+    /// Remove a delivered hint.
     fn remove(&self, target: NodeId, id: &[u8; 12], hint: &Hint) -> Result<(), StorageError> {
-        self.storage.put_in(&self.keyspace, id, None)?;
-        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-        let w = &mut waiting[target as usize];
-        assert!(w.0 > 0, "a replayed hint was counted");
-        w.0 -= 1;
-        w.1 = w.1.saturating_sub(hint.bytes());
+        self.discard(target, id, hint)?;
         self.replayed.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// Remove a hint from storage and from the counts, delivered or not.
+    fn discard(&self, target: NodeId, id: &[u8; 12], hint: &Hint) -> Result<(), StorageError> {
+        self.storage.put_in(&self.keyspace, id, None)?;
+        self.failures.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
+        let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        let w = &mut waiting[target as usize];
+        assert!(w.0 > 0, "a removed hint was counted");
+        w.0 -= 1;
+        w.1 = w.1.saturating_sub(hint.bytes());
+        Ok(())
+    }
+
+    /// Drop a hint its replica will not take, with a log line and a count.
+    fn undeliverable(&self, target: NodeId, id: &[u8; 12], hint: &Hint, why: &str) -> Result<(), StorageError> {
+        self.discard(target, id, hint)?;
+        self.undeliverable.fetch_add(1, Ordering::Relaxed);
+        let key_bytes = hint.key.len();
+        tracing::error!(peer = target, key_bytes, version = hint.version, "hint dropped as undeliverable: {why}");
+        Ok(())
+    }
+
+    /// Count one failed replay of hint `id`; whether it has now failed too often.
+    fn failed_too_often(&self, id: &[u8; 12]) -> bool {
+        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let n = failures.entry(*id).or_insert(0);
+        *n += 1;
+        *n >= MAX_FAILED_REPLAYS
     }
 
     /// One replay pass: to every replica that is up and has hints, send them oldest first until
@@ -197,20 +282,41 @@ impl Hints {
         self.waiting.lock().unwrap_or_else(|p| p.into_inner()).get(target as usize).map_or(0, |w| w.0)
     }
 
-    /// Send `batch` to `target` in order; false at the first failure.
+    /// Send `batch` to `target` at once; false if some copy got no answer (the replica is
+    /// probably down again) or was failed and is kept for a retry.
     async fn send_all(
         &self,
         transport: &dyn Transport,
         target: NodeId,
         batch: Vec<([u8; 12], Hint)>,
     ) -> Result<bool, StorageError> {
-        for (id, hint) in batch {
+        let copies = batch.iter().map(|(_, hint)| {
             let work =
                 Work::Write { key: hint.key.clone(), version: hint.version, value: hint.value.clone().map(Arc::new) };
-            match transport.exchange(target, work, crate::repair::side_send(target)).await {
-                Ok((Outcome::Written(_), _)) => self.remove(target, &id, &hint)?,
-                _ => return Ok(false),
+            transport.exchange(target, work, crate::repair::side_send(target))
+        });
+        let answers = futures_util::future::join_all(copies).await;
+        let mut all_delivered = true;
+        for ((id, hint), answer) in batch.iter().zip(answers) {
+            all_delivered &= self.settle(target, id, hint, answer)?;
+        }
+        Ok(all_delivered)
+    }
+
+    /// What one replayed copy's answer does to its hint; whether the hint is gone.
+    fn settle(&self, target: NodeId, id: &[u8; 12], hint: &Hint, answer: Exchanged) -> Result<bool, StorageError> {
+        let e = match answer {
+            Ok((Outcome::Written(_), _)) => return self.remove(target, id, hint).map(|()| true),
+            Ok(_) => crate::transport::CopyError::failed("a write answered with a read's reply"),
+            Err(e) => e,
+        };
+        match e.kind {
+            CopyFailure::Refused => self.undeliverable(target, id, hint, &format!("refused: {}", e.reason))?,
+            CopyFailure::Failed | CopyFailure::FromTheFuture if self.failed_too_often(id) => {
+                let why = format!("failed {MAX_FAILED_REPLAYS} times, last: {}", e.reason);
+                self.undeliverable(target, id, hint, &why)?
             }
+            CopyFailure::Failed | CopyFailure::FromTheFuture | CopyFailure::Unreachable => return Ok(false),
         }
         Ok(true)
     }
@@ -220,6 +326,68 @@ impl Hints {
 mod tests {
     use super::*;
     use crate::config::Durability;
+    use crate::transport::{CopyError, Exchange};
+    use tailor_core::coordinator::Send;
+    use tailor_core::facts::Feedback;
+
+    /// A replica that refuses the empty key, fails key `f` (busy), and takes anything else,
+    /// counting what it took.
+    struct Picky {
+        taken: Mutex<Vec<Vec<u8>>>,
+    }
+
+    impl Transport for Picky {
+        fn members(&self) -> usize {
+            2
+        }
+
+        fn is_up(&self, _: NodeId) -> bool {
+            true
+        }
+
+        fn exchange(&self, _: NodeId, work: Work, _: Send) -> Exchange<'_> {
+            let Work::Write { key, .. } = work else { unreachable!("hints replay writes") };
+            let answer = match key.as_slice() {
+                b"" => Err(CopyError::refused(crate::limits::EMPTY_KEY)),
+                b"f" => Err(CopyError::failed("replica busy")),
+                _ => {
+                    self.taken.lock().unwrap().push(key);
+                    Ok((Outcome::Written(true), Feedback::default()))
+                }
+            };
+            Box::pin(async move { answer })
+        }
+    }
+
+    #[tokio::test]
+    async fn an_undeliverable_hint_is_dropped_and_never_blocks_the_ones_behind_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = Arc::new(Storage::open(dir.path(), Durability::Buffer).unwrap());
+        let h = Hints::open(storage, 2, 1 << 20).unwrap();
+        let hint = |k: &[u8]| Hint { key: k.to_vec(), version: 1, value: Some(b"v".to_vec()) };
+        // the poison pill of issue 36: an empty key first, then a failing one, then good ones
+        for k in [&b""[..], b"f", b"a", b"b"] {
+            assert!(h.add(1, &hint(k)).unwrap());
+        }
+        let replica = Picky { taken: Mutex::default() };
+        h.replay(&replica).await.unwrap();
+        assert_eq!(*replica.taken.lock().unwrap(), vec![b"a".to_vec(), b"b".to_vec()], "delivered past the bad two");
+        let st = h.stats();
+        assert_eq!((st.pending, st.replayed, st.undeliverable), (1, 2, 1), "the refused one is gone, `f` waits");
+        for pass in 2..=MAX_FAILED_REPLAYS {
+            h.replay(&replica).await.unwrap();
+            assert_eq!(h.stats().pending, (pass < MAX_FAILED_REPLAYS) as u64, "pass {pass}");
+        }
+        assert_eq!(h.stats().undeliverable, 2, "a hint failed {MAX_FAILED_REPLAYS} times is dropped");
+        // the operator's way out
+        for k in [&b"x"[..], b"y"] {
+            h.add(1, &hint(k)).unwrap();
+        }
+        assert_eq!(h.list(1, 10).unwrap().iter().map(|h| h.key.clone()).collect::<Vec<_>>(), [b"x", b"y"]);
+        assert_eq!(h.waiting()[1], Waiting { hints: 2, bytes: 2 * hint(b"x").bytes() });
+        assert_eq!(h.drop_all(1).unwrap(), 2);
+        assert_eq!((h.stats().pending, h.stats().undeliverable), (0, 4));
+    }
 
     #[test]
     fn hints_survive_a_restart_in_order_and_are_bounded() {
@@ -235,7 +403,7 @@ mod tests {
             assert!(!h.add(1, &hint(4)).unwrap(), "the fifth is over the 90-byte bound");
             assert!(h.add(2, &hint(9)).unwrap());
             assert!(!h.add(7, &hint(1)).unwrap(), "not a member");
-            assert_eq!(h.stats(), HintStats { pending: 5, stored: 5, replayed: 0, dropped: 1 });
+            assert_eq!(h.stats(), HintStats { pending: 5, stored: 5, replayed: 0, dropped: 1, undeliverable: 0 });
         }
         let storage = Arc::new(Storage::open(dir.path(), Durability::Sync).unwrap());
         let h = Hints::open(storage, 3, 90).unwrap();

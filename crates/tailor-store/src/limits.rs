@@ -125,10 +125,18 @@ impl Pace {
     }
 }
 
-/// Refuse a key longer than `max` bytes (`max_key_bytes`), before it reaches any queue or the
-/// engine, with a reply text naming the limit.
+/// What a client is told when it names the empty key.
+pub const EMPTY_KEY: &str =
+    "empty key: keys must be at least 1 byte here (the storage engine cannot hold a 0-byte key)";
+
+/// Refuse the empty key (Redis takes it; fjall asserts keys are not empty, so a replica would
+/// panic on it) and a key longer than `max` bytes (`max_key_bytes`), before it reaches any queue
+/// or the engine, with a reply text naming the rule.
 pub fn check_key(key: &[u8], max: u64) -> Result<(), String> {
     let len = key.len() as u64;
+    if len == 0 {
+        return Err(EMPTY_KEY.into());
+    }
     if len > max {
         return Err(format!("key is {len} bytes, above the {max}-byte limit (max_key_bytes)"));
     }
@@ -195,5 +203,6 @@ mod tests {
         assert!(check_key(&[0; 10], 10).is_ok());
         let e = check_key(&[0; 66_000], 65_527).unwrap_err();
         assert_eq!(e, "key is 66000 bytes, above the 65527-byte limit (max_key_bytes)");
+        assert_eq!(check_key(b"", 10).unwrap_err(), EMPTY_KEY);
     }
 }

@@ -180,6 +180,10 @@ pub struct Metrics {
     pub forged_frames: AtomicU64,
     /// Replicas written back by blocking read repair.
     pub read_repairs: AtomicU64,
+    /// Write copies a replica refused for good (never hinted: `coordinator.rs`).
+    pub refused_copies: AtomicU64,
+    /// Client writes refused because this node's clock is too far from its peers' (`hlc.rs`).
+    pub skew_refusals: AtomicU64,
     /// Token ranges whose Merkle trees anti-entropy compared.
     pub repair_ranges_compared: AtomicU64,
     /// Compared ranges where some replica's tree differed.
@@ -254,7 +258,7 @@ impl Metrics {
     pub fn render(&self, node: u32, selector: &str, local: &str, families: &[Family]) -> String {
         let mut o = String::new();
         let l = format!("node=\"{node}\",selector=\"{selector}\",local=\"{local}\"");
-        let counters: [(&str, &str, &AtomicU64); 25] = [
+        let counters: [(&str, &str, &AtomicU64); 27] = [
             ("tailor_reads_served_total", "Reads executed by this replica.", &self.reads_served),
             ("tailor_writes_served_total", "Writes executed by this replica.", &self.writes_served),
             ("tailor_client_commands_total", "RESP commands handled.", &self.client_commands),
@@ -277,6 +281,16 @@ impl Metrics {
             ("tailor_busy_refusals_total", "Requests refused by a full replica queue.", &self.busy_refusals),
             ("tailor_auth_failures_total", "AUTH attempts with a wrong password.", &self.auth_failures),
             ("tailor_read_repairs_total", "Replicas written back by read repair.", &self.read_repairs),
+            (
+                "tailor_refused_copies_total",
+                "Write copies a replica refused for good (not hinted).",
+                &self.refused_copies,
+            ),
+            (
+                "tailor_clock_skew_refusals_total",
+                "Writes refused: this node's clock is beyond max_clock_offset_ms of its peers'.",
+                &self.skew_refusals,
+            ),
             (
                 "tailor_repair_ranges_compared_total",
                 "Token ranges whose Merkle trees anti-entropy compared.",

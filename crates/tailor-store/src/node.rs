@@ -147,7 +147,11 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
     let core = coordinator_core(&cfg, &env, &emulation)?;
     let ids = Arc::new(AtomicU64::new(1));
     let timeout = Duration::from_millis(cfg.request_timeout_ms);
-    let hlc = Arc::new(Hlc::new(cfg.id, Duration::from_millis(cfg.max_clock_offset_ms)));
+    let mut hlc = Hlc::new(cfg.id, Duration::from_millis(cfg.max_clock_offset_ms));
+    if m > 1 {
+        hlc = hlc.expecting_peers();
+    }
+    let hlc = Arc::new(hlc);
     let hints = match cfg.hint_max_bytes {
         0 => None,
         max => Some(Arc::new(Hints::open(storage.clone(), m, max)?)),
@@ -212,7 +216,8 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
         let hb = Duration::from_millis(node.cfg.heartbeat_ms);
         let (c, from) = (node.coordinator.clone(), p.id);
         let learn = move |fb: &tailor_core::facts::Feedback| c.facts(from, fb.clone());
-        tasks.push(tokio::spawn(p.clone().heartbeat(ids.clone(), hb, timeout.max(hb * 2), learn)));
+        let hlc = node.hlc.clone();
+        tasks.push(tokio::spawn(p.clone().heartbeat(ids.clone(), hlc, hb, timeout.max(hb * 2), learn)));
     }
     if bloom_on {
         // the local replica's deltas reach this coordinator at heartbeat pace too, not only on

@@ -10,6 +10,7 @@
 //! Every new connection starts with a [`Message::Hello`] naming this node, so the remote replica
 //! knows which coordinator's Bloom delta to piggyback on its replies.
 
+use crate::hlc::Hlc;
 use crate::internode::{read_frame, Message, Seal};
 use crate::limits::Budget;
 use std::collections::HashMap;
@@ -186,11 +187,13 @@ impl Peer {
         res
     }
 
-    /// Heartbeat forever: ping every `every`, counting misses and handing each answer's facts
-    /// to `on_feedback` (the coordinator's size oracle).
+    /// Heartbeat forever: ping every `every`, counting misses, measuring the peer's clock
+    /// against `hlc` (and moving `hlc` past the peer's), and handing each answer's facts to
+    /// `on_feedback` (the coordinator's size oracle).
     pub async fn heartbeat(
         self: Arc<Self>,
         ids: Arc<AtomicU64>,
+        hlc: Arc<Hlc>,
         every: Duration,
         timeout: Duration,
         on_feedback: impl Fn(&Feedback) + Send + 'static,
@@ -200,7 +203,13 @@ impl Peer {
         loop {
             tick.tick().await;
             let id = ids.fetch_add(1, Ordering::Relaxed);
-            match self.call(Message::Ping { id }, timeout).await {
+            let sent = hlc.wall_us();
+            let answer = self.call(Message::Ping { id, clock: hlc.peek_us() }, timeout).await;
+            if let Ok(Message::Pong { clock, wall, .. }) = &answer {
+                hlc.sample(self.id, *wall, sent, hlc.wall_us());
+                hlc.observe_micros(*clock);
+            }
+            match answer {
                 Ok(Message::Pong { feedback, healthy: true, .. }) => {
                     self.answered();
                     on_feedback(&feedback);
@@ -239,6 +248,6 @@ mod tests {
         let addr = l.local_addr().unwrap();
         drop(l);
         let p = Peer::new(0, 1, addr, 1024, 3, Seal::new(None));
-        assert!(p.call(Message::Ping { id: 1 }, Duration::from_secs(2)).await.is_err());
+        assert!(p.call(Message::Ping { id: 1, clock: 0 }, Duration::from_secs(2)).await.is_err());
     }
 }

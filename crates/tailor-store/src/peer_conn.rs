@@ -12,7 +12,7 @@
 //! `max_value_bytes` gets a `Failed` reply and never reaches the replica.
 
 use crate::flush_scope::poll_scoped;
-use crate::internode::{finish_frame, wait_frame, DecodeError, Message};
+use crate::internode::{finish_frame, wait_frame, DecodeError, Failure, Message};
 use crate::limits::{accept_capped, check_key, Lease};
 use crate::node::Node;
 use crate::replica::{Outcome, Work};
@@ -62,15 +62,17 @@ async fn run(node: Arc<Node>, sock: TcpStream, max_frame: u64, _slot: OwnedSemap
                 tracing::info!(peer = from, "connection from peer accepted");
                 receiver = Some(from);
             }
-            Message::Ping { id } => {
+            Message::Ping { id, clock } => {
+                node.hlc.observe_micros(clock);
                 let feedback = node.replica.feedback_for(receiver);
                 let healthy = node.replica.healthy();
-                let _ = tx.send(node.seal.encode(&Message::Pong { id, feedback, healthy })).await;
+                let (clock, wall) = (node.hlc.peek_us(), node.hlc.wall_us());
+                let _ = tx.send(node.seal.encode(&Message::Pong { id, feedback, healthy, clock, wall })).await;
             }
             Message::Read { id, key, tags, age } => request(&node, &tx, id, Work::Read { key }, tags, age, receiver),
-            Message::Write { id, key, version, value } => {
+            Message::Write { id, key, version, value, tags, age } => {
                 let work = Work::Write { key, version, value: value.map(Arc::new) };
-                request(&node, &tx, id, work, Tags::default(), 0, receiver)
+                request(&node, &tx, id, work, tags, age, receiver)
             }
             m @ (Message::TreeRequest { .. } | Message::KeysRequest { .. }) => {
                 crate::anti_entropy::serve(&node, &tx, m)
@@ -126,31 +128,32 @@ async fn next_message(node: &Node, rd: &mut OwnedReadHalf, max: u64, lease: &mut
 }
 
 /// Why a request is refused before reaching the replica, if it is.
-fn refusal(node: &Node, work: &Work) -> Option<String> {
+fn refusal(node: &Node, work: &Work) -> Option<(String, Failure)> {
     let (key, value) = match work {
         Work::Read { key } => (key, None),
         Work::Write { key, value, .. } => (key, value.as_ref()),
     };
     if let Err(e) = check_key(key, node.cfg.max_key_bytes) {
-        return Some(e);
+        return Some((e, Failure::ForGood));
     }
     let len = value.map_or(0, |v| v.len() as u64);
     let max = node.cfg.max_value_bytes;
     if len > max {
-        return Some(format!("value of {len} bytes exceeds the maximum of {max} bytes (max_value_bytes)"));
+        let e = format!("value of {len} bytes exceeds the maximum of {max} bytes (max_value_bytes)");
+        return Some((e, Failure::ForGood));
     }
     match work {
         // a version from the future would win every later write (see hlc.rs)
-        Work::Write { version, .. } => node.hlc.admit(*version).err().map(|e| e.to_string()),
+        Work::Write { version, .. } => node.hlc.admit(*version).err().map(|e| (e.to_string(), Failure::FromTheFuture)),
         Work::Read { .. } => None,
     }
 }
 
 /// Hand a request to the replica; its reply (or refusal) goes out through `tx`.
 fn request(node: &Node, tx: &mpsc::Sender<Vec<u8>>, id: u64, work: Work, tags: Tags, age: u64, receiver: Option<u32>) {
-    if let Some(reason) = refusal(node, &work) {
+    if let Some((reason, failure)) = refusal(node, &work) {
         node.metrics.limit_refusals.fetch_add(1, Ordering::Relaxed);
-        let (tx, frame) = (tx.clone(), node.seal.encode(&Message::Failed { id, reason }));
+        let (tx, frame) = (tx.clone(), node.seal.encode(&Message::Failed { id, reason, failure }));
         tokio::spawn(async move { tx.send(frame).await });
         return;
     }
@@ -163,9 +166,9 @@ fn request(node: &Node, tx: &mpsc::Sender<Vec<u8>>, id: u64, work: Work, tags: T
                     Message::ReadReply { id, version: v.version, value: v.value, feedback: d.feedback }
                 }
                 Ok(Outcome::Written(applied)) => Message::WriteAck { id, applied, feedback: d.feedback },
-                Err(reason) => Message::Failed { id, reason },
+                Err(reason) => Message::Failed { id, reason, failure: Failure::Now },
             },
-            Err(_) => Message::Failed { id, reason: "replica stopped".into() },
+            Err(_) => Message::Failed { id, reason: "replica stopped".into(), failure: Failure::Now },
         };
         let _ = tx.send(seal.encode(&reply)).await;
     });

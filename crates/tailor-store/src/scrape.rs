@@ -38,6 +38,12 @@ fn replica(node: &Node, l: &str) -> Vec<Family> {
         Family::gauge("tailor_buffered_bytes", "Bytes of partly received input held (max_buffered_bytes).", {
             one(l, node.budget.used() as f64)
         }),
+        Family::gauge("tailor_clock_offset_ms", "This node's clock minus its peers' (median), in ms.", {
+            one(l, node.hlc.offset_ms() as f64)
+        }),
+        Family::gauge("tailor_clock_skewed", "1 while the clock offset is beyond max_clock_offset_ms (no writes).", {
+            one(l, node.hlc.skew().is_err() as u8 as f64)
+        }),
     ]
 }
 
@@ -49,6 +55,9 @@ fn hints(node: &Node, l: &str) -> Vec<Family> {
         Family::counter("tailor_hints_stored_total", "Hints kept.", one(l, st.stored as f64)),
         Family::counter("tailor_hints_replayed_total", "Hints delivered.", one(l, st.replayed as f64)),
         Family::counter("tailor_hints_dropped_total", "Hints dropped at hint_max_bytes.", one(l, st.dropped as f64)),
+        Family::counter("tailor_hints_undeliverable_total", "Hints dropped: refused, or failing past the retries.", {
+            one(l, st.undeliverable as f64)
+        }),
     ]
 }
 

@@ -37,13 +37,15 @@ pub struct Session {
     name: Option<String>,
     /// The protocol its replies are encoded in (`HELLO 2` / `HELLO 3`).
     protocol: Protocol,
+    /// Wrong passwords this connection sent (`AUTH`, `HELLO ... AUTH`).
+    wrong_passwords: u32,
 }
 
 /// Longest `CLIENT SETNAME` name.
 pub const MAX_NAME: usize = 256;
 
 /// Commands that change how the node runs: only the admin user, when there is one.
-const ADMIN: &[&str] = &["tailor.set", "tailor.repair", "flushdb"];
+const ADMIN: &[&str] = &["tailor.set", "tailor.repair", "tailor.hints", "flushdb"];
 
 /// Commands a client may send before authenticating.
 const BEFORE_AUTH: &[&str] = &["auth", "hello", "quit"];
@@ -62,7 +64,7 @@ impl Session {
     /// read the session (pipelined GET/SET run concurrently, each with one); it is not in the
     /// client registry, so the connection's own session must be [`Session::touch`]ed for them.
     pub fn snapshot(&self) -> Session {
-        Session { user: self.user, consistency: self.consistency, client: None, name: None, protocol: self.protocol }
+        Session { user: self.user, consistency: self.consistency, protocol: self.protocol, ..Session::default() }
     }
 
     /// The protocol version this connection's replies use.
@@ -153,8 +155,16 @@ impl Session {
                 self.user = Some(u);
                 Ok(u)
             }
-            None => Err(Reply::Error("WRONGPASS invalid username-password pair or user is disabled.".into())),
+            None => {
+                self.wrong_passwords += 1;
+                Err(Reply::Error("WRONGPASS invalid username-password pair or user is disabled.".into()))
+            }
         }
+    }
+
+    /// Wrong passwords this connection sent so far.
+    pub fn wrong_passwords(&self) -> u32 {
+        self.wrong_passwords
     }
 
     /// Whether this session may run command `name` (lower case); the refusal otherwise.

@@ -40,6 +40,10 @@ pub enum StorageError {
     /// (`max_key_bytes`), so this is the last line, not the limit.
     #[error("key of {0} bytes is above the engine's limit of {ENGINE_MAX_KEY} bytes")]
     KeyTooLong(usize),
+    /// The empty key (fjall asserts keys are not empty); callers refuse it earlier
+    /// ([`crate::limits::check_key`]), so this is the last line.
+    #[error("the empty key cannot be stored (the engine takes keys of 1 byte or more)")]
+    EmptyKey,
     /// The journal sync of a `sync` write failed (the write may be lost).
     #[error("{0}")]
     Sync(String),
@@ -50,6 +54,9 @@ pub enum StorageError {
 
 /// Refuse a key the engine would panic on.
 fn engine_key(key: &[u8]) -> Result<&[u8], StorageError> {
+    if key.is_empty() {
+        return Err(StorageError::EmptyKey);
+    }
     if key.len() as u64 > ENGINE_MAX_KEY {
         return Err(StorageError::KeyTooLong(key.len()));
     }
@@ -906,5 +913,8 @@ mod tests {
         let longest = vec![b'k'; ENGINE_MAX_KEY as usize];
         assert!(s.put(&longest, 1, Some(b"v")).unwrap());
         assert_eq!(s.get(&longest).unwrap().value, Some(b"v".to_vec()));
+        assert!(matches!(s.put(b"", 1, Some(b"v")), Err(StorageError::EmptyKey)));
+        assert!(matches!(s.get(b""), Err(StorageError::EmptyKey)));
+        assert!(matches!(s.size_of(b""), Err(StorageError::EmptyKey)));
     }
 }

@@ -3,7 +3,7 @@
 //! tests plug in scripted replicas, so the store's own coordinator path runs under a virtual
 //! clock (tokio's paused time) with answers, delays and failures chosen by the test.
 
-use crate::internode::Message;
+use crate::internode::{Failure, Message};
 use crate::metrics::Metrics;
 use crate::peer::{Peer, PeerError};
 use crate::replica::{Outcome, Replica, Work};
@@ -19,7 +19,66 @@ use tailor_core::model::NodeId;
 use tokio::sync::oneshot::error::TryRecvError;
 
 /// A replica's answer to one copy, or why there is none.
-pub type Exchanged = Result<(Outcome, Feedback), String>;
+pub type Exchanged = Result<(Outcome, Feedback), CopyError>;
+
+/// Why a copy has no answer: what a coordinator, a hint replay or a repair does next depends on
+/// which (a refused copy is never hinted or retried; a copy that failed or got no answer is).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct CopyError {
+    /// What became of the copy.
+    pub kind: CopyFailure,
+    /// The replica's or the network's words.
+    pub reason: String,
+}
+
+/// What became of a copy that has no answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyFailure {
+    /// The replica answered that it will never apply it (a key or value over its limits, the
+    /// empty key, a version from the future): retrying or hinting it cannot help.
+    Refused,
+    /// The replica answered that it could not apply it now (busy, a storage error).
+    Failed,
+    /// The replica refused a version ahead of its clock by more than the allowed offset
+    /// ([`Failure::FromTheFuture`]: not hinted, a hint of it retried a bounded number of times).
+    FromTheFuture,
+    /// No answer: a timeout, a broken connection, a stopped replica.
+    Unreachable,
+}
+
+impl CopyError {
+    /// A copy the replica refused for good.
+    pub fn refused(reason: impl Into<String>) -> CopyError {
+        CopyError { kind: CopyFailure::Refused, reason: reason.into() }
+    }
+
+    /// A copy the replica could not apply now.
+    pub fn failed(reason: impl Into<String>) -> CopyError {
+        CopyError { kind: CopyFailure::Failed, reason: reason.into() }
+    }
+
+    /// The replica's [`Message::Failed`] answer.
+    pub fn answered(failure: Failure, reason: String) -> CopyError {
+        let kind = match failure {
+            Failure::Now => CopyFailure::Failed,
+            Failure::ForGood => CopyFailure::Refused,
+            Failure::FromTheFuture => CopyFailure::FromTheFuture,
+        };
+        CopyError { kind, reason }
+    }
+
+    /// A copy with no answer.
+    pub fn unreachable(reason: impl Into<String>) -> CopyError {
+        CopyError { kind: CopyFailure::Unreachable, reason: reason.into() }
+    }
+}
+
+impl From<CopyError> for String {
+    fn from(e: CopyError) -> String {
+        e.reason
+    }
+}
 
 /// An exchange in progress.
 pub type Exchange<'a> = Pin<Box<dyn Future<Output = Exchanged> + std::marker::Send + 'a>>;
@@ -83,11 +142,11 @@ impl Transport for Network {
             let (outcome, feedback) = match self.peers.get(node as usize) {
                 Some(None) => self.local(work, s).await?,
                 Some(Some(peer)) => self.remote(peer, work, s).await?,
-                None => return Err(format!("node {node} is not a member")),
+                None => return Err(CopyError::refused(format!("node {node} is not a member"))),
             };
             match (&outcome, reading) {
                 (Outcome::Read(_), true) | (Outcome::Written(_), false) => Ok((outcome, feedback)),
-                _ => Err(format!("node {node} answered with the wrong kind of reply")),
+                _ => Err(CopyError::failed(format!("node {node} answered with the wrong kind of reply"))),
             }
         })
     }
@@ -114,11 +173,11 @@ impl Network {
             Err(TryRecvError::Empty) => tokio::time::timeout(self.timeout, rx).await.map(|r| r.map_err(drop)),
         };
         match answer {
-            Ok(Ok(done)) => done.outcome.map(|o| (o, done.feedback)),
-            Ok(Err(())) => Err("local replica stopped".into()),
+            Ok(Ok(done)) => done.outcome.map(|o| (o, done.feedback)).map_err(CopyError::failed),
+            Ok(Err(())) => Err(CopyError::unreachable("local replica stopped")),
             Err(_) => {
                 self.metrics.timeouts.fetch_add(1, Ordering::Relaxed);
-                Err(format!("node {} timed out", self.id))
+                Err(CopyError::unreachable(format!("node {} timed out", self.id)))
             }
         }
     }
@@ -128,7 +187,7 @@ impl Network {
         let msg = match work {
             Work::Read { key } => Message::Read { id, key, tags: s.tags, age: s.age },
             Work::Write { key, version, value } => {
-                Message::Write { id, key, version, value: value.map(Arc::unwrap_or_clone) }
+                Message::Write { id, key, version, value: value.map(Arc::unwrap_or_clone), tags: s.tags, age: s.age }
             }
         };
         match peer.call(msg, self.timeout).await {
@@ -136,14 +195,14 @@ impl Network {
                 Ok((Outcome::Read(Versioned { version, value }), feedback))
             }
             Ok(Message::WriteAck { applied, feedback, .. }) => Ok((Outcome::Written(applied), feedback)),
-            Ok(Message::Failed { reason, .. }) => Err(reason),
-            Ok(other) => Err(format!("unexpected reply {other:?}")),
+            Ok(Message::Failed { reason, failure, .. }) => Err(CopyError::answered(failure, reason)),
+            Ok(other) => Err(CopyError::failed(format!("unexpected reply {other:?}"))),
             Err(e) => {
                 if matches!(e, PeerError::Timeout(_)) {
                     self.metrics.timeouts.fetch_add(1, Ordering::Relaxed);
                 }
                 peer.miss();
-                Err(e.to_string())
+                Err(CopyError::unreachable(e.to_string()))
             }
         }
     }

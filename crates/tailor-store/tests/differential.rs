@@ -26,7 +26,7 @@ use tailor_store::metrics::Metrics;
 use tailor_store::repair;
 use tailor_store::replica::{Outcome, Work};
 use tailor_store::storage::Versioned;
-use tailor_store::transport::{Exchange, Exchanged, Transport};
+use tailor_store::transport::{CopyError, Exchange, Exchanged, Transport};
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 use tokio::time::Instant;
@@ -70,7 +70,9 @@ impl Transport for ScriptedReplicas {
         let at = (Instant::now() - self.origin).as_nanos() as Nanos;
         let sent = Sent { handle, request: s.ticket.id, replica: node, kind: s.kind, tags: s.tags, at };
         self.sent.lock().unwrap().push(sent);
-        Box::pin(async move { rx.await.unwrap_or_else(|_| Err("the scripted replica went away".into())) })
+        Box::pin(
+            async move { rx.await.unwrap_or_else(|_| Err(CopyError::unreachable("the scripted replica went away"))) },
+        )
     }
 }
 

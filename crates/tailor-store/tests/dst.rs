@@ -32,7 +32,7 @@ use tailor_store::hlc::Hlc;
 use tailor_store::metrics::Metrics;
 use tailor_store::replica::{Outcome, Work};
 use tailor_store::storage::Versioned;
-use tailor_store::transport::{Exchange, Exchanged, Transport};
+use tailor_store::transport::{CopyError, Exchange, Exchanged, Transport};
 use tokio::sync::oneshot;
 use tokio::time::{sleep, Instant};
 
@@ -169,7 +169,9 @@ impl Transport for SimNet {
                     None => std::future::pending::<Exchanged>().await,
                 }
             };
-            tokio::time::timeout(TIMEOUT, copy).await.unwrap_or_else(|_| Err(format!("node {node} timed out")))
+            tokio::time::timeout(TIMEOUT, copy)
+                .await
+                .unwrap_or_else(|_| Err(CopyError::unreachable(format!("node {node} timed out"))))
         })
     }
 }
@@ -308,7 +310,13 @@ async fn read_checked(c: &Arc<Coordinator>, key: &[u8], checks: &Mutex<Checks>) 
             }
             true
         }
-        Err(CoordError::NoReplica | CoordError::Busy | CoordError::NotEnough { .. }) => false,
+        Err(
+            CoordError::NoReplica
+            | CoordError::Busy
+            | CoordError::NotEnough { .. }
+            | CoordError::Skewed(_)
+            | CoordError::ClockUnchecked,
+        ) => false,
     }
 }
 

@@ -51,7 +51,14 @@ fn internode_frames_need_the_cluster_secret() {
         assert_eq!(get(&mut cl.conn(i), "k").unwrap(), Some(b"v".to_vec()), "node {i}");
     }
     let now_us = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_micros() as u64;
-    let forged = Message::Write { id: 9, key: b"k".to_vec(), version: now_us << 8, value: Some(b"forged".to_vec()) };
+    let forged = Message::Write {
+        id: 9,
+        key: b"k".to_vec(),
+        version: now_us << 8,
+        value: Some(b"forged".to_vec()),
+        tags: Default::default(),
+        age: 0,
+    };
     let peer = cl.cfgs[0].peer_listen();
     for seal in [Seal::new(None), Seal::new(Some("not the cluster's secret"))] {
         let mut s = std::net::TcpStream::connect(peer).unwrap();
@@ -65,10 +72,46 @@ fn internode_frames_need_the_cluster_secret() {
     assert_eq!(get(&mut cl.conn(0), "k").unwrap(), Some(b"v".to_vec()), "the forged write was not applied");
     let signed = Seal::new(Some(secret));
     let mut s = std::net::TcpStream::connect(peer).unwrap();
-    std::io::Write::write_all(&mut s, &signed.encode(&Message::Ping { id: 1 })).unwrap();
+    std::io::Write::write_all(&mut s, &signed.encode(&Message::Ping { id: 1, clock: 0 })).unwrap();
     let mut len = [0u8; 4];
     std::io::Read::read_exact(&mut s, &mut len).unwrap();
     let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
     std::io::Read::read_exact(&mut s, &mut body).unwrap();
     assert!(matches!(signed.decode(&body), Ok(Message::Pong { id: 1, .. })), "a signed frame is answered, signed");
+}
+
+#[test]
+fn wrong_passwords_are_counted_slowed_and_cut_off() {
+    let cl = TestCluster::start(ClusterOptions { nodes: 1, ..ClusterOptions::default() }, |c| {
+        c.requirepass = Some("data-pass".into());
+    });
+    let mut s = std::net::TcpStream::connect(cl.cfgs[0].client_addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    let mut reader = std::io::BufReader::new(s.try_clone().unwrap());
+    let mut line = String::new();
+    let started = std::time::Instant::now();
+    // HELLO's AUTH is counted like AUTH's (it was not); guesses past the tenth are not answered
+    let hello = b"*5\r\n$5\r\nHELLO\r\n$1\r\n2\r\n$4\r\nAUTH\r\n$7\r\ndefault\r\n$5\r\nguess\r\n";
+    std::io::Write::write_all(&mut s, hello).unwrap();
+    std::io::BufRead::read_line(&mut reader, &mut line).unwrap();
+    assert!(line.starts_with("-WRONGPASS"), "{line}");
+    let mut answered = 1;
+    for _ in 0..20 {
+        if std::io::Write::write_all(&mut s, b"*2\r\n$4\r\nAUTH\r\n$5\r\nguess\r\n").is_err() {
+            break;
+        }
+        line.clear();
+        match std::io::BufRead::read_line(&mut reader, &mut line) {
+            Ok(n) if n > 0 => answered += 1,
+            _ => break,
+        }
+    }
+    let took = started.elapsed();
+    assert_eq!(answered, 10, "the connection closes after the tenth wrong password");
+    assert!(took >= std::time::Duration::from_millis(1_000), "ten guesses took only {took:?}");
+    assert_eq!(cl.metric(0, "tailor_auth_failures_total", &[]), 10.0);
+    // the right password still works at once on a new connection, and CLIENT KILL says no
+    let mut user = conn(&cl, ":data-pass");
+    let e = redis::cmd("CLIENT").arg("KILL").arg("ID").arg(1).query::<()>(&mut user).unwrap_err();
+    assert!(e.to_string().contains("not supported"), "{e}");
 }

@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 use tailor_store::cluster::ClusterOptions;
-use tailor_store::internode::{decode, encode, Message};
+use tailor_store::internode::{decode, encode, Failure, Message};
 
 fn one(tweak: impl Fn(&mut tailor_store::config::NodeConfig)) -> TestCluster {
     TestCluster::start(ClusterOptions { nodes: 1, replication: 1, ..ClusterOptions::default() }, tweak)
@@ -92,9 +92,13 @@ fn a_peer_frame_with_a_key_over_the_limit_gets_failed() {
     let cl = one(|_| {});
     let peer = cl.cfgs[0].peer_listen();
     let hello = Message::Hello { id: 0, from: 0 };
-    let write = Message::Write { id: 7, key: vec![b'k'; 70_000], version: 1, value: Some(b"v".to_vec()) };
+    let key = vec![b'k'; 70_000];
+    let write = Message::Write { id: 7, key, version: 1, value: Some(b"v".to_vec()), tags: Default::default(), age: 0 };
     match internode_call(peer, &[hello.clone(), write]) {
-        Message::Failed { id: 7, reason } => assert!(reason.contains("max_key_bytes"), "{reason}"),
+        Message::Failed { id: 7, reason, failure } => {
+            assert!(reason.contains("max_key_bytes"), "{reason}");
+            assert_eq!(failure, Failure::ForGood, "a key over the limit is refused for good (never hinted)");
+        }
         other => panic!("{other:?}"),
     }
     let read = Message::Read { id: 8, key: vec![b'k'; 70_000], tags: Default::default(), age: 0 };

@@ -153,7 +153,7 @@ fn repair(cl: &TestCluster, node: usize) -> HashMap<String, u64> {
 /// The version node `i`'s own replica holds for `key` (0: none, not even a tombstone).
 fn replica_version(cl: &TestCluster, i: usize, key: &str) -> u64 {
     let read = Message::Read { id: 1, key: key.as_bytes().to_vec(), tags: Default::default(), age: 0 };
-    match internode(cl.cfgs[i].peer_listen(), &read) {
+    match internode(&cl.cfgs[i], &read) {
         Message::ReadReply { version, .. } => version,
         other => panic!("node {i} answered a read with {other:?}"),
     }

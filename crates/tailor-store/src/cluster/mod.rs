@@ -212,6 +212,8 @@ pub fn plan(opts: &ClusterOptions, dir: &Path) -> Result<Vec<NodeConfig>, Cluste
         return Err(ClusterError::Invalid("--nodes must be at least 1".into()));
     }
     let ports = free_ports(3 * opts.nodes)?;
+    // every cluster's peer port is signed: nothing that reaches it without the secret gets in
+    let secret = (opts.nodes > 1).then(cluster_secret).transpose()?;
     let addr = |p: u16| SocketAddr::from(([127, 0, 0, 1], p));
     let members: Vec<Member> = (0..opts.nodes).map(|i| Member { id: i as u32, peer: addr(ports[3 * i + 1]) }).collect();
     Ok((0..opts.nodes)
@@ -229,9 +231,20 @@ pub fn plan(opts: &ClusterOptions, dir: &Path) -> Result<Vec<NodeConfig>, Cluste
             read_consistency: opts.read_consistency,
             durability: opts.durability,
             seed: 1,
+            cluster_secret: secret.clone(),
             ..NodeConfig::default()
         })
         .collect())
+}
+
+/// A fresh cluster secret: 32 hex digits from the OS's random source (128 bits).
+fn cluster_secret() -> Result<String, ClusterError> {
+    use std::io::Read;
+    let mut bytes = [0u8; 16];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(io("read /dev/urandom for a cluster secret"))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
 /// Whether a node process outlives the process that starts it.

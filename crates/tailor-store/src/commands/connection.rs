@@ -41,6 +41,10 @@ pub fn client(session: &mut Session, args: &[Vec<u8>]) -> Reply {
             bulk(lines)
         }
         (b"id" | b"getname" | b"setname" | b"info" | b"list", _) => wrong_args(&format!("client|{}", lossy(&sub))),
+        // answering OK while doing nothing would mislead a script or a Jepsen nemesis
+        (b"kill" | b"pause" | b"unpause", _) => {
+            Reply::err(format!("CLIENT {} is not supported by this node", lossy(&sub).to_uppercase()))
+        }
         // SETINFO (redis-py sends it on connect), NO-EVICT, NO-TOUCH, REPLY ...: accepted, no effect
         _ => Reply::ok(),
     }
@@ -233,6 +237,9 @@ fn tailor(node: &Arc<Node>, _: &Session) -> String {
             ("local", c.local.to_string()),
             ("workers", node.replica.workers().to_string()),
             ("queue_len", node.replica.queue_len().to_string()),
+            ("clock_offset_ms", node.hlc.offset_ms().to_string()),
+            ("clock_skewed", (node.hlc.skew().is_err() as u8).to_string()),
+            ("coordinates_writes", (node.hlc.skew().is_ok() as u8).to_string()),
         ],
     )
 }

@@ -81,6 +81,7 @@ pub const COMMANDS: &[Spec] = &[
     spec("config", -2, A, (0, 0, 0), "server", "CONFIG GET of a few parameters"),
     spec("consistency", -1, C, (0, 0, 0), "tailor", "This connection's consistency level"),
     spec("tailor.repair", 1, A, (0, 0, 0), "tailor", "Run an anti-entropy pass"),
+    spec("tailor.hints", -1, A, (0, 0, 0), "tailor", "List or drop this node's hints (LIST/DROP <node>)"),
     spec("tailor.set", 3, A, (0, 0, 0), "tailor", "Set a node knob"),
     spec("tailor.get", -2, A, (0, 0, 0), "tailor", "Get a node knob"),
     spec("tailor.localget", 2, R, (1, 1, 1), "tailor", "Read this node's own replica"),

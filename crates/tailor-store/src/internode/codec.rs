@@ -2,7 +2,7 @@
 //! version byte, a kind byte, then the fields in little-endian order. Byte strings are `u32`
 //! length + bytes. Decoding never trusts a length beyond the frame it is in.
 
-use super::message::Message;
+use super::message::{Failure, Message};
 use crate::limits::Lease;
 use crate::merkle::{Hash, HASH_BYTES, MAX_DEPTH};
 use crate::storage::KeyVersion;
@@ -11,7 +11,7 @@ use tailor_core::model::Tags;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Protocol version carried by every frame.
-pub const VERSION: u8 = 3;
+pub const VERSION: u8 = 4;
 
 /// Bytes reserved for a frame's body before any of it arrived; the body then grows (doubling)
 /// with the bytes that came, so a frame that declares 17 MB and stalls costs at most this.
@@ -51,6 +51,9 @@ pub enum DecodeError {
     /// A string field is not UTF-8.
     #[error("internode frame has a non-UTF-8 string")]
     Utf8,
+    /// A failure reply's kind byte is none the protocol knows.
+    #[error("unknown failure kind in an internode reply")]
+    Failure,
     /// The declared frame length is above the limit.
     #[error("internode frame of {len} bytes exceeds the limit of {max}")]
     TooLong {
@@ -212,21 +215,25 @@ pub fn encode(msg: &Message) -> Vec<u8> {
             w.u8(tags.size_class);
             w.u64(*age);
         }
-        Message::Write { id, key, version, value } => {
+        Message::Write { id, key, version, value, tags, age } => {
             w.u8(WRITE);
             w.u64(*id);
             w.bytes(key);
             w.u64(*version);
             w.opt(value);
+            w.u8(tags.priority);
+            w.u8(tags.size_class);
+            w.u64(*age);
         }
         Message::Hello { id, from } => {
             w.u8(HELLO);
             w.u64(*id);
             w.u32(*from);
         }
-        Message::Ping { id } => {
+        Message::Ping { id, clock } => {
             w.u8(PING);
             w.u64(*id);
+            w.u64(*clock);
         }
         Message::ReadReply { id, version, value, feedback } => {
             w.u8(READ_REPLY);
@@ -241,11 +248,13 @@ pub fn encode(msg: &Message) -> Vec<u8> {
             w.u8(*applied as u8);
             w.feedback(feedback);
         }
-        Message::Pong { id, feedback, healthy } => {
+        Message::Pong { id, feedback, healthy, clock, wall } => {
             w.u8(PONG);
             w.u64(*id);
             w.feedback(feedback);
             w.u8(*healthy as u8);
+            w.u64(*clock);
+            w.u64(*wall);
         }
         Message::TreeRequest { id, first, last, depth, cutoff } => {
             w.u8(TREE_REQUEST);
@@ -279,10 +288,11 @@ pub fn encode(msg: &Message) -> Vec<u8> {
             }
             w.u8(*more as u8);
         }
-        Message::Failed { id, reason } => {
+        Message::Failed { id, reason, failure } => {
             w.u8(FAILED);
             w.u64(*id);
             w.bytes(reason.as_bytes());
+            w.u8(failure.code());
         }
     }
     let len = (w.0.len() - 4) as u32;
@@ -305,12 +315,25 @@ pub fn decode(body: &[u8]) -> Result<Message, DecodeError> {
             tags: Tags { priority: r.u8()?, size_class: r.u8()? },
             age: r.u64()?,
         },
-        WRITE => Message::Write { id: r.u64()?, key: r.bytes()?, version: r.u64()?, value: r.opt()? },
-        PING => Message::Ping { id: r.u64()? },
+        WRITE => Message::Write {
+            id: r.u64()?,
+            key: r.bytes()?,
+            version: r.u64()?,
+            value: r.opt()?,
+            tags: Tags { priority: r.u8()?, size_class: r.u8()? },
+            age: r.u64()?,
+        },
+        PING => Message::Ping { id: r.u64()?, clock: r.u64()? },
         HELLO => Message::Hello { id: r.u64()?, from: r.u32()? },
         READ_REPLY => Message::ReadReply { id: r.u64()?, version: r.u64()?, value: r.opt()?, feedback: r.feedback()? },
         WRITE_ACK => Message::WriteAck { id: r.u64()?, applied: r.u8()? != 0, feedback: r.feedback()? },
-        PONG => Message::Pong { id: r.u64()?, feedback: r.feedback()?, healthy: r.u8()? != 0 },
+        PONG => Message::Pong {
+            id: r.u64()?,
+            feedback: r.feedback()?,
+            healthy: r.u8()? != 0,
+            clock: r.u64()?,
+            wall: r.u64()?,
+        },
         TREE_REQUEST => {
             Message::TreeRequest { id: r.u64()?, first: r.u64()?, last: r.u64()?, depth: r.u8()?, cutoff: r.u64()? }
         }
@@ -320,7 +343,8 @@ pub fn decode(body: &[u8]) -> Result<Message, DecodeError> {
         FAILED => {
             let id = r.u64()?;
             let reason = String::from_utf8(r.bytes()?).map_err(|_| DecodeError::Utf8)?;
-            Message::Failed { id, reason }
+            let failure = Failure::from_code(r.u8()?).ok_or(DecodeError::Failure)?;
+            Message::Failed { id, reason, failure }
         }
         k => return Err(DecodeError::Kind(k)),
     };
@@ -398,15 +422,24 @@ mod tests {
     fn every_message_round_trips() {
         let msgs = vec![
             Message::Read { id: 1, key: b"k".to_vec(), tags: Tags { priority: 1, size_class: 2 }, age: 1_500 },
-            Message::Write { id: 2, key: b"k".to_vec(), version: 77, value: Some(vec![0; 100]) },
-            Message::Write { id: 3, key: b"k".to_vec(), version: 78, value: None },
-            Message::Ping { id: 4 },
+            Message::Write {
+                id: 2,
+                key: b"k".to_vec(),
+                version: 77,
+                value: Some(vec![0; 100]),
+                tags: Tags { priority: 3, size_class: 1 },
+                age: 9,
+            },
+            Message::Write { id: 3, key: b"k".to_vec(), version: 78, value: None, tags: Tags::default(), age: 0 },
+            Message::Ping { id: 4, clock: 1 << 52 },
             Message::Hello { id: 0, from: 3 },
             Message::ReadReply { id: 5, version: 3, value: Some(b"v".to_vec()), feedback: fb() },
             Message::WriteAck { id: 6, applied: true, feedback: fb() },
-            Message::Pong { id: 7, feedback: fb(), healthy: true },
-            Message::Pong { id: 9, feedback: fb(), healthy: false },
-            Message::Failed { id: 8, reason: "disk".into() },
+            Message::Pong { id: 7, feedback: fb(), healthy: true, clock: 5, wall: 6 },
+            Message::Pong { id: 9, feedback: fb(), healthy: false, clock: u64::MAX, wall: 0 },
+            Message::Failed { id: 8, reason: "disk".into(), failure: Failure::Now },
+            Message::Failed { id: 15, reason: "empty key".into(), failure: Failure::ForGood },
+            Message::Failed { id: 16, reason: "ahead".into(), failure: Failure::FromTheFuture },
             Message::TreeRequest { id: 10, first: 5, last: u64::MAX, depth: 10, cutoff: 1 << 60 },
             Message::TreeReply { id: 11, leaves: vec![[7; HASH_BYTES]; 1024] },
             Message::KeysRequest { id: 12, first: 0, last: 99, after: Some(b"k".to_vec()) },
@@ -435,7 +468,7 @@ mod tests {
         }
         assert_eq!(decode(&[9, 1]).unwrap_err(), DecodeError::Version(9));
         assert_eq!(decode(&[VERSION, 99]).unwrap_err(), DecodeError::Kind(99));
-        let mut long = encode(&Message::Ping { id: 1 });
+        let mut long = encode(&Message::Ping { id: 1, clock: 2 });
         long.push(0);
         assert_eq!(decode(&long[4..]).unwrap_err(), DecodeError::Trailing(1));
         // a byte string claiming 4 GB inside a tiny frame

@@ -31,6 +31,11 @@ pub enum Message {
         version: u64,
         /// New value or `None` for a delete.
         value: Option<Vec<u8>>,
+        /// Tags the coordinator core gave the copy (the replica queues it by them, as the
+        /// local replica and the simulator do).
+        tags: Tags,
+        /// Nanoseconds the write spent at its coordinator before being sent.
+        age: u64,
     },
     /// First frame on a connection: names the coordinator whose requests follow, so replies can
     /// carry that coordinator's Bloom delta. Has no reply.
@@ -44,6 +49,8 @@ pub enum Message {
     Ping {
         /// Request id.
         id: u64,
+        /// The sender's hybrid logical clock, in µs (the receiver's moves past it).
+        clock: u64,
     },
     /// Answer to [`Message::Read`].
     ReadReply {
@@ -74,6 +81,11 @@ pub enum Message {
         /// Whether the node's workers can run requests; a peer treats an unhealthy node as
         /// down (routes around it) until it answers healthy again.
         healthy: bool,
+        /// The answering node's hybrid logical clock, in µs.
+        clock: u64,
+        /// The answering node's wall clock when it answered, in µs since the Unix epoch: the
+        /// pinging node measures its clock's offset from it (`hlc.rs`).
+        wall: u64,
     },
     /// Anti-entropy: the Merkle tree of the replica's keys whose token is in `first..=last`
     /// (a repairing node → a replica of that range).
@@ -124,7 +136,39 @@ pub enum Message {
         id: u64,
         /// Why.
         reason: String,
+        /// How final the failure is: whether a hint or a retry can help.
+        failure: Failure,
     },
+}
+
+/// How final a replica's [`Message::Failed`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// It might succeed later (busy, a storage error): hint it, retry it.
+    Now,
+    /// It never will (bad input: the empty key, a key or value over the limits): neither.
+    ForGood,
+    /// A write whose version is ahead of the replica's clock by more than the allowed offset:
+    /// not hinted by its coordinator (if its clock is the fast one, a replay would overwrite
+    /// every write acknowledged meanwhile), retried a bounded number of times by a hint replay
+    /// (whose version was sane when issued: the replica's clock may be the slow one).
+    FromTheFuture,
+}
+
+impl Failure {
+    /// Its byte on the wire.
+    pub fn code(self) -> u8 {
+        match self {
+            Failure::Now => 0,
+            Failure::ForGood => 1,
+            Failure::FromTheFuture => 2,
+        }
+    }
+
+    /// The failure with wire byte `code`.
+    pub fn from_code(code: u8) -> Option<Failure> {
+        [Failure::Now, Failure::ForGood, Failure::FromTheFuture].into_iter().find(|f| f.code() == code)
+    }
 }
 
 impl Message {
@@ -134,7 +178,7 @@ impl Message {
             Message::Read { id, .. }
             | Message::Write { id, .. }
             | Message::Hello { id, .. }
-            | Message::Ping { id }
+            | Message::Ping { id, .. }
             | Message::ReadReply { id, .. }
             | Message::WriteAck { id, .. }
             | Message::Pong { id, .. }

@@ -7,5 +7,5 @@ pub mod seal;
 pub mod writer;
 
 pub use codec::{decode, encode, finish_frame, read_frame, wait_frame, DecodeError, VERSION};
-pub use message::Message;
+pub use message::{Failure, Message};
 pub use seal::Seal;

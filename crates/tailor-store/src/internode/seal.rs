@@ -62,7 +62,14 @@ mod tests {
     #[test]
     fn signed_frames_round_trip_and_forgeries_are_refused() {
         let seal = Seal::new(Some("a cluster secret of some length"));
-        let msg = Message::Write { id: 7, key: b"k".to_vec(), version: 42, value: Some(b"v".to_vec()) };
+        let msg = Message::Write {
+            id: 7,
+            key: b"k".to_vec(),
+            version: 42,
+            value: Some(b"v".to_vec()),
+            tags: Default::default(),
+            age: 0,
+        };
         let frame = seal.encode(&msg);
         assert_eq!(seal.decode(&frame[4..]).unwrap(), msg);
         // unsigned, tampered, signed with another secret, or too short: forged

@@ -69,6 +69,25 @@ impl TestCluster {
         self.wait_up(i);
     }
 
+    /// Restart node `i` on its config with `env` added to its environment (libfaketime's
+    /// `LD_PRELOAD` and `FAKETIME`, say).
+    pub fn restart_with_env(&mut self, i: usize, env: &[(&str, &str)]) {
+        let home = self.dir.path().join(format!("node{i}"));
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(home.join("node.log")).expect("node.log");
+        let child = std::process::Command::new(exe())
+            .arg("node")
+            .arg("--config")
+            .arg(home.join("node.toml"))
+            .envs(env.iter().copied())
+            .stdin(std::process::Stdio::null())
+            .stdout(log.try_clone().expect("node.log"))
+            .stderr(log)
+            .spawn()
+            .expect("respawn node");
+        self.children[i] = Some(child);
+        self.wait_up(i);
+    }
+
     /// Node `i`'s process id.
     pub fn pid(&self, i: usize) -> u32 {
         self.children[i].as_ref().expect("node running").id()
@@ -145,19 +164,18 @@ pub fn get(con: &mut redis::Connection, k: &str) -> redis::RedisResult<Option<Ve
     redis::cmd("GET").arg(k).query(con)
 }
 
-/// Send one internode message to `peer` (a node's peer port) and read its one reply frame.
-pub fn internode(
-    peer: std::net::SocketAddr,
-    msg: &tailor_store::internode::Message,
-) -> tailor_store::internode::Message {
-    let mut s = TcpStream::connect(peer).unwrap();
+/// Send one internode message to the peer port of the node configured by `cfg`, signed with
+/// its cluster secret, and read its one reply frame.
+pub fn internode(cfg: &NodeConfig, msg: &tailor_store::internode::Message) -> tailor_store::internode::Message {
+    let seal = tailor_store::internode::Seal::new(cfg.cluster_secret.as_deref());
+    let mut s = TcpStream::connect(cfg.peer_listen()).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    s.write_all(&tailor_store::internode::encode(msg)).unwrap();
+    s.write_all(&seal.encode(msg)).unwrap();
     let mut len = [0u8; 4];
     s.read_exact(&mut len).unwrap();
     let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
     s.read_exact(&mut body).unwrap();
-    tailor_store::internode::decode(&body).unwrap()
+    seal.decode(&body).unwrap()
 }
 
 /// What node `i`'s own replica holds for `key` (an internode read: no selector, no other node).
@@ -168,7 +186,7 @@ pub fn replica_value(cl: &TestCluster, i: usize, key: &str) -> Option<Vec<u8>> {
         tags: Default::default(),
         age: 0,
     };
-    match internode(cl.cfgs[i].peer_listen(), &read) {
+    match internode(&cl.cfgs[i], &read) {
         tailor_store::internode::Message::ReadReply { value, .. } => value,
         other => panic!("node {i} answered a read with {other:?}"),
     }
