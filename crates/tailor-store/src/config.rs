@@ -393,15 +393,11 @@ impl NodeConfig {
         if self.workers == 0 || self.workers > 256 {
             return bad("workers", format!("{} must be in 1..=256", self.workers));
         }
-        if !tailor_core::selector::SELECTORS.contains(&self.selector.as_str()) {
+        let Some(needs) = tailor_core::selector::registry::needs(&self.selector) else {
             return bad("selector", format!("unknown `{}`", self.selector));
-        }
-        if tailor_core::selector::probing(&self.selector) {
-            let reason = format!(
-                "`{}` needs replicas that answer probes, which the store does not carry yet (simulator only)",
-                self.selector
-            );
-            return bad("selector", reason);
+        };
+        if let Some(why) = tailor_core::selector::Engine::Store.refusal(&needs) {
+            return bad("selector", format!("`{}` cannot run on the store (simulator only): {why}", self.selector));
         }
         if !tailor_core::local::LOCALS.contains(&self.local.as_str()) {
             return bad("local", format!("unknown `{}`", self.local));

@@ -68,6 +68,8 @@ enum Command {
     Report(cmd::report::ReportArgs),
     /// Run the sources' headline claims in the simulator and judge each: theirs beside ours.
     Reproduce(cmd::reproduce::ReproduceArgs),
+    /// Start a new selector or local policy from a template, registered, with the commands to try it.
+    New(cmd::new::NewArgs),
 }
 
 fn main() {
@@ -87,6 +89,7 @@ fn main() {
         Command::Bench(args) => cmd::bench::run(args),
         Command::Report(args) => cmd::report::run(args),
         Command::Reproduce(args) => cmd::reproduce::run(args),
+        Command::New(args) => cmd::new::run(args),
     };
     if let Err(e) = outcome {
         eprintln!("error: {}", describe(&e));

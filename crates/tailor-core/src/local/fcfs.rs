@@ -45,6 +45,15 @@ impl<T: Send> LocalQueue<T> for Fcfs<T> {
     }
 }
 
+
+/// `fcfs`: first come, first served.
+pub const REGISTRATION: super::LocalRegistration = super::LocalRegistration { name: "fcfs", source: "first come, first served" };
+
+/// Build a `fcfs` queue.
+pub fn build<T: Send + 'static>(_cfg: &super::LocalConfig, _seed: u64) -> Box<dyn super::LocalQueue<T>> {
+    Box::new(Fcfs::new())
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::testkit::job;

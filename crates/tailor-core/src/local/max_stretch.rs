@@ -112,6 +112,15 @@ impl<T: Send> LocalQueue<T> for MaxStretch<T> {
     }
 }
 
+
+/// `max-stretch`: largest stretch first (Euro-Par 2021).
+pub const REGISTRATION: super::LocalRegistration = super::LocalRegistration { name: "max-stretch", source: "largest stretch first (Euro-Par 2021)" };
+
+/// Build a `max-stretch` queue.
+pub fn build<T: Send + 'static>(_cfg: &super::LocalConfig, _seed: u64) -> Box<dyn super::LocalQueue<T>> {
+    Box::new(MaxStretch::new())
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::testkit::job;

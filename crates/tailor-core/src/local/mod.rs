@@ -8,12 +8,50 @@ use crate::model::JobMeta;
 use crate::time::Nanos;
 use serde::{Deserialize, Serialize};
 
-pub mod fcfs;
 mod fifo;
-pub mod max_stretch;
-pub mod max_wait_over_size;
-pub mod rml;
-pub mod sjf;
+#[cfg(test)]
+mod template;
+
+/// Declare each local policy's module and list it (`pub const REGISTRATION` and `pub fn build`
+/// in its file): adding a policy is its file plus its module's name here.
+macro_rules! register {
+    ($($module:ident),* $(,)?) => {
+        $(pub mod $module;)*
+        /// Every local policy, in the order reports list them.
+        pub const REGISTRY: &[&LocalRegistration] = &[$(&$module::REGISTRATION),*];
+        /// Every local policy name, in the order reports list them.
+        pub const LOCALS: &[&str] = &[$($module::REGISTRATION.name),*];
+
+        /// Build the local policy called `name`; `seed` feeds policies that draw at random.
+        pub fn build<T: Send + 'static>(
+            name: &str,
+            cfg: &LocalConfig,
+            seed: u64,
+        ) -> Result<Box<dyn LocalQueue<T>>, crate::selector::UnknownStrategy> {
+            $(if name == $module::REGISTRATION.name {
+                return Ok($module::build(cfg, seed));
+            })*
+            Err(crate::selector::UnknownStrategy {
+                kind: "local policy",
+                name: name.to_string(),
+                known: LOCALS.join(", "),
+            })
+        }
+    };
+}
+
+register!(fcfs, max_stretch, rml, sjf, max_wait_over_size);
+
+/// One local policy as the rest of Tailor sees it. A local policy needs nothing from an engine
+/// but its requests' release times, sizes and service estimates ([`JobMeta`]), which every
+/// engine gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LocalRegistration {
+    /// Its name in specs, configs and reports.
+    pub name: &'static str,
+    /// Where its rule is published.
+    pub source: &'static str,
+}
 
 /// A replica's queue-ordering policy.
 pub trait LocalQueue<T>: Send {
@@ -50,31 +88,6 @@ impl LocalConfig {
             .validate()
             .map_err(|e| crate::selector::InvalidSetting { field: "local.rml".into(), reason: e.to_string() })
     }
-}
-
-/// Every local policy name, in the order reports list them.
-pub const LOCALS: &[&str] = &["fcfs", "max-stretch", "rml", "sjf", "max-wait-over-size"];
-
-/// Build the local policy called `name`; `seed` feeds policies that draw at random.
-pub fn build<T: Send + 'static>(
-    name: &str,
-    cfg: &LocalConfig,
-    seed: u64,
-) -> Result<Box<dyn LocalQueue<T>>, crate::selector::UnknownStrategy> {
-    Ok(match name {
-        "fcfs" => Box::new(fcfs::Fcfs::new()),
-        "max-stretch" => Box::new(max_stretch::MaxStretch::new()),
-        "rml" => Box::new(rml::Rml::new(&cfg.rml, seed)),
-        "sjf" => Box::new(sjf::Sjf::new()),
-        "max-wait-over-size" => Box::new(max_wait_over_size::MaxWaitOverSize::new()),
-        _ => {
-            return Err(crate::selector::UnknownStrategy {
-                kind: "local policy",
-                name: name.to_string(),
-                known: LOCALS.join(", "),
-            });
-        }
-    })
 }
 
 #[cfg(test)]

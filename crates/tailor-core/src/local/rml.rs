@@ -170,6 +170,15 @@ impl<T: Send> LocalQueue<T> for Rml<T> {
     }
 }
 
+
+/// `rml`: Random Multi-Level (Hector).
+pub const REGISTRATION: super::LocalRegistration = super::LocalRegistration { name: "rml", source: "Random Multi-Level (Hector)" };
+
+/// Build a `rml` queue.
+pub fn build<T: Send + 'static>(cfg: &super::LocalConfig, seed: u64) -> Box<dyn super::LocalQueue<T>> {
+    Box::new(Rml::new(&cfg.rml, seed))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

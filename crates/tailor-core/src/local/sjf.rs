@@ -77,6 +77,15 @@ impl<T: Send> LocalQueue<T> for Sjf<T> {
     }
 }
 
+
+/// `sjf`: shortest job first.
+pub const REGISTRATION: super::LocalRegistration = super::LocalRegistration { name: "sjf", source: "shortest job first" };
+
+/// Build a `sjf` queue.
+pub fn build<T: Send + 'static>(_cfg: &super::LocalConfig, _seed: u64) -> Box<dyn super::LocalQueue<T>> {
+    Box::new(Sjf::new())
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::testkit::job;

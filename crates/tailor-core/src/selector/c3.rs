@@ -26,6 +26,7 @@ use crate::model::{NodeId, RequestView};
 use crate::node_map::NodeMap;
 use crate::time::{from_ms, Nanos};
 use serde::{Deserialize, Serialize};
+use super::registry::{Fact, Needs, Registration, tunable};
 
 /// Tunables of `c3`; the defaults are absim's full C3 (the code behind the paper's Fig. 14).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -347,6 +348,16 @@ impl ReplicaSelector for C3 {
         }
     }
 }
+
+
+/// `c3`: C3 (NSDI 2015).
+pub const REGISTRATION: Registration = Registration {
+    name: "c3",
+    source: "C3 (NSDI 2015)",
+    needs: Needs { facts: &[Fact::QueueLen, Fact::ServiceTime], ..Needs::NOTHING },
+    build: |cfg, env| Box::new(C3::new(&cfg.c3, env)),
+    validate: |cfg| cfg.c3.validate().map_err(|e| tunable("c3", e)),
+};
 
 #[cfg(test)]
 mod tests {

@@ -36,6 +36,7 @@ use crate::model::{NodeId, RequestView};
 use crate::node_map::NodeMap;
 use crate::time::{from_ms, Nanos, US};
 use serde::{Deserialize, Serialize};
+use super::registry::{Needs, Registration, tunable};
 
 /// How a peer's latency samples are summarised.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -532,6 +533,16 @@ impl ReplicaSelector for DynamicSnitch {
         self.replies.push(Reply { peer: i as u32, queue_len, at: now, latency, u });
     }
 }
+
+
+/// `dynamic-snitch`: Cassandra's dynamic snitch (reads queue_len as its severity where the engine reports it).
+pub const REGISTRATION: Registration = Registration {
+    name: "dynamic-snitch",
+    source: "Cassandra's dynamic snitch (reads queue_len as its severity where the engine reports it)",
+    needs: Needs::NOTHING,
+    build: |cfg, env| Box::new(DynamicSnitch::new(&cfg.dynamic_snitch, env)),
+    validate: |cfg| cfg.dynamic_snitch.validate().map_err(|e| tunable("dynamic_snitch", e)),
+};
 
 #[cfg(test)]
 mod tests {

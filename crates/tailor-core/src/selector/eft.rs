@@ -28,6 +28,7 @@ use crate::facts::{Ewma, Response};
 use crate::model::{NodeId, RequestView};
 use crate::node_map::NodeMap;
 use crate::time::Nanos;
+use super::registry::{Fact, Needs, Registration, no_tunables};
 
 /// The store-side estimate's state for one replica.
 #[derive(Clone, Copy, Debug, Default)]
@@ -119,6 +120,16 @@ impl ReplicaSelector for Eft {
         *self.backlogs.get_or_insert_with(resp.replica, Backlog::default) = b;
     }
 }
+
+
+/// `eft`: EFT (Euro-Par 2021).
+pub const REGISTRATION: Registration = Registration {
+    name: "eft",
+    source: "EFT (Euro-Par 2021)",
+    needs: Needs { facts: &[Fact::PendingWork, Fact::ServiceTime], size_oracle: true, ..Needs::NOTHING },
+    build: |_cfg, env| Box::new(Eft::new(env)),
+    validate: no_tunables,
+};
 
 #[cfg(test)]
 pub(crate) mod tests {

@@ -15,6 +15,7 @@ use crate::facts::Response;
 use crate::model::{NodeId, RequestView};
 use crate::time::{from_ms, Nanos};
 use serde::{Deserialize, Serialize};
+use super::registry::{Fact, Needs, Registration, tunable};
 
 /// Tunables of `eft-sharded`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -82,6 +83,16 @@ impl ReplicaSelector for EftSharded {
         self.eft.on_response(now, resp);
     }
 }
+
+
+/// `eft-sharded`: EFT with size-aware sharding (Euro-Par 2021).
+pub const REGISTRATION: Registration = Registration {
+    name: "eft-sharded",
+    source: "EFT with size-aware sharding (Euro-Par 2021)",
+    needs: Needs { facts: &[Fact::PendingWork, Fact::ServiceTime], size_oracle: true, ..Needs::NOTHING },
+    build: |cfg, env| Box::new(EftSharded::new(&cfg.eft_sharded, env)),
+    validate: |cfg| cfg.eft_sharded.validate().map_err(|e| tunable("eft_sharded", e)),
+};
 
 #[cfg(test)]
 mod tests {

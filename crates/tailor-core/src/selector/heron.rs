@@ -32,6 +32,7 @@ use crate::model::{NodeId, RequestView, Tags};
 use crate::node_map::NodeMap;
 use crate::time::{from_ms, Nanos};
 use serde::{Deserialize, Serialize};
+use super::registry::{Fact, Needs, Registration, tunable};
 
 /// Tunables of `heron`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -218,6 +219,16 @@ impl ReplicaSelector for Heron {
         }
     }
 }
+
+
+/// `heron`: Héron (ICDCS 2018).
+pub const REGISTRATION: Registration = Registration {
+    name: "heron",
+    source: "Héron (ICDCS 2018)",
+    needs: Needs { facts: &[Fact::Busy, Fact::QueueLen, Fact::ServiceTime], size_oracle: true, ..Needs::NOTHING },
+    build: |cfg, env| Box::new(Heron::new(&cfg.heron, env)),
+    validate: |cfg| cfg.heron.validate().map_err(|e| tunable("heron", e)),
+};
 
 #[cfg(test)]
 mod tests {

@@ -5,6 +5,7 @@ use crate::facts::Response;
 use crate::model::{NodeId, RequestView};
 use crate::node_map::InFlight;
 use crate::time::Nanos;
+use super::registry::{Needs, Registration, no_tunables};
 
 /// Fewest outstanding requests from this coordinator; ties broken at random.
 pub struct Lor {
@@ -41,6 +42,16 @@ impl ReplicaSelector for Lor {
         self.outstanding.answered(resp.replica);
     }
 }
+
+
+/// `lor`: least outstanding requests (C3 §2, as in Riak and Cassandra clients).
+pub const REGISTRATION: Registration = Registration {
+    name: "lor",
+    source: "least outstanding requests (C3 §2, as in Riak and Cassandra clients)",
+    needs: Needs::NOTHING,
+    build: |_cfg, env| Box::new(Lor::new(env)),
+    validate: no_tunables,
+};
 
 #[cfg(test)]
 mod tests {

@@ -13,24 +13,45 @@ use crate::model::{CoordinatorId, NodeId, RequestView, Tags};
 use crate::time::Nanos;
 use serde::{Deserialize, Serialize};
 
-pub mod c3;
+// helpers some selectors share (not selectors themselves)
 pub mod c3_rate;
 pub mod c3_score;
-pub mod dynamic_snitch;
-pub mod eft;
-pub mod eft_sharded;
-pub mod heron;
-pub mod lor;
-pub mod oracle;
-pub mod p2c_peak_ewma;
-pub mod popularity_aware;
-pub mod prequal;
 pub mod prequal_pool;
-pub mod random;
-pub mod round_robin;
-pub mod slow_replica;
+pub mod registry;
 mod snitch_reservoir;
-pub mod tap;
+#[cfg(test)]
+mod template;
+
+pub use registry::{Engine, Fact, Needs, Registration};
+
+/// Declare each selector's module and list its [`Registration`] (`pub const REGISTRATION` in
+/// its file): adding a selector is its file plus its module's name here.
+macro_rules! register {
+    ($($module:ident),* $(,)?) => {
+        $(pub mod $module;)*
+        /// Every selector, in the order reports list them.
+        pub const REGISTRY: &[&Registration] = &[$(&$module::REGISTRATION),*];
+        /// Every selector name, in the order reports list them.
+        pub const SELECTORS: &[&str] = &[$($module::REGISTRATION.name),*];
+    };
+}
+
+register!(
+    random,
+    round_robin,
+    lor,
+    dynamic_snitch,
+    c3,
+    heron,
+    tap,
+    eft,
+    eft_sharded,
+    popularity_aware,
+    oracle,
+    p2c_peak_ewma,
+    prequal,
+    slow_replica,
+);
 
 /// What the selector decided for a request.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -116,17 +137,17 @@ pub enum Reach {
 }
 
 /// Whether selector `name` sends probes, which its engine's replicas must answer (the
-/// simulator does; the store does not yet).
+/// simulator does; the store does not yet): its [`Needs::probes`].
 pub fn probing(name: &str) -> bool {
-    name == "prequal"
+    registry::needs(name).is_some_and(|n| n.probes)
 }
 
 /// Whether selector `name` reads the queue-length trend [`crate::facts::Feedback::dq`] (TAP's
-/// trend rule). An engine whose selector does not may skip measuring it
-/// ([`crate::replica::ReplicaCore::without_dq`]); a selector that starts reading `dq` must be
-/// named here.
+/// trend rule), as its [`Needs::facts`] declare. An engine whose selector does not may skip
+/// measuring it ([`crate::replica::ReplicaCore::without_dq`]); an unknown name reads it (an
+/// engine never skips a fact a selector might read).
 pub fn reads_dq(name: &str) -> bool {
-    name == "tap"
+    registry::needs(name).is_none_or(|n| n.reads(Fact::Dq))
 }
 
 /// What a selector knows about its surroundings when it is built.
@@ -179,40 +200,12 @@ pub struct InvalidSetting {
 }
 
 impl SelectorConfig {
-    /// Check every selector's tunables (what the types cannot); names the first bad field.
+    /// Check every selector's tunables (what the types cannot), each by its registration;
+    /// names the first bad field.
     pub fn validate(&self) -> Result<(), InvalidSetting> {
-        let named = |strategy: &str, e: c3::InvalidConfig| InvalidSetting {
-            field: format!("selector.{strategy}.{}", e.field),
-            reason: format!("{} is not {}", e.value, e.expected),
-        };
-        self.c3.validate().map_err(|e| named("c3", e))?;
-        self.tap.validate().map_err(|e| named("tap", e))?;
-        self.heron.validate().map_err(|e| named("heron", e))?;
-        self.dynamic_snitch.validate().map_err(|e| named("dynamic_snitch", e))?;
-        self.popularity_aware.validate().map_err(|e| named("popularity_aware", e))?;
-        self.eft_sharded.validate().map_err(|e| named("eft_sharded", e))?;
-        self.p2c_peak_ewma.validate().map_err(|e| named("p2c_peak_ewma", e))?;
-        self.prequal.validate().map_err(|e| named("prequal", e))
+        REGISTRY.iter().try_for_each(|r| (r.validate)(self))
     }
 }
-
-/// Every selector name, in the order reports list them.
-pub const SELECTORS: &[&str] = &[
-    "random",
-    "round-robin",
-    "lor",
-    "dynamic-snitch",
-    "c3",
-    "heron",
-    "tap",
-    "eft",
-    "eft-sharded",
-    "popularity-aware",
-    "oracle",
-    "p2c-peak-ewma",
-    "prequal",
-    "slow-replica-avoidance",
-];
 
 /// A strategy name that does not exist.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -228,25 +221,10 @@ pub struct UnknownStrategy {
 
 /// Build the selector called `name` for one coordinator.
 pub fn build(name: &str, cfg: &SelectorConfig, env: &SelectorEnv) -> Result<Box<dyn ReplicaSelector>, UnknownStrategy> {
-    Ok(match name {
-        "random" => Box::new(random::Random::new(env)),
-        "round-robin" => Box::new(round_robin::RoundRobin::new(env)),
-        "lor" => Box::new(lor::Lor::new(env)),
-        "dynamic-snitch" => Box::new(dynamic_snitch::DynamicSnitch::new(&cfg.dynamic_snitch, env)),
-        "c3" => Box::new(c3::C3::new(&cfg.c3, env)),
-        "heron" => Box::new(heron::Heron::new(&cfg.heron, env)),
-        "tap" => Box::new(tap::Tap::new(&cfg.tap, env)),
-        "eft" => Box::new(eft::Eft::new(env)),
-        "eft-sharded" => Box::new(eft_sharded::EftSharded::new(&cfg.eft_sharded, env)),
-        "popularity-aware" => Box::new(popularity_aware::PopularityAware::new(&cfg.popularity_aware, env)),
-        "oracle" => Box::new(oracle::Oracle::new(env)),
-        "p2c-peak-ewma" => Box::new(p2c_peak_ewma::P2cPeakEwma::new(&cfg.p2c_peak_ewma, env)),
-        "prequal" => Box::new(prequal::Prequal::new(&cfg.prequal, env)),
-        "slow-replica-avoidance" => Box::new(slow_replica::SlowReplicaAvoidance::new(env)),
-        _ => {
-            return Err(UnknownStrategy { kind: "selector", name: name.to_string(), known: SELECTORS.join(", ") });
-        }
-    })
+    match registry::find(name) {
+        Some(r) => Ok((r.build)(cfg, env)),
+        None => Err(UnknownStrategy { kind: "selector", name: name.to_string(), known: SELECTORS.join(", ") }),
+    }
 }
 
 /// A small deterministic random stream for selectors (SplitMix64), seeded per coordinator.

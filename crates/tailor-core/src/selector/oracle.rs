@@ -11,6 +11,7 @@ use crate::facts::Response;
 use crate::model::{NodeId, RequestView};
 use crate::node_map::InFlight;
 use crate::time::Nanos;
+use super::registry::{Needs, Registration, no_tunables};
 
 /// `oracle` selector.
 pub struct Oracle {
@@ -61,6 +62,16 @@ impl ReplicaSelector for Oracle {
         self.outstanding.answered(resp.replica);
     }
 }
+
+
+/// `oracle`: omniscient reference: true queues and rates.
+pub const REGISTRATION: Registration = Registration {
+    name: "oracle",
+    source: "omniscient reference: true queues and rates",
+    needs: Needs { world: true, ..Needs::NOTHING },
+    build: |_cfg, env| Box::new(Oracle::new(env)),
+    validate: no_tunables,
+};
 
 #[cfg(test)]
 mod tests {

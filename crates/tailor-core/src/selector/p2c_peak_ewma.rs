@@ -16,6 +16,7 @@ use crate::model::{NodeId, RequestView};
 use crate::node_map::NodeMap;
 use crate::time::{from_ms, Nanos};
 use serde::{Deserialize, Serialize};
+use super::registry::{Needs, Registration, tunable};
 
 /// Tunables of `p2c-peak-ewma`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -130,6 +131,16 @@ impl ReplicaSelector for P2cPeakEwma {
         p.observe(now, now.saturating_sub(resp.sent_at) as f64, tau);
     }
 }
+
+
+/// `p2c-peak-ewma`: power of two choices with peak EWMA latency (Finagle, Linkerd).
+pub const REGISTRATION: Registration = Registration {
+    name: "p2c-peak-ewma",
+    source: "power of two choices with peak EWMA latency (Finagle, Linkerd)",
+    needs: Needs::NOTHING,
+    build: |cfg, env| Box::new(P2cPeakEwma::new(&cfg.p2c_peak_ewma, env)),
+    validate: |cfg| cfg.p2c_peak_ewma.validate().map_err(|e| tunable("p2c_peak_ewma", e)),
+};
 
 #[cfg(test)]
 mod tests {

@@ -17,6 +17,7 @@ use crate::time::Nanos;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::sync::Arc;
+use super::registry::{Needs, Registration, tunable};
 
 /// How a hot key's replica is chosen.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -117,6 +118,16 @@ impl ReplicaSelector for PopularityAware {
         Decision::Send { replica: replicas[i], tags: Tags { priority: HOT_PRIORITY, size_class: 0 } }
     }
 }
+
+
+/// `popularity-aware`: Hector-style popularity-aware selection.
+pub const REGISTRATION: Registration = Registration {
+    name: "popularity-aware",
+    source: "Hector-style popularity-aware selection",
+    needs: Needs::NOTHING,
+    build: |cfg, env| Box::new(PopularityAware::new(&cfg.popularity_aware, env)),
+    validate: |cfg| cfg.popularity_aware.validate().map_err(|e| tunable("popularity_aware", e)),
+};
 
 #[cfg(test)]
 mod tests {

@@ -44,6 +44,7 @@ use crate::facts::ProbeReply;
 use crate::model::{NodeId, RequestView};
 use crate::time::{from_ms, Nanos};
 use serde::{Deserialize, Serialize};
+use super::registry::{Needs, Registration, tunable};
 
 /// Prequal's tunables.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -175,6 +176,16 @@ impl ReplicaSelector for Prequal {
         self.pool.push(probe);
     }
 }
+
+
+/// `prequal`: Prequal (NSDI 2024).
+pub const REGISTRATION: Registration = Registration {
+    name: "prequal",
+    source: "Prequal (NSDI 2024)",
+    needs: Needs { probes: true, ..Needs::NOTHING },
+    build: |cfg, env| Box::new(Prequal::new(&cfg.prequal, env)),
+    validate: |cfg| cfg.prequal.validate().map_err(|e| tunable("prequal", e)),
+};
 
 #[cfg(test)]
 mod tests {

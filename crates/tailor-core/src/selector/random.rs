@@ -3,6 +3,7 @@
 use super::{Decision, ReplicaSelector, Rng, SelectorEnv, World};
 use crate::model::{NodeId, RequestView};
 use crate::time::Nanos;
+use super::registry::{no_tunables, Needs, Registration};
 
 /// Uniform random replica selection.
 pub struct Random {
@@ -21,6 +22,16 @@ impl ReplicaSelector for Random {
         Decision::to(replicas[self.rng.below(replicas.len())])
     }
 }
+
+
+/// `random`: baseline: uniform choice.
+pub const REGISTRATION: Registration = Registration {
+    name: "random",
+    source: "baseline: uniform choice",
+    needs: Needs::NOTHING,
+    build: |_cfg, env| Box::new(Random::new(env)),
+    validate: no_tunables,
+};
 
 #[cfg(test)]
 mod tests {

@@ -4,6 +4,7 @@ use super::{Decision, ReplicaSelector, SelectorEnv, World};
 use crate::model::{NodeId, RequestView};
 use crate::node_map::NodeMap;
 use crate::time::Nanos;
+use super::registry::{Needs, Registration, no_tunables};
 
 /// Rotation per replica set (keyed by the primary, which identifies the set on a ring).
 pub struct RoundRobin {
@@ -31,6 +32,16 @@ impl ReplicaSelector for RoundRobin {
         Decision::to(choice)
     }
 }
+
+
+/// `round-robin`: baseline: each replica in turn.
+pub const REGISTRATION: Registration = Registration {
+    name: "round-robin",
+    source: "baseline: each replica in turn",
+    needs: Needs::NOTHING,
+    build: |_cfg, env| Box::new(RoundRobin::new(env)),
+    validate: no_tunables,
+};
 
 #[cfg(test)]
 mod tests {

@@ -20,6 +20,7 @@ use crate::facts::Response;
 use crate::model::{NodeId, RequestView};
 use crate::node_map::{InFlight, NodeMap};
 use crate::time::Nanos;
+use super::registry::{Needs, Registration, no_tunables};
 
 /// In-flight requests at which a replica counts as busy (the Java driver's threshold).
 pub const BUSY_IN_FLIGHT: u32 = 10;
@@ -93,6 +94,16 @@ impl ReplicaSelector for SlowReplicaAvoidance {
         *last = [last[1], Some(now)];
     }
 }
+
+
+/// `slow-replica-avoidance`: slow replica avoidance (ScyllaDB drivers).
+pub const REGISTRATION: Registration = Registration {
+    name: "slow-replica-avoidance",
+    source: "slow replica avoidance (ScyllaDB drivers)",
+    needs: Needs::NOTHING,
+    build: |_cfg, env| Box::new(SlowReplicaAvoidance::new(env)),
+    validate: no_tunables,
+};
 
 #[cfg(test)]
 mod tests {

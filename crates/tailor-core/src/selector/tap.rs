@@ -31,6 +31,7 @@ use crate::model::{NodeId, RequestView};
 use crate::node_map::NodeMap;
 use crate::time::{from_ms, Nanos, MS};
 use serde::{Deserialize, Serialize};
+use super::registry::{Fact, Needs, Registration, tunable};
 
 /// Tunables of `tap`; the defaults are the paper's.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -383,6 +384,16 @@ impl ReplicaSelector for Tap {
         }
     }
 }
+
+
+/// `tap`: TAP (trend-aware C3).
+pub const REGISTRATION: Registration = Registration {
+    name: "tap",
+    source: "TAP (trend-aware C3)",
+    needs: Needs { facts: &[Fact::Dq, Fact::QueueLen, Fact::ServiceTime], ..Needs::NOTHING },
+    build: |cfg, env| Box::new(Tap::new(&cfg.tap, env)),
+    validate: |cfg| cfg.tap.validate().map_err(|e| tunable("tap", e)),
+};
 
 #[cfg(test)]
 mod tests {

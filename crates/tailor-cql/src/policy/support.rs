@@ -6,40 +6,15 @@
 //! local read latency. A selector that needs anything else is refused with the reason rather
 //! than run on facts that are always zero.
 
-/// Why `selector` cannot run on Cassandra with or without polled facts (`None`: it can).
+use tailor_core::selector::Engine;
+
+/// Why `selector` cannot run on Cassandra with or without polled facts (`None`: it can),
+/// from what the selector declares it needs ([`tailor_core::selector::Needs`]).
 pub fn refusal(selector: &str, facts_polled: bool) -> Option<String> {
-    let why = match selector {
-        "random"
-        | "round-robin"
-        | "lor"
-        | "p2c-peak-ewma"
-        | "popularity-aware"
-        | "dynamic-snitch"
-        | "slow-replica-avoidance" => return None,
-        "c3" if facts_polled => return None,
-        "c3" => {
-            "C3 scores replicas by their queue length and service time: enable fact polling \
-                 (Cassandra's system_views.thread_pools and local_read_latency)"
-        }
-        "heron" => {
-            "Héron needs each replica's busy-with-a-large-value status and Bloom filter of \
-                    large keys, which Cassandra does not report"
-        }
-        "tap" => {
-            "TAP needs the change of each replica's queue over 20 ms windows on every response; \
-                  polled snapshots cannot give it"
-        }
-        "eft" | "eft-sharded" => {
-            "EFT needs each replica's pending work in time units, which Cassandra \
-                                  does not report"
-        }
-        "oracle" => "the oracle reads true queue lengths that only the simulator knows",
-        "prequal" => {
-            "Prequal probes replicas for requests in flight and a latency estimate, and \
-                      Cassandra answers no such probe"
-        }
-        other => return Some(format!("unknown selector `{other}`")),
+    let Some(needs) = tailor_core::selector::registry::needs(selector) else {
+        return Some(format!("unknown selector `{selector}`"));
     };
+    let why = Engine::Cassandra { facts_polled }.refusal(&needs)?;
     Some(format!("selector `{selector}` cannot run on Cassandra: {why}"))
 }
 
@@ -55,7 +30,14 @@ mod tests {
         }
         assert!(refusal("c3", true).is_none());
         assert!(refusal("c3", false).unwrap().contains("enable fact polling"));
-        assert!(refusal("heron", true).unwrap().contains("Bloom"));
+        assert!(refusal("heron", true).unwrap().contains("busy with a large value"));
+        assert!(refusal("tap", true).unwrap().contains("20 ms windows"));
+        assert!(refusal("eft", true).unwrap().contains("pending work"));
+        assert!(refusal("oracle", true).unwrap().contains("only the simulator"));
+        assert!(refusal("prequal", true).unwrap().contains("probe"));
+        for fine in ["random", "round-robin", "lor", "p2c-peak-ewma", "popularity-aware", "dynamic-snitch"] {
+            assert_eq!(refusal(fine, false), None, "{fine}");
+        }
         assert!(refusal("nope", true).unwrap().contains("unknown selector"));
     }
 }
