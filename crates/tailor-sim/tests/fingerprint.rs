@@ -1,17 +1,22 @@
-//! The simulator's results, bit for bit, against the ones recorded here: a change meant only to
-//! make the simulator faster or smaller (docs/sim-speed.md: every such change kept results
-//! byte-identical) must leave this fingerprint as it is. A change meant to alter results
-//! records the new fingerprint, and its commit says why the results moved.
+//! The simulator's results, bit for bit, against the ones recorded here, one fingerprint per
+//! strategy pair (selector / local policy): a change meant only to make the simulator faster or
+//! smaller (docs/sim-speed.md: every such change kept results byte-identical) must leave every
+//! fingerprint as it is. A change meant to alter results records the new fingerprints of the
+//! pairs it moved (the failure prints them), and its commit says why they moved. A new strategy
+//! runs here by itself (every registered selector and local policy is in the plans) and prints
+//! its own fingerprint to record; the others stay as they were.
 //!
-//! The plans cover every selector on the `c3` setup, the presets with value sizes, Bloom
-//! oracle and local policies (heron, europar, hector-rml), closed loop with a cache
-//! (hector-cache), speculative retry, several tokens per node, and a trace.
+//! The plans cover every selector on the `c3` setup, every local policy behind C3, the presets
+//! with value sizes, Bloom oracle and local policies (heron, europar, hector-rml), closed loop
+//! with a cache (hector-cache), speculative retry, several tokens per node, and a trace.
 
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use tailor_spec::{expand, presets::preset, Spec};
 
-/// The SHA-256 of the JSON of every run's result, in plan order.
-const EXPECTED: &str = "4190755b7ff0281880ee22672dd6d7ce0486c8d3fae7644ca4ba6d78769fde03";
+/// The recorded fingerprints: `selector/local sha256` per line, the SHA-256 of the JSON of the
+/// pair's runs in plan order.
+const RECORDED: &str = include_str!("fingerprints.txt");
 
 fn plans_of(preset_name: &str, overrides: &[&str]) -> Vec<tailor_spec::RunPlan> {
     let spec = preset(preset_name).unwrap().with_overrides(overrides).unwrap();
@@ -26,14 +31,16 @@ fn results(plans: &[tailor_spec::RunPlan], trace: Option<&str>) -> Vec<serde_jso
 #[test]
 fn results_match_the_recorded_fingerprint() {
     let every_selector = format!("compare.selectors={}", tailor_core::selector::SELECTORS.join(","));
+    let every_local = format!("compare.locals={}", tailor_core::local::LOCALS.join(","));
     let base = ["workload.requests=20000", "workload.warmup_ms=20", "seeds=[1,2]"];
-    let cases: [(&str, Vec<&str>); 6] = [
+    let cases: [(&str, Vec<&str>); 7] = [
         ("c3", vec![&every_selector, "sweep.cluster.fluctuation.interval_ms=[10,500]"]),
         ("heron", vec![]),
         ("europar", vec![]),
         ("hector-rml", vec![]),
         ("hector-cache", vec![]),
         ("c3", vec!["compare.selectors=c3,lor", "cluster.speculative_retry=99p", "cluster.vnodes=16"]),
+        ("c3", vec!["compare.selectors=c3", &every_local, "sweep.cluster.fluctuation.interval_ms=[500]"]),
     ];
     let mut runs = Vec::new();
     for (name, extra) in cases {
@@ -49,14 +56,31 @@ fn results_match_the_recorded_fingerprint() {
         assert!(r["requests"].as_u64() > Some(0), "{} / {} measured no request", r["selector"], r["params"]);
     }
 
-    let json = serde_json::to_string(&runs).unwrap();
-    let digest: String = Sha256::digest(json.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
-    assert_eq!(
-        digest,
-        EXPECTED,
-        "the simulator's results changed ({} runs): if that is meant, record the new fingerprint \
-         and say in the commit why results moved; if the change was only to speed or memory, it \
-         changed behaviour",
-        runs.len()
+    let mut pairs: BTreeMap<String, Vec<&serde_json::Value>> = BTreeMap::new();
+    for r in &runs {
+        let pair = format!("{}/{}", r["selector"].as_str().unwrap(), r["local"].as_str().unwrap());
+        pairs.entry(pair).or_default().push(r);
+    }
+    let measured: BTreeMap<String, String> = pairs
+        .into_iter()
+        .map(|(pair, runs)| {
+            let json = serde_json::to_string(&runs).unwrap();
+            (pair, Sha256::digest(json.as_bytes()).iter().map(|b| format!("{b:02x}")).collect())
+        })
+        .collect();
+    let recorded: BTreeMap<&str, &str> =
+        RECORDED.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).filter_map(|l| l.split_once(' ')).collect();
+    let fresh: Vec<String> = measured.iter().map(|(p, d)| format!("{p} {d}")).collect();
+    let moved: Vec<&String> = measured.keys().filter(|p| recorded.get(p.as_str()).is_some_and(|d| *d != measured[*p])).collect();
+    let gone: Vec<&&str> = recorded.keys().filter(|p| !measured.contains_key(**p)).collect();
+    for new in measured.keys().filter(|p| !recorded.contains_key(p.as_str())) {
+        eprintln!("new strategy pair {new}: fingerprint {} (add it to tests/fingerprints.txt)", measured[new]);
+    }
+    assert!(
+        moved.is_empty() && gone.is_empty(),
+        "the simulator's results changed for {moved:?} (no longer run: {gone:?}): if that is meant, record \
+         the new fingerprints and say in the commit why results moved; if the change was only to \
+         speed or memory, it changed behaviour. Measured now:\n{}",
+        fresh.join("\n")
     );
 }
