@@ -71,7 +71,8 @@ fn results_match_the_recorded_fingerprint() {
     let recorded: BTreeMap<&str, &str> =
         RECORDED.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).filter_map(|l| l.split_once(' ')).collect();
     let fresh: Vec<String> = measured.iter().map(|(p, d)| format!("{p} {d}")).collect();
-    let moved: Vec<&String> = measured.keys().filter(|p| recorded.get(p.as_str()).is_some_and(|d| *d != measured[*p])).collect();
+    let moved: Vec<&String> =
+        measured.keys().filter(|p| recorded.get(p.as_str()).is_some_and(|d| *d != measured[*p])).collect();
     let gone: Vec<&&str> = recorded.keys().filter(|p| !measured.contains_key(**p)).collect();
     for new in measured.keys().filter(|p| !recorded.contains_key(p.as_str())) {
         eprintln!("new strategy pair {new}: fingerprint {} (add it to tests/fingerprints.txt)", measured[new]);
