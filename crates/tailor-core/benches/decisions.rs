@@ -67,13 +67,7 @@ fn decision_cost(s: &mut dyn ReplicaSelector) -> f64 {
 /// The first replica, always: the framework with no strategy in it.
 struct NoOp;
 impl ReplicaSelector for NoOp {
-    fn select(
-        &mut self,
-        _: Nanos,
-        _: &RequestView,
-        replicas: &[NodeId],
-        _: &dyn tailor_core::selector::World,
-    ) -> Decision {
+    fn select(&mut self, _: Nanos, _: &RequestView, replicas: &[NodeId], _: &dyn selector::World) -> Decision {
         Decision::to(replicas[0])
     }
 }

@@ -117,7 +117,7 @@ impl<T> NodeMap<T> {
                 Reach::Entry => {
                     let Some(e) = self.find(node) else { continue };
                     let start = &self.values[e] as *const T as usize;
-                    let last = start + std::mem::size_of::<T>().max(1) - 1;
+                    let last = start + size_of::<T>().max(1) - 1;
                     for line in start / LINE..=last / LINE {
                         out((line * LINE) as *const u8);
                     }

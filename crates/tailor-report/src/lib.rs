@@ -253,13 +253,12 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let spec = "name = \"live-cassandra\"\n[cluster]\nservers = 3\n\n[[cluster.slow_servers]]\nserver = 2\n";
         for (engine, stem, scale) in [("live", "results", 1.0), ("sim", "results-sim", 0.8)] {
-            let runs =
-                ["driver-default", "c3"].map(|p| crate::data::tests::run(p, "cassandra", &[], 1, scale)).to_vec();
+            let runs = ["driver-default", "c3"].map(|p| data::tests::run(p, "cassandra", &[], 1, scale)).to_vec();
             let mut r = results(engine);
             (r.experiment, r.spec, r.runs) = ("live-cassandra".into(), spec.into(), runs);
             std::fs::write(dir.join(format!("{stem}.json")), serde_json::to_string(&r).unwrap()).unwrap();
         }
-        let sources = input::load(std::slice::from_ref(&dir)).unwrap();
+        let sources = load(std::slice::from_ref(&dir)).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         assert_eq!(overlay_pairs(&sources).len(), 1);
         let report = render(&sources, None);

@@ -71,7 +71,7 @@ enum Event {
     Resume { server: NodeId },
 }
 
-const _: () = assert!(std::mem::size_of::<Event>() <= 48, "events stay small");
+const _: () = assert!(size_of::<Event>() <= 48, "events stay small");
 
 /// How many hops ahead the prefetch looks ([`Engine::prefetch_hop`]).
 const HOP_STAGES: usize = 6;

@@ -19,7 +19,7 @@ pub fn prefetch<T: ?Sized>(r: &T) {
 /// and is read across them, or one that may straddle two).
 #[inline(always)]
 pub fn prefetch_all<T>(r: &T) {
-    prefetch_head(r, std::mem::size_of::<T>());
+    prefetch_head(r, size_of::<T>());
 }
 
 /// Hint the CPU to bring the first `bytes` of `r` into the cache (the hot part of a struct laid
@@ -27,7 +27,7 @@ pub fn prefetch_all<T>(r: &T) {
 #[inline(always)]
 pub fn prefetch_head<T>(r: &T, bytes: usize) {
     let start = (r as *const T).cast::<u8>();
-    let bytes = bytes.clamp(1, std::mem::size_of::<T>().max(1));
+    let bytes = bytes.clamp(1, size_of::<T>().max(1));
     // from the line holding the first byte to the one holding the last
     let lines = ((start as usize % LINE) + bytes).div_ceil(LINE);
     for line in 0..lines {

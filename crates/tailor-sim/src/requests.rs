@@ -34,7 +34,7 @@ impl Req {
     }
 }
 
-const _: () = assert!(std::mem::size_of::<Req>() == 64, "a request's record is one cache line");
+const _: () = assert!(size_of::<Req>() == 64, "a request's record is one cache line");
 
 /// Low bits of a request id that hold its slot in [`Requests`]; the request's sequence number
 /// (0, 1, 2... in issue order) sits above them, so ids are unique and ordered like issues.

@@ -39,7 +39,7 @@ pub struct Server {
     pub resume_armed: bool,
 }
 
-const _: () = assert!(std::mem::size_of::<Server>() == 192, "a server is three cache lines");
+const _: () = assert!(size_of::<Server>() == 192, "a server is three cache lines");
 
 /// A stop/continue duty cycle in virtual time: each period runs for `running`, then stands
 /// stopped to its end; periods start at t = 0 (`tailor_spec::SlowServer`).

@@ -16,7 +16,7 @@ pub enum CliError {
     Config(Box<crate::config::ConfigError>),
     /// Cluster management failed.
     #[error(transparent)]
-    Cluster(#[from] crate::cluster::ClusterError),
+    Cluster(#[from] cluster::ClusterError),
     /// The async runtime could not start.
     #[error("cannot start the runtime: {0}")]
     Runtime(std::io::Error),

@@ -747,8 +747,8 @@ mod tests {
     #[test]
     fn racing_reads_never_go_back_behind_acknowledged_writes() {
         let dir = tempfile::tempdir().unwrap();
-        let s = std::sync::Arc::new(Storage::open(dir.path(), Durability::Buffer).unwrap().with_row_cache(1 << 20));
-        let acked: std::sync::Arc<Vec<AtomicU64>> = std::sync::Arc::new((0..4).map(|_| AtomicU64::new(0)).collect());
+        let s = Arc::new(Storage::open(dir.path(), Durability::Buffer).unwrap().with_row_cache(1 << 20));
+        let acked: Arc<Vec<AtomicU64>> = Arc::new((0..4).map(|_| AtomicU64::new(0)).collect());
         let writers: Vec<_> = (0..2u64)
             .map(|w| {
                 let (s, acked) = (s.clone(), acked.clone());

@@ -187,7 +187,7 @@ impl Ticket {
 #[repr(align(64))]
 struct Entry(Option<Pending>);
 
-const _: () = assert!(std::mem::size_of::<Entry>() == 128, "a request's record fits two cache lines");
+const _: () = assert!(size_of::<Entry>() == 128, "a request's record fits two cache lines");
 
 /// Requests by slot; freed slots are reused first (they are warm in cache).
 #[derive(Debug, Default)]

@@ -50,7 +50,7 @@ impl<T: Send> LocalQueue<T> for Fcfs<T> {
 pub const REGISTRATION: super::LocalRegistration = super::LocalRegistration { name: "fcfs", source: "first come, first served" };
 
 /// Build a `fcfs` queue.
-pub fn build<T: Send + 'static>(_cfg: &super::LocalConfig, _seed: u64) -> Box<dyn super::LocalQueue<T>> {
+pub fn build<T: Send + 'static>(_cfg: &super::LocalConfig, _seed: u64) -> Box<dyn LocalQueue<T>> {
     Box::new(Fcfs::new())
 }
 

@@ -117,7 +117,7 @@ impl<T: Send> LocalQueue<T> for MaxStretch<T> {
 pub const REGISTRATION: super::LocalRegistration = super::LocalRegistration { name: "max-stretch", source: "largest stretch first (Euro-Par 2021)" };
 
 /// Build a `max-stretch` queue.
-pub fn build<T: Send + 'static>(_cfg: &super::LocalConfig, _seed: u64) -> Box<dyn super::LocalQueue<T>> {
+pub fn build<T: Send + 'static>(_cfg: &super::LocalConfig, _seed: u64) -> Box<dyn LocalQueue<T>> {
     Box::new(MaxStretch::new())
 }
 

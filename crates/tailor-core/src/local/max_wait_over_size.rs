@@ -49,7 +49,7 @@ impl<T: Send> LocalQueue<T> for MaxWaitOverSize<T> {
 pub const REGISTRATION: super::LocalRegistration = super::LocalRegistration { name: "max-wait-over-size", source: "largest wait over size first" };
 
 /// Build a `max-wait-over-size` queue.
-pub fn build<T: Send + 'static>(_cfg: &super::LocalConfig, _seed: u64) -> Box<dyn super::LocalQueue<T>> {
+pub fn build<T: Send + 'static>(_cfg: &super::LocalConfig, _seed: u64) -> Box<dyn LocalQueue<T>> {
     Box::new(MaxWaitOverSize::new())
 }
 

@@ -175,7 +175,7 @@ impl<T: Send> LocalQueue<T> for Rml<T> {
 pub const REGISTRATION: super::LocalRegistration = super::LocalRegistration { name: "rml", source: "Random Multi-Level (Hector)" };
 
 /// Build a `rml` queue.
-pub fn build<T: Send + 'static>(cfg: &super::LocalConfig, seed: u64) -> Box<dyn super::LocalQueue<T>> {
+pub fn build<T: Send + 'static>(cfg: &super::LocalConfig, seed: u64) -> Box<dyn LocalQueue<T>> {
     Box::new(Rml::new(&cfg.rml, seed))
 }
 

@@ -82,7 +82,7 @@ impl<T: Send> LocalQueue<T> for Sjf<T> {
 pub const REGISTRATION: super::LocalRegistration = super::LocalRegistration { name: "sjf", source: "shortest job first" };
 
 /// Build a `sjf` queue.
-pub fn build<T: Send + 'static>(_cfg: &super::LocalConfig, _seed: u64) -> Box<dyn super::LocalQueue<T>> {
+pub fn build<T: Send + 'static>(_cfg: &super::LocalConfig, _seed: u64) -> Box<dyn LocalQueue<T>> {
     Box::new(Sjf::new())
 }
 

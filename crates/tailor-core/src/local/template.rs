@@ -52,7 +52,7 @@ pub const REGISTRATION: super::LocalRegistration =
     super::LocalRegistration { name: "template", source: "earliest release first (a template)" };
 
 /// Build a `template` queue.
-pub fn build<T: Send + 'static>(_cfg: &super::LocalConfig, _seed: u64) -> Box<dyn super::LocalQueue<T>> {
+pub fn build<T: Send + 'static>(_cfg: &super::LocalConfig, _seed: u64) -> Box<dyn LocalQueue<T>> {
     Box::new(Template::new())
 }
 

@@ -58,7 +58,7 @@ pub struct ServerFeedback {
     fed: bool,
 }
 
-const _: () = assert!(std::mem::size_of::<ServerFeedback>() == 40, "one per server and coordinator: kept small");
+const _: () = assert!(size_of::<ServerFeedback>() == 40, "one per server and coordinator: kept small");
 
 impl ServerFeedback {
     /// The coordinator sent a request to this server.

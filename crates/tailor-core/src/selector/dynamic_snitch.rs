@@ -129,7 +129,7 @@ struct Peer {
     flags: u8,
 }
 
-const _: () = assert!(std::mem::size_of::<Peer>() == 64, "a peer is one cache line");
+const _: () = assert!(size_of::<Peer>() == 64, "a peer is one cache line");
 
 /// A fresh queue length came ([`Peer::queue_len`] holds the last).
 const HAS_QUEUE: u8 = 1;
@@ -689,8 +689,9 @@ mod tests {
     fn footprint_points_at_the_scores_select_reads() {
         for severity in [false, true] {
             let mut s = DynamicSnitch::new(&SnitchConfig { severity, ..SnitchConfig::default() }, &env(3));
-            sample(&mut s, MS, 2, 5);
-            sample(&mut s, MS, 0, 5);
+            // received at 10 ms after 5 ms (sent at 5 ms: a send before time 0 overflows)
+            sample(&mut s, 10 * MS, 2, 5);
+            sample(&mut s, 10 * MS, 0, 5);
             let mut lines = Vec::new();
             assert!(s.footprint(&[0, 1, 2], Reach::Entry, &mut |a| lines.push(a as usize)));
             let at = |i: usize| {

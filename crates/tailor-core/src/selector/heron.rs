@@ -88,7 +88,7 @@ struct ServerView {
     c3: ServerFeedback,
 }
 
-const _: () = assert!(std::mem::size_of::<ServerView>() <= 64, "one per server and coordinator: kept to a cache line");
+const _: () = assert!(size_of::<ServerView>() <= 64, "one per server and coordinator: kept to a cache line");
 
 /// `heron` selector: C3-scored, size-aware, blocking large requests on busy replicas.
 pub struct Heron {

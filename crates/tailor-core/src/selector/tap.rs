@@ -136,7 +136,7 @@ pub struct TrendTracker {
     stable: f64,
 }
 
-const _: () = assert!(std::mem::size_of::<TrendTracker>() <= 80, "one per server and coordinator: kept small");
+const _: () = assert!(size_of::<TrendTracker>() <= 80, "one per server and coordinator: kept small");
 
 impl Default for TrendTracker {
     fn default() -> Self {

@@ -72,7 +72,7 @@ pub fn run(args: NewArgs) -> Result<()> {
         Kind::Local => format!("--set compare.locals=fcfs,{name}"),
     };
     println!("  cargo run --profile quick -- sim c3 {run} --set workload.requests=200000 --set seeds=[1]");
-    println!("  (the first quick build takes minutes; after an edit of {module}.rs, about a minute: docs/write-a-strategy.md)");
+    println!("  (the first quick build takes minutes; the one after this, about a minute; after an edit of {module}.rs, seconds: docs/write-a-strategy.md)");
     Ok(())
 }
 
