@@ -1,5 +1,6 @@
 //! `tailor bench` against real nodes: open-loop accounting under an injected stall, errors
-//! counted when nothing listens or a node dies mid-run, and the results files' shape.
+//! counted when a node dies mid-run, the results files' shape, and the exit code scripts read: 0
+//! for a valid run, 3 (results written) for an invalid one, 2 when nothing listens (no run).
 
 mod common;
 use common::*;
@@ -9,11 +10,19 @@ use tailor_core::results::Results;
 use tailor_store::cluster::ClusterOptions;
 use tailor_store::config::Consistency;
 
+/// Run `tailor bench` with `args` (which name an `--out` directory) and check its exit code
+/// against the results it wrote: 0 when the run is valid, 3 when it is not.
 fn bench(args: &[&str]) -> std::process::Output {
     let out = Command::new(exe()).arg("bench").args(args).output().expect("run tailor bench");
-    assert!(
-        out.status.success(),
-        "tailor bench {args:?} failed: {}\n{}",
+    let dir = args.iter().position(|a| *a == "--out").map(|i| args[i + 1]).expect("an --out directory");
+    let results = std::fs::read_to_string(std::path::Path::new(dir).join("results.json"));
+    let results = results.unwrap_or_else(|_| panic!("no results: {}", String::from_utf8_lossy(&out.stderr)));
+    let results: Results = serde_json::from_str(&results).unwrap();
+    let valid = results.runs.iter().all(|r| r.is_valid() && r.requests > 0);
+    assert_eq!(
+        out.status.code(),
+        Some(if valid { 0 } else { 3 }),
+        "tailor bench {args:?} (valid: {valid}): {}\n{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
@@ -145,26 +154,46 @@ fn results_files_have_the_sim_shape_and_the_cluster_labels() {
 }
 
 #[test]
-fn nothing_listening_gives_errors_and_still_writes_results() {
+fn nothing_listening_is_an_error_before_the_run() {
     let port = tailor_store::cluster::free_ports(1).unwrap()[0];
     let dir = tempfile::tempdir().unwrap();
+    let node = format!("127.0.0.1:{port}");
+    let args = ["--nodes", &node, "--rate", "100", "--duration", "1", "--out", dir.path().to_str().unwrap()];
+    let out = Command::new(exe()).arg("bench").args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains(&format!("nothing answers at {node}")), "{stderr}");
+    assert!(!dir.path().join("results.json").exists(), "no run, no results");
+}
+
+#[test]
+fn an_invalid_run_exits_3_with_its_results_written() {
+    let cl = TestCluster::start(ClusterOptions { nodes: 1, replication: 1, ..ClusterOptions::default() }, |_| {});
+    let mut con = cl.conn(0);
+    // stalled 900 ms of every second, with a 100 ms timeout: most requests time out
+    for (k, v) in [("stall_every_ms", "1000"), ("stall_ms", "900")] {
+        redis::cmd("TAILOR.SET").arg(k).arg(v).query::<()>(&mut con).unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let node = cl.cfgs[0].client_addr.to_string();
     let out = bench(&[
         "--nodes",
-        &format!("127.0.0.1:{port}"),
+        &node,
         "--rate",
         "100",
         "--duration",
-        "1",
-        "--connections",
-        "4",
+        "2",
+        "--warmup",
+        "0.2",
+        "--timeout-ms",
+        "100",
+        "--quiet",
         "--out",
         dir.path().to_str().unwrap(),
     ]);
-    let r = &read_results(dir.path()).runs[0];
-    assert_eq!(r.requests, 0);
-    assert!(r.errors > 50, "{} errors", r.errors);
-    assert_eq!(r.selector, "unknown");
-    assert!(String::from_utf8_lossy(&out.stderr).contains("error: 127.0.0.1"), "error samples are printed");
+    assert_eq!(out.status.code(), Some(3));
+    assert!(!read_results(dir.path()).runs[0].is_valid());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is invalid"));
 }
 
 #[test]

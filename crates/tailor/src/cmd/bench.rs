@@ -106,6 +106,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if args.timeout_ms == 0 {
         bail!("--timeout-ms must be > 0");
     }
+    reachable(&nodes)?;
     let trace_text = match (spec.workload.arrival, args.rate, args.load) {
         (ArrivalKind::Trace, None, None) => Some(
             std::fs::read_to_string(&spec.workload.trace)
@@ -156,5 +157,16 @@ pub fn run(args: BenchArgs) -> Result<()> {
     super::sim::write_results(&dir, &out.results)?;
     tailor_bench::write_timeseries(&dir, &out.timeseries)?;
     eprintln!("results in {}", dir.join("results.json").display());
+    super::experiment::check_live_runs(&out.results)
+}
+
+/// Refuse to start when a node does not accept connections: a run against nothing would only
+/// measure connection errors.
+fn reachable(nodes: &[SocketAddr]) -> Result<()> {
+    for node in nodes {
+        std::net::TcpStream::connect_timeout(node, Duration::from_secs(3)).with_context(|| {
+            format!("--nodes: nothing answers at {node}; start the cluster first (tailor cluster up prints its ports)")
+        })?;
+    }
     Ok(())
 }

@@ -174,7 +174,7 @@ fn experiment(e: ExperimentArgs) -> Result<()> {
         write_results_named(&out, "results-sim", &sim)?;
     }
     eprintln!("results in {} (`tailor report {}` makes the page)", out.join("results.json").display(), out.display());
-    Ok(())
+    super::experiment::check_live_runs(&results)
 }
 
 /// The experiment in the simulator (`tailor_cql::twin`), calibrated from the first run, its runs

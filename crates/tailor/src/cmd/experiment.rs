@@ -63,9 +63,9 @@ pub struct ExperimentOutput {
     pub live: Option<Results>,
 }
 
-/// Exit code of `tailor experiment` and `tailor demo` when every live run of some strategy is
-/// invalid: the results are written, but they do not measure that strategy (2 is an error, 130
-/// an interrupt).
+/// Exit code of every command that measures live (`experiment`, `demo`, `bench`, `cassandra
+/// experiment`) when every live run of some strategy is invalid or measured nothing: the results
+/// are written, but they do not measure that strategy (2 is an error, 130 an interrupt).
 pub const INVALID_EXIT_CODE: i32 = 3;
 
 /// Every live run of these strategies is invalid (see tailor-bench's validity rule).
@@ -97,12 +97,17 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
 
 /// `Err(AllLiveRunsInvalid)` when every live run of some strategy is invalid.
 pub fn check_live_validity(out: &ExperimentOutput) -> Result<()> {
-    let Some(live) = &out.live else { return Ok(()) };
+    out.live.as_ref().map_or(Ok(()), check_live_runs)
+}
+
+/// `Err(AllLiveRunsInvalid)` when every run of some strategy in `live` is invalid or measured
+/// no request.
+pub fn check_live_runs(live: &Results) -> Result<()> {
     let mut strategies: Vec<String> = Vec::new();
+    let unusable = |o: &RunResult| !o.is_valid() || o.requests == 0;
     for r in &live.runs {
         let name = format!("{}+{}", r.selector, r.local);
-        let all_invalid =
-            live.runs.iter().filter(|o| o.selector == r.selector && o.local == r.local).all(|o| !o.is_valid());
+        let all_invalid = live.runs.iter().filter(|o| o.selector == r.selector && o.local == r.local).all(unusable);
         if all_invalid && !strategies.contains(&name) {
             strategies.push(name);
         }
