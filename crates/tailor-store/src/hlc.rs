@@ -195,6 +195,13 @@ impl Hlc {
         }
     }
 
+    /// Whether this node's clock can judge others' versions: compared with a peer, and not
+    /// skewed. A replica that cannot refuses a version from the future as "not now" (its coordinator
+    /// keeps a hint) rather than for good, since the slow clock may be its own.
+    pub fn trusted(&self) -> bool {
+        !self.awaiting_comparison() && !self.skewed.load(Ordering::Relaxed)
+    }
+
     /// This node's clock minus its peers' (median), in ms: positive when ahead.
     pub fn offset_ms(&self) -> i64 {
         self.offset_us.load(Ordering::Relaxed) / 1000

@@ -144,7 +144,12 @@ fn refusal(node: &Node, work: &Work) -> Option<(String, Failure)> {
     }
     match work {
         // a version from the future would win every later write (see hlc.rs)
-        Work::Write { version, .. } => node.hlc.admit(*version).err().map(|e| (e.to_string(), Failure::FromTheFuture)),
+        Work::Write { version, .. } => node.hlc.admit(*version).err().map(|e| {
+            // a replica whose own clock is in doubt says "not now": the copy is hinted, and
+            // replayed once its clock is corrected (hlc.rs)
+            let failure = if node.hlc.trusted() { Failure::FromTheFuture } else { Failure::Now };
+            (e.to_string(), failure)
+        }),
         Work::Read { .. } => None,
     }
 }

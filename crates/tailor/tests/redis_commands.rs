@@ -324,3 +324,56 @@ fn scan_lists_every_key_exactly_once_across_the_ring() {
     assert_eq!(q::<String>(&mut con, &["FLUSHDB"]), "OK");
     assert_eq!(q::<i64>(&mut cl.conn(2), &["DBSIZE"]), 0, "every key deleted cluster-wide");
 }
+
+/// Issue 36: `CONSISTENCY` is per connection and redis-py reconnects by itself, after which reads
+/// fell back to ONE. The database number carries the level instead (1 ONE, 2 QUORUM, 3 ALL),
+/// and redis-py re-sends it on every connection it makes.
+#[test]
+fn the_database_number_carries_the_consistency_level_across_reconnects() {
+    let has = std::process::Command::new("python3").args(["-c", "import redis"]).status();
+    assert!(has.is_ok_and(|s| s.success()), "redis-py is missing: pip install redis");
+    let mut cl = three(|_| {});
+    let port = cl.cfgs[0].client_addr.port();
+    let script = format!(
+        r#"
+import redis, sys, time
+r = redis.Redis(port={port}, db=2, socket_timeout=5)
+assert r.execute_command("CONSISTENCY") == b"QUORUM", r.execute_command("CONSISTENCY")
+r.set("k", "v")
+r.connection_pool.disconnect()  # every connection dropped: the next command makes a new one
+assert r.execute_command("CONSISTENCY") == b"QUORUM", "after a reconnect"
+sys.stdout.write("ready\n"); sys.stdout.flush()
+sys.stdin.readline()  # the node restarts meanwhile
+for attempt in range(100):
+    try:
+        level = r.execute_command("CONSISTENCY"); break
+    except (redis.ConnectionError, redis.TimeoutError):
+        time.sleep(0.1)
+assert level == b"QUORUM", level
+assert r.get("k") == b"v"
+assert redis.Redis(port={port}, db=3).execute_command("CONSISTENCY") == b"ALL"
+try:
+    redis.Redis(port={port}, db=4).ping(); sys.exit("db 4 was accepted")
+except redis.ResponseError as e:
+    assert "out of range" in str(e), e
+print("ok")
+"#
+    );
+    use std::io::{BufRead, Write};
+    let mut py = std::process::Command::new("python3")
+        .args(["-c", &script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(py.stdout.take().unwrap());
+    let mut line = String::new();
+    out.read_line(&mut line).unwrap();
+    assert_eq!(line, "ready\n", "redis-py's first part failed");
+    cl.kill(0);
+    cl.restart(0);
+    writeln!(py.stdin.take().unwrap()).unwrap();
+    line.clear();
+    out.read_line(&mut line).unwrap();
+    assert!(py.wait().unwrap().success() && line == "ok\n", "redis-py's second part failed: {line}");
+}

@@ -152,13 +152,7 @@ async fn run(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>) -> Exe
         "flushdb" => scan::flushdb(node, session, &args).await,
         "mget" if n >= 2 => return mget(node, session, &args[1..]).await,
         "mget" => wrong_args("mget"),
-        "select" if n == 2 => {
-            if args[1] == b"0" {
-                Reply::ok()
-            } else {
-                Reply::err("DB index is out of range")
-            }
-        }
+        "select" if n == 2 => select(session, &args[1]),
         "select" => wrong_args("select"),
         "command" => connection::command(&args),
         "hello" => connection::hello(node, session, &args),
@@ -199,6 +193,23 @@ async fn run(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>) -> Exe
         "tailor.localget" => wrong_args("tailor.localget"),
         _ => unknown(&args),
     })
+}
+
+/// `SELECT db`: one keyspace, seen at a consistency level per database number, so that the level
+/// rides on what clients re-send by themselves on every reconnect (redis-py's `db`, a URL's
+/// `/2`, redis-cli's `-n 2`): 0 the node's levels, 1 ONE, 2 QUORUM, 3 ALL.
+fn select(session: &mut Session, db: &[u8]) -> Reply {
+    let level = match db {
+        b"0" => None,
+        b"1" => Some(Consistency::One),
+        b"2" => Some(Consistency::Quorum),
+        b"3" => Some(Consistency::All),
+        _ => {
+            return Reply::err("DB index is out of range (0: the node's consistency levels, 1: ONE, 2: QUORUM, 3: ALL)")
+        }
+    };
+    session.set_consistency(level);
+    Reply::ok()
 }
 
 /// `CONSISTENCY [ONE|QUORUM|ALL|DEFAULT]` (cqlsh's command): this connection's level for its

@@ -335,6 +335,7 @@ mod tests {
             selector: selector.into(),
             local: "fcfs".into(),
             seed,
+            requests: 1_000,
             valid: Some(valid),
             ..Default::default()
         };
@@ -371,5 +372,8 @@ mod tests {
         assert!(check_live_validity(&ExperimentOutput { dir: PathBuf::new(), sim: None, live: None }).is_ok());
         let old = RunResult { valid: None, ..live("c3", 1, true) };
         assert!(check_live_validity(&output(vec![old])).is_ok());
+        // a run that measured nothing does not measure its strategy either
+        let empty = RunResult { requests: 0, ..live("c3", 1, true) };
+        assert!(check_live_validity(&output(vec![empty])).is_err());
     }
 }
