@@ -25,6 +25,17 @@ pub fn cpu_seconds() -> Option<f64> {
     Some(total as f64 / sysconf(libc::_SC_CLK_TCK)? as f64)
 }
 
+/// Seconds since this process started (`/proc/self/stat`'s `starttime`, in ticks since boot,
+/// against `/proc/uptime`): INFO's `uptime_in_seconds` counts from the start, not from the first
+/// INFO.
+pub fn uptime_seconds() -> Option<f64> {
+    let boot = std::fs::read_to_string("/proc/uptime").ok()?;
+    let since_boot: f64 = boot.split_whitespace().next()?.parse().ok()?;
+    // starttime is field 22 of the line, the 20th after the name
+    let started: u64 = stat_fields("self")?.get(19)?.parse().ok()?;
+    Some((since_boot - started as f64 / sysconf(libc::_SC_CLK_TCK)? as f64).max(0.0))
+}
+
 /// File descriptors open now (client and peer sockets, storage files).
 pub fn open_fds() -> Option<u64> {
     Some(std::fs::read_dir("/proc/self/fd").ok()?.count() as u64)

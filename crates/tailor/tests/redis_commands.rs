@@ -377,3 +377,24 @@ print("ok")
     out.read_line(&mut line).unwrap();
     assert!(py.wait().unwrap().success() && line == "ok\n", "redis-py's second part failed: {line}");
 }
+
+/// Issue 35: `CONFIG GET` answers the node's real settings, and INFO's uptime counts from the
+/// process's start, not from the first INFO.
+#[test]
+fn config_get_answers_real_settings_and_uptime_counts_from_the_start() {
+    let cl = TestCluster::start(ClusterOptions { nodes: 1, ..ClusterOptions::default() }, |c| c.max_clients = 123);
+    std::thread::sleep(Duration::from_millis(2_100));
+    let mut con = cl.conn(0);
+    let info: String = q(&mut con, &["INFO", "server"]);
+    let up: u64 = info.lines().find_map(|l| l.strip_prefix("uptime_in_seconds:")).unwrap().trim().parse().unwrap();
+    assert!(up >= 2, "the node ran 2 s before its first INFO: uptime {up}");
+    let max: Vec<String> = q(&mut con, &["CONFIG", "GET", "maxclients"]);
+    assert_eq!(max, ["maxclients", "123"]);
+    let mem: Vec<String> = q(&mut con, &["CONFIG", "GET", "MAXMEMORY"]);
+    assert_eq!(mem, ["maxmemory", "0"]);
+    let port = cl.cfgs[0].client_addr.port().to_string();
+    let all: Vec<String> = q(&mut con, &["CONFIG", "GET", "*"]);
+    assert!(all.windows(2).any(|w| w[0] == "port" && w[1] == port), "{all:?}");
+    assert!(all.windows(2).any(|w| w[0] == "databases" && w[1] == "4"), "{all:?}");
+    assert!(q::<Vec<String>>(&mut con, &["CONFIG", "GET", "no-such-parameter"]).is_empty());
+}

@@ -120,6 +120,36 @@ pub fn command(args: &[Vec<u8>]) -> Reply {
     }
 }
 
+/// `CONFIG GET pattern...`: the Redis parameters that mean something here, from this node's
+/// settings, matched as Redis matches them (glob patterns, any case).
+pub fn config_get(node: &Node, patterns: &[Vec<u8>]) -> Reply {
+    let c = &node.cfg;
+    let fsync = match c.durability {
+        crate::config::Durability::Sync => "always",
+        crate::config::Durability::Buffer => "no",
+    };
+    let params: [(&str, String); 11] = [
+        ("save", String::new()),
+        ("appendonly", "no".into()),
+        ("appendfsync", fsync.into()),
+        ("maxmemory", "0".into()),
+        ("maxclients", c.max_clients.to_string()),
+        ("timeout", (c.idle_timeout_ms / 1000).to_string()),
+        ("port", c.client_addr.port().to_string()),
+        ("bind", c.client_addr.ip().to_string()),
+        ("tls-port", c.tls_addr.map_or(0, |a| a.port()).to_string()),
+        ("databases", "4".into()),
+        ("proto-max-bulk-len", c.max_value_bytes.to_string()),
+    ];
+    let mut out = Vec::new();
+    for (name, value) in &params {
+        if patterns.iter().any(|p| super::glob::matches(&p.to_ascii_lowercase(), name.as_bytes())) {
+            out.push((Reply::text(*name), Reply::text(value.clone())));
+        }
+    }
+    Reply::Map(out)
+}
+
 /// `INFO [section ...]`: `server`, `clients`, `memory`, `stats`, `keyspace`, `tailor` (all by
 /// default, or with `all`/`everything`/`default`).
 pub fn info(node: &Arc<Node>, session: &Session, args: &[Vec<u8>]) -> Reply {
@@ -156,15 +186,9 @@ fn lines(title: &str, fields: &[(&str, String)]) -> String {
     s
 }
 
-/// When this process started (the first INFO asks).
-fn started() -> Instant {
-    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    *START.get_or_init(Instant::now)
-}
-
 fn server(node: &Arc<Node>, _: &Session) -> String {
     let c = &node.cfg;
-    let up = started().elapsed().as_secs();
+    let up = crate::process::uptime_seconds().unwrap_or(0.0) as u64;
     lines(
         "Server",
         &[

@@ -8,8 +8,8 @@
 //! read-modify-writes that are not atomic). `docs/redis.md` lists what is supported and each
 //! command's consistency.
 //!
-//! Choices: `CONFIG GET` answers `save` and `appendonly` (what redis-benchmark asks) and an
-//! empty list otherwise. Replies are protocol-neutral [`Reply`]s (field-value replies are
+//! Choices: `CONFIG GET` answers the Redis parameters that have a meaning here, from the node's
+//! own settings (`commands/connection.rs`), and nothing for the others. Replies are protocol-neutral [`Reply`]s (field-value replies are
 //! [`Reply::Map`]); the connection encodes them in the version its session chose with `HELLO`.
 //!
 //! Size-oracle introspection: `TAILOR.GET size_class <key>` answers `large` or `small` as this
@@ -156,19 +156,7 @@ async fn run(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>) -> Exe
         "select" => wrong_args("select"),
         "command" => connection::command(&args),
         "hello" => connection::hello(node, session, &args),
-        "config" if n >= 3 && args[1].eq_ignore_ascii_case(b"get") => {
-            let mut out = Vec::new();
-            for p in &args[2..] {
-                let p = String::from_utf8_lossy(p).to_ascii_lowercase();
-                let v = match p.as_str() {
-                    "save" => "",
-                    "appendonly" => "no",
-                    _ => continue,
-                };
-                out.push((Reply::text(p), Reply::text(v)));
-            }
-            Reply::Map(out)
-        }
+        "config" if n >= 3 && args[1].eq_ignore_ascii_case(b"get") => connection::config_get(node, &args[2..]),
         "config" => Reply::err("CONFIG supports only GET here"),
         "client" => connection::client(session, &args),
         "info" => connection::info(node, session, &args),
