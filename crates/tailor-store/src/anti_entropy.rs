@@ -408,7 +408,7 @@ impl Pass<'_> {
 }
 
 /// Run a blocking storage job off the async threads.
-async fn blocking<T: Send + 'static>(
+pub(crate) async fn blocking<T: Send + 'static>(
     job: impl FnOnce() -> Result<T, StorageError> + Send + 'static,
 ) -> Result<T, StorageError> {
     tokio::task::spawn_blocking(job).await.map_err(|e| StorageError::Task(e.to_string()))?

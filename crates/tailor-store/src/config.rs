@@ -461,7 +461,6 @@ impl NodeConfig {
         Ok(())
     }
 
-    /// Check the limits on what clients and peers control.
     /// Protected mode: no unsigned peer port where it would open a door (see `protected_mode`).
     fn validate_peer_port(&self) -> Result<(), ConfigError> {
         if self.cluster_secret.is_some() || !self.protected_mode || self.members.len() < 2 {
@@ -484,6 +483,7 @@ impl NodeConfig {
         Ok(())
     }
 
+    /// Check the limits on what clients and peers control.
     fn validate_limits(&self) -> Result<(), ConfigError> {
         let bad = |field, reason: String| Err(ConfigError::Invalid { field, reason });
         let engine = crate::limits::ENGINE_MAX_KEY;

@@ -629,9 +629,7 @@ impl Coordinator {
         self.metrics.write_latency.observe(started.elapsed().as_nanos() as u64);
         result
     }
-}
 
-impl Coordinator {
     /// Whether this node's clock may issue a write version: not while it is skewed from its
     /// peers', nor (for at most a request timeout after start) before it compared its clock
     /// with a peer that is up (`hlc.rs`).

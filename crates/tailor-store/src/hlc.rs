@@ -22,7 +22,7 @@
 //!   even count: two nodes cannot tell which of them is wrong, so both stop), the node is
 //!   **skewed**: it stops coordinating writes ([`Hlc::skew`]), since its versions would either
 //!   win over later writes (ahead) or lose to earlier ones (behind), and says so in its log, its
-//!   metrics, INFO and health;
+//!   metrics and INFO (it still serves reads, so its health stays as its workers say);
 //! - admission ([`Hlc::admit`]) measures "ahead" against the corrected clock (its wall clock plus
 //!   the median offset), so a node whose clock runs behind still takes its peers' copies
 //!   instead of refusing each of them as from the future.

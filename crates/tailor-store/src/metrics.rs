@@ -180,7 +180,8 @@ pub struct Metrics {
     pub forged_frames: AtomicU64,
     /// Replicas written back by blocking read repair.
     pub read_repairs: AtomicU64,
-    /// Write copies a replica refused for good (never hinted: `coordinator.rs`).
+    /// Write copies a replica refused for good or as from the future (never hinted:
+    /// `coordinator.rs`).
     pub refused_copies: AtomicU64,
     /// Client writes refused because this node's clock is too far from its peers' (`hlc.rs`).
     pub skew_refusals: AtomicU64,
@@ -283,7 +284,7 @@ impl Metrics {
             ("tailor_read_repairs_total", "Replicas written back by read repair.", &self.read_repairs),
             (
                 "tailor_refused_copies_total",
-                "Write copies a replica refused for good (not hinted).",
+                "Write copies a replica refused for good or as from the future (not hinted).",
                 &self.refused_copies,
             ),
             (

@@ -36,7 +36,7 @@ pub struct CopyError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CopyFailure {
     /// The replica answered that it will never apply it (a key or value over its limits, the
-    /// empty key, a version from the future): retrying or hinting it cannot help.
+    /// empty key): retrying or hinting it cannot help.
     Refused,
     /// The replica answered that it could not apply it now (busy, a storage error).
     Failed,

@@ -85,8 +85,8 @@ pub enum Engine {
 impl Engine {
     /// Why a selector with `needs` cannot run on this engine (`None`: it can).
     pub fn refusal(self, needs: &Needs) -> Option<String> {
-        let (store, cassandra) = (self == Engine::Store, matches!(self, Engine::Cassandra { .. }));
-        if needs.probes && (store || cassandra) {
+        let cassandra = matches!(self, Engine::Cassandra { .. });
+        if needs.probes && self != Engine::Simulator {
             return Some("it probes replicas for requests in flight and a latency estimate, and this engine's replicas answer no probe".into());
         }
         if needs.world && cassandra {

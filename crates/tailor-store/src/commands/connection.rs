@@ -252,6 +252,7 @@ fn keyspace(node: &Arc<Node>, _: &Session) -> String {
 
 fn tailor(node: &Arc<Node>, _: &Session) -> String {
     let c = &node.cfg;
+    let skewed = node.hlc.skew().is_err();
     lines(
         "Tailor",
         &[
@@ -262,8 +263,8 @@ fn tailor(node: &Arc<Node>, _: &Session) -> String {
             ("workers", node.replica.workers().to_string()),
             ("queue_len", node.replica.queue_len().to_string()),
             ("clock_offset_ms", node.hlc.offset_ms().to_string()),
-            ("clock_skewed", (node.hlc.skew().is_err() as u8).to_string()),
-            ("coordinates_writes", (node.hlc.skew().is_ok() as u8).to_string()),
+            ("clock_skewed", (skewed as u8).to_string()),
+            ("coordinates_writes", (!skewed as u8).to_string()),
         ],
     )
 }

@@ -8,6 +8,7 @@
 //!   answers how many were dropped.
 
 use super::wrong_args;
+use crate::anti_entropy::blocking;
 use crate::node::Node;
 use crate::resp::Reply;
 use tailor_core::model::NodeId;
@@ -80,14 +81,4 @@ fn member(node: &Node, arg: &[u8]) -> Option<NodeId> {
 fn not_a_member(node: &Node, arg: &[u8]) -> Reply {
     let last = node.cfg.members.len() - 1;
     Reply::err(format!("node must be a member id from 0 to {last}, not '{}'", String::from_utf8_lossy(arg)))
-}
-
-/// Run a storage scan off the async threads.
-async fn blocking<T: Send + 'static>(
-    f: impl FnOnce() -> Result<T, crate::storage::StorageError> + Send + 'static,
-) -> Result<T, String> {
-    match tokio::task::spawn_blocking(f).await {
-        Ok(r) => r.map_err(|e| e.to_string()),
-        Err(e) => Err(format!("hint scan failed: {e}")),
-    }
 }

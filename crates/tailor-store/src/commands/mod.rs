@@ -9,8 +9,9 @@
 //! command's consistency.
 //!
 //! Choices: `CONFIG GET` answers the Redis parameters that have a meaning here, from the node's
-//! own settings (`commands/connection.rs`), and nothing for the others. Replies are protocol-neutral [`Reply`]s (field-value replies are
-//! [`Reply::Map`]); the connection encodes them in the version its session chose with `HELLO`.
+//! own settings (`commands/connection.rs`), and nothing for the others. Replies are
+//! protocol-neutral [`Reply`]s (field-value replies are [`Reply::Map`]); the connection encodes
+//! them in the version its session chose with `HELLO`.
 //!
 //! Size-oracle introspection: `TAILOR.GET size_class <key>` answers `large` or `small` as this
 //! node's coordinator would class the key for its selector (its configured oracle);
