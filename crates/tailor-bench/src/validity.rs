@@ -78,12 +78,11 @@ impl Figures {
     /// before the window rates existed falls back to its throughput and offered rate.
     pub fn of(r: &RunResult) -> Figures {
         let extra = |k: &str| r.extra.get(k).copied();
-        let timeouts = extra("timeouts").unwrap_or(0.0) as u64;
         Figures {
             send_lag_p99_ms: extra("send_lag_p99_ms").unwrap_or(0.0),
             read_p99_ms: r.read_latency_ms.p99,
-            errors: r.errors.saturating_sub(timeouts),
-            timeouts,
+            errors: r.errors_besides_timeouts(),
+            timeouts: r.timeouts(),
             achieved_rps: extra("window_achieved_rps").unwrap_or(r.throughput_rps),
             offered_rps: extra("window_offered_rps").unwrap_or(r.offered_rps),
             host_steal_pct: extra("host_steal_pct").unwrap_or(0.0),

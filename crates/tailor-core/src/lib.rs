@@ -7,10 +7,12 @@
 
 pub mod coordinator;
 pub mod facts;
+pub mod flat;
 pub mod local;
 pub mod model;
 pub mod node_map;
 pub mod oracle;
+pub mod plugin;
 pub mod replica;
 pub mod results;
 pub mod ring;

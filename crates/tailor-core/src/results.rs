@@ -77,6 +77,16 @@ impl RunResult {
     pub fn is_valid(&self) -> bool {
         self.valid != Some(false)
     }
+
+    /// Measured requests that timed out (a live run's `extra.timeouts`; 0 in the simulator).
+    pub fn timeouts(&self) -> u64 {
+        self.extra.get("timeouts").copied().unwrap_or(0.0) as u64
+    }
+
+    /// Measured requests that ended in an error other than a timeout.
+    pub fn errors_besides_timeouts(&self) -> u64 {
+        self.errors.saturating_sub(self.timeouts())
+    }
 }
 
 /// A run's distance from the lower bound.

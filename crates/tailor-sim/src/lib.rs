@@ -108,6 +108,32 @@ pub fn run_all(
         .collect()
 }
 
+/// Simulate `plans` (the expansion of `spec`) on all cores and assemble the results file: what
+/// `tailor sim` and the Python package's `tailor.sim` both run. Reads the spec's trace file
+/// when its workload replays one; `progress` is [`run_all`]'s.
+pub fn simulate(spec: &Spec, plans: &[RunPlan], progress: &(dyn Fn(u64, u64) + Sync)) -> Result<Results, SimError> {
+    let trace = match spec.workload.arrival {
+        tailor_spec::ArrivalKind::Trace => Some(
+            std::fs::read_to_string(&spec.workload.trace)
+                .map_err(|e| SimError::Spec(format!("reading trace {}: {e}", spec.workload.trace)))?,
+        ),
+        _ => None,
+    };
+    let outputs = run_all(plans, trace.as_deref(), progress)?;
+    Ok(results(spec, &outputs))
+}
+
+/// Why `results` of `spec` carry no figure, when every run measured nothing after the warm-up
+/// (the table would be all zeros): the CLI's and the Python package's error.
+pub fn measured_nothing(spec: &Spec, results: &Results) -> Option<String> {
+    results.runs.iter().all(|r| r.requests == 0).then(|| {
+        format!(
+            "every run measured 0 requests after the {} ms warm-up: raise workload.requests",
+            spec.workload.warmup_ms
+        )
+    })
+}
+
 /// Assemble the results file of an experiment.
 pub fn results(spec: &Spec, outputs: &[RunOutput]) -> Results {
     Results {

@@ -32,6 +32,30 @@ pub enum SpecError {
     /// A preset name that does not exist.
     #[error("unknown preset `{name}` (known: {known})")]
     UnknownPreset { name: String, known: String },
+    /// A spec file that cannot be read or does not parse.
+    #[error("spec file {path}: {reason}")]
+    File { path: String, reason: String },
+}
+
+/// Load a preset by name or a spec file by path (`.toml`, or any existing file), then apply
+/// `path=value` overrides: what `tailor sim <PRESET|SPEC.toml> --set ...` and the Python
+/// package's `tailor.spec(...)` both run.
+pub fn load<S: AsRef<str>>(name_or_path: &str, sets: &[S]) -> Result<Spec, SpecError> {
+    let path = std::path::Path::new(name_or_path);
+    let spec = if name_or_path.ends_with(".toml") || path.is_file() {
+        let file_error = |reason: String| SpecError::File { path: name_or_path.to_string(), reason };
+        let text = std::fs::read_to_string(path).map_err(|e| file_error(e.to_string()))?;
+        let mut spec = Spec::from_toml(&text).map_err(|e| file_error(e.to_string()))?;
+        if spec.name == "custom" {
+            if let Some(stem) = path.file_stem() {
+                spec.name = stem.to_string_lossy().into_owned();
+            }
+        }
+        spec
+    } else {
+        presets::preset(name_or_path)?
+    };
+    spec.with_overrides(sets)
 }
 
 impl Spec {

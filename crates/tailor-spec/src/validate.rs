@@ -112,18 +112,18 @@ impl Spec {
             return Err(invalid("compare.locals", "name at least one local policy"));
         }
         for name in &self.compare.selectors {
-            if !selector::SELECTORS.contains(&name.as_str()) {
+            if !selector::is_known(name) {
                 return Err(invalid(
                     "compare.selectors",
-                    format!("unknown selector `{name}` (known: {})", selector::SELECTORS.join(", ")),
+                    format!("unknown selector `{name}` (known: {})", selector::known_names()),
                 ));
             }
         }
         for name in &self.compare.locals {
-            if !local::LOCALS.contains(&name.as_str()) {
+            if !local::is_known(name) {
                 return Err(invalid(
                     "compare.locals",
-                    format!("unknown local policy `{name}` (known: {})", local::LOCALS.join(", ")),
+                    format!("unknown local policy `{name}` (known: {})", local::known_names()),
                 ));
             }
         }

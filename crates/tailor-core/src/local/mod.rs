@@ -22,7 +22,8 @@ macro_rules! register {
         /// Every local policy name, in the order reports list them.
         pub const LOCALS: &[&str] = &[$($module::REGISTRATION.name),*];
 
-        /// Build the local policy called `name`; `seed` feeds policies that draw at random.
+        /// Build the local policy called `name` (a built-in, or a plugin registered at run time,
+        /// [`crate::plugin::local`]); `seed` feeds policies that draw at random.
         pub fn build<T: Send + 'static>(
             name: &str,
             cfg: &LocalConfig,
@@ -31,16 +32,28 @@ macro_rules! register {
             $(if name == $module::REGISTRATION.name {
                 return Ok($module::build(cfg, seed));
             })*
-            Err(crate::selector::UnknownStrategy {
+            crate::plugin::local::build(name, seed).ok_or_else(|| crate::selector::UnknownStrategy {
                 kind: "local policy",
                 name: name.to_string(),
-                known: LOCALS.join(", "),
+                known: known_names(),
             })
         }
     };
 }
 
 register!(fcfs, max_stretch, rml, sjf, max_wait_over_size);
+
+/// Whether a local policy called `name` exists, built in or registered as a plugin.
+pub fn is_known(name: &str) -> bool {
+    LOCALS.contains(&name) || crate::plugin::local::names().iter().any(|n| n == name)
+}
+
+/// Every local policy's name, built-ins first then plugins, comma-separated (for errors).
+pub fn known_names() -> String {
+    let mut names: Vec<String> = LOCALS.iter().map(|s| s.to_string()).collect();
+    names.extend(crate::plugin::local::names());
+    names.join(", ")
+}
 
 /// One local policy as the rest of Tailor sees it. A local policy needs nothing from an engine
 /// but its requests' release times, sizes and service estimates ([`JobMeta`]), which every

@@ -219,12 +219,28 @@ pub struct UnknownStrategy {
     pub known: String,
 }
 
-/// Build the selector called `name` for one coordinator.
+/// Build the selector called `name` for one coordinator: a built-in, or a plugin registered
+/// at run time ([`crate::plugin::selector`]).
 pub fn build(name: &str, cfg: &SelectorConfig, env: &SelectorEnv) -> Result<Box<dyn ReplicaSelector>, UnknownStrategy> {
-    match registry::find(name) {
-        Some(r) => Ok((r.build)(cfg, env)),
-        None => Err(UnknownStrategy { kind: "selector", name: name.to_string(), known: SELECTORS.join(", ") }),
+    if let Some(r) = registry::find(name) {
+        return Ok((r.build)(cfg, env));
     }
+    match crate::plugin::selector::find(name) {
+        Some(p) => Ok((p.factory)(env)),
+        None => Err(UnknownStrategy { kind: "selector", name: name.to_string(), known: known_names() }),
+    }
+}
+
+/// Whether a selector called `name` exists, built in or registered as a plugin.
+pub fn is_known(name: &str) -> bool {
+    registry::find(name).is_some() || crate::plugin::selector::find(name).is_some()
+}
+
+/// Every selector's name, built-ins first then plugins, comma-separated (for errors).
+pub fn known_names() -> String {
+    let mut names: Vec<String> = SELECTORS.iter().map(|s| s.to_string()).collect();
+    names.extend(crate::plugin::selector::names());
+    names.join(", ")
 }
 
 /// A small deterministic random stream for selectors (SplitMix64), seeded per coordinator.

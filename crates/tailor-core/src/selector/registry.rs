@@ -146,7 +146,7 @@ pub fn find(name: &str) -> Option<&'static Registration> {
     super::REGISTRY.iter().copied().find(|r| r.name == name)
 }
 
-/// What selector `name` needs (`None`: no such selector).
+/// What selector `name` needs, built in or plugin (`None`: no such selector).
 pub fn needs(name: &str) -> Option<Needs> {
-    find(name).map(|r| r.needs)
+    find(name).map(|r| r.needs).or_else(|| crate::plugin::selector::find(name).map(|p| p.needs))
 }

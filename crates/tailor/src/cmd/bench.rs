@@ -1,6 +1,5 @@
 //! `tailor bench`: drive live nodes with a spec's workload, open loop, and write results.
 
-use super::spec_arg::load_spec;
 use anyhow::{bail, Context, Result};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::{Path, PathBuf};
@@ -96,7 +95,7 @@ fn resolve(node: &str) -> Result<SocketAddr> {
 /// Run the bench.
 pub fn run(args: BenchArgs) -> Result<()> {
     let spec = match &args.spec {
-        Some(s) => load_spec(s, &args.sets)?,
+        Some(s) => tailor_spec::load(s, &args.sets)?,
         None => Spec::default().with_overrides(&args.sets)?,
     };
     if !spec.sweep.is_empty() {

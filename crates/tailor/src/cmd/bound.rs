@@ -1,6 +1,5 @@
 //! `tailor bound`: the lower bound of an instance file, or of a spec's first requests.
 
-use super::spec_arg::load_spec;
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 use tailor_bound::{lower_bound, max_weighted_flow, Backend, BoundOptions, Instance, Weighting};
@@ -92,7 +91,7 @@ pub fn run(args: BoundArgs) -> Result<()> {
 fn from_spec(args: &BoundArgs) -> Result<(Instance, Option<(String, f64)>)> {
     let mut sets = args.sets.clone();
     sets.push("bound.enabled=true".into());
-    let spec = load_spec(&args.input, &sets)?;
+    let spec = tailor_spec::load(&args.input, &sets)?;
     let n = args.requests.unwrap_or(spec.bound.requests);
     let weighting = args.weighting.unwrap_or(spec.bound.weighting);
     let mut plan = expand(&spec)?.into_iter().next().context("the spec has no run")?;

@@ -2,7 +2,6 @@
 //! every replica-selection policy in turn on a real Cassandra with one node slowed.
 
 use super::sim::{write_results, write_results_named};
-use super::spec_arg::load_spec;
 use anyhow::{Context, Result};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -102,7 +101,7 @@ pub fn run(args: CassandraArgs) -> Result<()> {
 
 fn plan(e: &ExperimentArgs) -> Result<Plan> {
     let mut spec = match &e.spec {
-        Some(s) => load_spec(s, &e.sets)?,
+        Some(s) => tailor_spec::load(s, &e.sets)?,
         None => Spec::default().with_overrides(&e.sets)?,
     };
     spec.name = "live-cassandra".into();

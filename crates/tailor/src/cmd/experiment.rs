@@ -1,7 +1,6 @@
 //! `tailor experiment`: one spec, run in the simulator, on live local clusters, or both.
 
 use super::sim::{progress_bar, write_results_named};
-use super::spec_arg::load_spec;
 use crate::live::{catch_interrupts, LiveCluster, INTERRUPTED};
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -120,7 +119,7 @@ pub fn check_live_runs(live: &Results) -> Result<()> {
 
 /// Run the experiment, print the tables, write the results files, and return them.
 pub fn execute(args: &ExperimentArgs) -> Result<ExperimentOutput> {
-    let spec = load_spec(&args.spec, &args.sets)?;
+    let spec = tailor_spec::load(&args.spec, &args.sets)?;
     let dir = args.out.clone().unwrap_or_else(|| Path::new("tailor-out").join(&spec.name));
     let plans = expand(&spec)?;
     let mut out = ExperimentOutput { dir: dir.clone(), sim: None, live: None };

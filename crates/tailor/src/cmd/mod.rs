@@ -10,4 +10,3 @@ pub mod presets;
 pub mod report;
 pub mod reproduce;
 pub mod sim;
-pub mod spec_arg;

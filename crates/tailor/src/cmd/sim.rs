@@ -1,12 +1,11 @@
 //! `tailor sim`: run an experiment in the simulator, print the table, write results.
 
-use super::spec_arg::load_spec;
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tailor_core::results::Results;
-use tailor_spec::{expand, ArrivalKind};
+use tailor_spec::expand;
 
 /// Arguments of `tailor sim`.
 #[derive(clap::Args)]
@@ -40,20 +39,13 @@ pub fn run(args: SimArgs) -> Result<()> {
     if args.bound {
         sets.push("bound.enabled=true".into());
     }
-    let spec = load_spec(&args.spec, &sets)?;
+    let spec = tailor_spec::load(&args.spec, &sets)?;
     if args.print_spec {
         print!("{}", spec.to_toml());
         return Ok(());
     }
     warn_or_refuse(&spec, &sets, args.strict)?;
     let plans = expand(&spec)?;
-    let trace = match spec.workload.arrival {
-        ArrivalKind::Trace => Some(
-            std::fs::read_to_string(&spec.workload.trace)
-                .with_context(|| format!("reading trace {}", spec.workload.trace))?,
-        ),
-        _ => None,
-    };
     let total_requests: u64 = plans.iter().map(|p| p.spec.workload.requests).sum();
     eprintln!(
         "{}: {} runs ({} points x {} selectors x {} locals x {} seeds), {} requests",
@@ -67,19 +59,15 @@ pub fn run(args: SimArgs) -> Result<()> {
     );
     let bar = progress_bar(args.quiet, plans.len() as u64);
     let started = Instant::now();
-    let outputs = tailor_sim::run_all(&plans, trace.as_deref(), &|runs, done| {
+    let results = tailor_sim::simulate(&spec, &plans, &|runs, done| {
         bar.set_position(runs);
         bar.set_message(eta_text(started.elapsed().as_secs_f64(), done, total_requests));
     })?;
     bar.finish_and_clear();
     let elapsed = started.elapsed().as_secs_f64();
-    let results = tailor_sim::results(&spec, &outputs);
     print!("{}", crate::table::render(&results.runs));
-    if results.runs.iter().all(|r| r.requests == 0) {
-        bail!(
-            "every run measured 0 requests after the {} ms warm-up: raise workload.requests",
-            spec.workload.warmup_ms
-        );
+    if let Some(why) = tailor_sim::measured_nothing(&spec, &results) {
+        bail!(why);
     }
     let out = args.out.unwrap_or_else(|| Path::new("tailor-out").join(&spec.name));
     write_results(&out, &results)?;
@@ -149,35 +137,7 @@ pub fn write_results_named(dir: &Path, stem: &str, results: &Results) -> Result<
     let json = serde_json::to_string_pretty(results)?;
     let path = dir.join(format!("{stem}.json"));
     std::fs::write(&path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
-    let mut csv = String::from("selector,local,params,seed,requests,p50_ms,p95_ms,p99_ms,p999_ms,max_ms,mean_ms,throughput_rps,offered_rps,stretch_p99,small_behind_large,bound_ratio,errors,timeouts,valid,invalid_reasons\n");
-    for r in &results.runs {
-        let params: Vec<String> = r.params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let l = &r.read_latency_ms;
-        let f = tailor_bench::validity::Figures::of(r);
-        csv.push_str(&format!(
-            "{},{},\"{}\",{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},\"{}\"\n",
-            r.selector,
-            r.local,
-            params.join(";"),
-            r.seed,
-            r.requests,
-            l.p50,
-            l.p95,
-            l.p99,
-            l.p999,
-            l.max,
-            l.mean,
-            r.throughput_rps,
-            r.offered_rps,
-            r.stretch.p99,
-            r.small_behind_large,
-            r.bound.map(|b| b.ratio.to_string()).unwrap_or_default(),
-            f.errors,
-            f.timeouts,
-            r.is_valid(),
-            r.invalid_reasons.join("; ").replace('"', "\"\"")
-        ));
-    }
+    let csv = tailor_core::flat::to_csv(&results.runs);
     std::fs::write(dir.join(format!("{stem}.csv")), csv)?;
     Ok(())
 }

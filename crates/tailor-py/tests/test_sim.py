@@ -1,0 +1,90 @@
+"""The simulator from Python: specs, frames, determinism, the command line's results files."""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import tailor
+from conftest import SMALL
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_presets_and_strategies_list_what_is_built_in():
+    presets = tailor.presets()
+    assert {"c3", "heron", "europar", "demo"} <= set(presets["name"])
+    kinds = tailor.strategies()
+    assert {"c3", "lor", "random"} <= set(kinds[kinds.kind == "selector"]["name"])
+    assert "py-lor" in set(kinds["name"])  # registered by conftest
+    assert {"fcfs", "rml"} <= set(kinds[kinds.kind == "local"]["name"])
+
+
+def test_spec_overrides_read_like_python():
+    text = tailor.spec("c3", requests=1234, seeds=[7, 8], selectors=["c3", "lor"], set={"cluster.servers": 9})
+    assert "requests = 1234" in text and "seeds = [7, 8]" in text and "servers = 9" in text
+    assert 'selectors = ["c3", "lor"]' in text
+
+
+def test_frames_have_the_csv_columns_and_swept_parameters():
+    res = tailor.sim("c3", selectors=["c3", "lor"], sweep={"cluster.fluctuation.interval_ms": [50.0, 300.0]},
+                     requests=40_000, seeds=[1, 2], set={"workload.warmup_ms": 100.0}, progress=False)
+    runs = res.runs
+    assert len(runs) == 8
+    assert runs["cluster.fluctuation.interval_ms"].dtype.kind == "f"
+    assert set(runs["cluster.fluctuation.interval_ms"]) == {50.0, 300.0}
+    for col in ["selector", "local", "seed", "requests", "p50_ms", "p99_ms", "p999_ms", "throughput_rps", "valid"]:
+        assert col in runs.columns
+    assert (runs["p99_ms"] >= runs["p50_ms"]).all() and runs["valid"].all()
+    table = res.table()
+    assert len(table) == 4 and (table["seeds"] == 2).all()
+    assert (table["p99_min"] <= table["p99_ms"]).all() and (table["p99_ms"] <= table["p99_max"]).all()
+    cdf = res.cdf()
+    assert cdf.groupby("run")["fraction"].apply(lambda f: f.is_monotonic_increasing).all()
+    assert cdf.groupby("run")["fraction"].max().between(0.99, 1.0).all()
+    series = res.load_series()
+    assert set(series["server"]) == set(range(50))
+    assert (series["requests"] >= 0).all()
+
+
+def test_same_spec_and_seed_give_the_same_bits():
+    a = tailor.sim("c3", selectors=["c3"], **SMALL)
+    b = tailor.sim("c3", selectors=["c3"], **SMALL)
+    assert a.json == b.json
+
+
+def tailor_binary():
+    found = os.environ.get("TAILOR_BIN") or shutil.which("tailor")
+    for candidate in [found, REPO / "target/release/tailor"]:
+        if candidate and Path(candidate).is_file():
+            return str(candidate)
+    pytest.fail("no `tailor` binary: build it (cargo build --release -p tailor) or set TAILOR_BIN")
+
+
+def test_python_and_the_command_line_write_the_same_files(tmp_path):
+    sets = ["workload.requests=40000", "seeds=[1,2]", "workload.warmup_ms=100", "compare.selectors=c3,lor",
+            "sweep.cluster.fluctuation.interval_ms=100,500"]
+    cli = tmp_path / "cli"
+    cmd = [tailor_binary(), "sim", "c3", "--quiet", "--out", str(cli)] + [a for s in sets for a in ("--set", s)]
+    subprocess.run(cmd, check=True, capture_output=True)
+    res = tailor.sim("c3", requests=40_000, seeds=[1, 2], selectors=["c3", "lor"],
+                     set={"workload.warmup_ms": 100}, sweep={"cluster.fluctuation.interval_ms": [100, 500]},
+                     progress=False)
+    py = res.save(tmp_path / "py")
+    for name in ["results.json", "results.csv"]:
+        assert (cli / name).read_bytes() == (Path(py) / name).read_bytes(), name
+    again = tailor.Results.load(cli)
+    pd.testing.assert_frame_equal(again.runs, res.runs)
+    csv = pd.read_csv(cli / "results.csv", float_precision="round_trip")
+    assert csv["p99_ms"].tolist() == res.runs["p99_ms"].tolist()
+
+
+def test_arrow_and_polars_conversions():
+    res = tailor.sim("c3", selectors=["lor"], **SMALL)
+    pa = pytest.importorskip("pyarrow")
+    table = res.to_arrow()
+    assert isinstance(table, pa.Table) and table.num_rows == 2
+    assert table.column("p99_ms").to_pylist() == res.runs["p99_ms"].tolist()
