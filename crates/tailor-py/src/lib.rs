@@ -5,6 +5,7 @@
 //! `tailor_core::flat`. Strategies written in Python enter as plugins of `tailor_core::plugin`,
 //! so every engine builds them by name exactly as it builds a built-in.
 
+mod analysis;
 mod fault;
 mod local;
 mod selector;
@@ -30,6 +31,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TailorError", m.py().get_type::<TailorError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     sim::add(m)?;
+    analysis::add(m)?;
     views::add(m)?;
     selector::add(m)?;
     local::add(m)?;

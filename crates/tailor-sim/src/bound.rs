@@ -22,6 +22,36 @@ pub fn instance(jobs: &[BoundJob], servers: usize, workers: usize, weighting: We
     )
 }
 
+/// The instance of `spec`'s first run (first swept point, selector, local policy and seed)
+/// cut to its first `requests` requests with no warm-up, and that run's own max weighted flow
+/// on it with its strategy's name: what `tailor bound <spec>` and Python's `tailor.bound` solve.
+pub fn first_run_instance(
+    spec: &Spec,
+    requests: usize,
+    weighting: Weighting,
+) -> Result<(Instance, String, f64), SimError> {
+    let mut plan = tailor_spec::expand(spec)
+        .map_err(|e| SimError::Spec(e.to_string()))?
+        .into_iter()
+        .next()
+        .ok_or_else(|| SimError::Spec("the spec has no run".into()))?;
+    if requests == 0 {
+        return Err(SimError::Spec("the bound needs at least 1 request".into()));
+    }
+    plan.spec.workload.requests = requests as u64;
+    plan.spec.workload.warmup_ms = 0.0;
+    plan.spec.bound.enabled = true;
+    plan.spec.bound.requests = requests;
+    let out = crate::run(&plan, None)?;
+    if out.bound_jobs.is_empty() {
+        return Err(SimError::Spec(format!("the first {requests} requests hold no read to bound")));
+    }
+    let inst = instance(&out.bound_jobs, plan.spec.cluster.servers, plan.spec.cluster.workers, weighting);
+    let completions: Vec<f64> = out.bound_jobs.iter().map(|j| to_ms(j.completion)).collect();
+    let achieved = max_weighted_flow(&inst, &completions);
+    Ok((inst, format!("{}+{}", plan.selector, plan.local), achieved))
+}
+
 /// Fill `out.result.bound` with the ratio of the run's max weighted flow to the lower bound.
 pub fn attach(out: &mut RunOutput, spec: &Spec) -> Result<(), SimError> {
     if !spec.bound.enabled || out.bound_jobs.is_empty() {

@@ -14,10 +14,13 @@ from ._native import TailorError, Request, Response, Facts, Env, Job, Send, Wait
 from ._spec import spec, presets, strategies, overrides
 from ._results import Results
 from ._sim import sim
+from ._analysis import bound, report
+from ._live import Cluster, experiment, reproduce
 from ._strategies import Selector, LocalQueue, register, unregister, argmin_random_ties
 
 __all__ = [
-    "sim", "spec", "presets", "strategies", "overrides", "Results",
+    "sim", "spec", "presets", "strategies", "overrides", "Results", "bound", "report",
+    "Cluster", "experiment", "reproduce",
     "Selector", "LocalQueue", "register", "unregister", "argmin_random_ties",
     "Request", "Response", "Facts", "Env", "Job", "Send", "Wait", "Rng",
     "TailorError", "__version__",

@@ -125,6 +125,12 @@ class Results:
             f.write(_native.results_csv(self.json))
         return directory
 
+    def report(self, out="report.html", title=None, png=False):
+        """Write this experiment's HTML report (``tailor report``'s page) to ``out``."""
+        from ._analysis import report
+
+        return report(self, out=out, title=title, png=png)
+
     def to_arrow(self):
         """The runs frame as a ``pyarrow.Table`` (needs pyarrow)."""
         import pyarrow as pa

@@ -2,9 +2,7 @@
 
 use anyhow::{Context, Result};
 use std::path::PathBuf;
-use tailor_bound::{lower_bound, max_weighted_flow, Backend, BoundOptions, Instance, Weighting};
-use tailor_core::time::to_ms;
-use tailor_spec::expand;
+use tailor_bound::{lower_bound, Backend, BoundOptions, Instance, Weighting};
 
 /// Arguments of `tailor bound`.
 #[derive(clap::Args)]
@@ -94,14 +92,6 @@ fn from_spec(args: &BoundArgs) -> Result<(Instance, Option<(String, f64)>)> {
     let spec = tailor_spec::load(&args.input, &sets)?;
     let n = args.requests.unwrap_or(spec.bound.requests);
     let weighting = args.weighting.unwrap_or(spec.bound.weighting);
-    let mut plan = expand(&spec)?.into_iter().next().context("the spec has no run")?;
-    plan.spec.workload.requests = n as u64;
-    plan.spec.workload.warmup_ms = 0.0;
-    plan.spec.bound.requests = n;
-    let out = tailor_sim::run(&plan, None)?;
-    let inst =
-        tailor_sim::bound::instance(&out.bound_jobs, plan.spec.cluster.servers, plan.spec.cluster.workers, weighting);
-    let completions: Vec<f64> = out.bound_jobs.iter().map(|j| to_ms(j.completion)).collect();
-    let achieved = max_weighted_flow(&inst, &completions);
-    Ok((inst, Some((format!("{}+{}", plan.selector, plan.local), achieved))))
+    let (inst, strategy, achieved) = tailor_sim::bound::first_run_instance(&spec, n, weighting)?;
+    Ok((inst, Some((strategy, achieved))))
 }

@@ -1,0 +1,47 @@
+"""What runs in node processes (live clusters, bench, experiment, reproduce) goes through the
+``tailor`` command line: a node is its own process, started from the ``tailor`` executable, so
+the Python package drives that executable and reads the files it writes. Its failures are
+``TailorError``s carrying the command line's own message."""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from ._native import TailorError
+
+# exit codes the command line gives for a result that is written but not trustworthy
+INVALID_RUNS = 3
+
+
+def binary():
+    """The ``tailor`` executable: ``$TAILOR_BIN``, else ``tailor`` on the PATH."""
+    found = os.environ.get("TAILOR_BIN") or shutil.which("tailor")
+    if found and Path(found).is_file():
+        return found
+    raise TailorError(
+        "live runs, bench, experiment and reproduce start the `tailor` command line: install it "
+        "with `cargo install --path crates/tailor` (or set TAILOR_BIN to its path)"
+    )
+
+
+def error_text(stderr):
+    """The command line's error message (its `Error: ...` lines), else the end of stderr."""
+    lines = [l for l in stderr.strip().splitlines() if l.strip()]
+    for i, line in enumerate(lines):
+        if line.startswith("Error:") or line.startswith("error:"):
+            return "\n".join(lines[i:]).split(":", 1)[1].strip()
+    return "\n".join(lines[-5:]) or "no message"
+
+
+def run(args, allowed=(0,)):
+    """Run ``tailor ARGS``; raise ``TailorError`` with its message unless its exit code is
+    allowed. Returns the completed process."""
+    done = subprocess.run([binary(), *args], capture_output=True, text=True)
+    if done.returncode not in allowed:
+        raise TailorError(f"tailor {args[0]} failed ({done.returncode}): {error_text(done.stderr)}")
+    return done
+
+
+def set_args(sets):
+    return [a for s in sets for a in ("--set", s)]
