@@ -10,6 +10,7 @@ mod overrides;
 mod plan;
 pub mod presets;
 mod schema;
+pub mod shard;
 mod validate;
 
 pub use overrides::apply_override;

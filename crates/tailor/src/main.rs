@@ -48,6 +48,8 @@ struct Cli {
 enum Command {
     /// Run an experiment in the discrete-event simulator.
     Sim(cmd::sim::SimArgs),
+    /// Merge the shard files of `sim --shard I/N` into the results of the whole sweep.
+    Merge(cmd::merge::MergeArgs),
     /// Lower bound (LP relaxation) on the max weighted flow of an instance or a preset's requests.
     Bound(cmd::bound::BoundArgs),
     /// The one-step tour: a small comparison in the simulator and on a live cluster, with a report.
@@ -79,6 +81,7 @@ fn main() {
     panic_log::install();
     let outcome = match cli.command {
         Command::Sim(args) => cmd::sim::run(args),
+        Command::Merge(args) => cmd::merge::run(args),
         Command::Bound(args) => cmd::bound::run(args),
         Command::Demo(args) => cmd::demo::run(args),
         Command::Experiment(args) => cmd::experiment::run(args),

@@ -5,6 +5,7 @@ pub mod bound;
 pub mod cassandra;
 pub mod demo;
 pub mod experiment;
+pub mod merge;
 pub mod new;
 pub mod presets;
 pub mod report;

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tailor_core::results::Results;
 use tailor_spec::expand;
+use tailor_spec::shard::{Shard, ShardResults};
 
 /// Arguments of `tailor sim`.
 #[derive(clap::Args)]
@@ -31,6 +32,10 @@ pub struct SimArgs {
     /// discards the run, an overload).
     #[arg(long)]
     strict: bool,
+    /// Run only shard I of N, 0-based (`0/4` to `3/4`): the runs at positions p % N == I of the
+    /// sweep, written as `results.shard-I-of-N.json` for `tailor merge` (docs/sweeps.md).
+    #[arg(long, value_name = "I/N")]
+    shard: Option<Shard>,
 }
 
 /// Run the experiment.
@@ -45,16 +50,22 @@ pub fn run(args: SimArgs) -> Result<()> {
         return Ok(());
     }
     warn_or_refuse(&spec, &sets, args.strict)?;
-    let plans = expand(&spec)?;
+    let all = expand(&spec)?;
+    let total_runs = all.len();
+    let plans = match args.shard {
+        Some(shard) => shard.select(&all),
+        None => all,
+    };
     let total_requests: u64 = plans.iter().map(|p| p.spec.workload.requests).sum();
     eprintln!(
-        "{}: {} runs ({} points x {} selectors x {} locals x {} seeds), {} requests",
+        "{}: {} runs ({} points x {} selectors x {} locals x {} seeds){}, {} requests",
         spec.name,
-        plans.len(),
-        plans.len() / (spec.compare.selectors.len() * spec.compare.locals.len() * spec.seeds.len()),
+        total_runs,
+        total_runs / (spec.compare.selectors.len() * spec.compare.locals.len() * spec.seeds.len()),
         spec.compare.selectors.len(),
         spec.compare.locals.len(),
         spec.seeds.len(),
+        args.shard.map(|s| format!(", shard {s} runs {} of them", plans.len())).unwrap_or_default(),
         total_requests
     );
     let bar = progress_bar(args.quiet, plans.len() as u64);
@@ -66,18 +77,26 @@ pub fn run(args: SimArgs) -> Result<()> {
     bar.finish_and_clear();
     let elapsed = started.elapsed().as_secs_f64();
     print!("{}", crate::table::render(&results.runs));
-    if let Some(why) = tailor_sim::measured_nothing(&spec, &results) {
-        bail!(why);
-    }
     let out = args.out.unwrap_or_else(|| Path::new("tailor-out").join(&spec.name));
-    write_results(&out, &results)?;
+    let written = match args.shard {
+        // no check that it measured something: a shard may hold only a sweep's shortest
+        // points, and `tailor merge` checks the whole
+        Some(shard) => write_shard(&out, &ShardResults::new(shard, total_runs, results))?,
+        None => {
+            if let Some(why) = tailor_sim::measured_nothing(&spec, &results) {
+                bail!(why);
+            }
+            write_results(&out, &results)?;
+            out.join("results.json")
+        }
+    };
     eprintln!(
         "{} requests simulated in {:.1} s ({:.2} M requests/s on {} threads); results in {}",
         total_requests,
         elapsed,
         total_requests as f64 / elapsed / 1e6,
         rayon_threads(),
-        out.join("results.json").display()
+        written.display()
     );
     Ok(())
 }
@@ -133,13 +152,26 @@ pub fn write_results(dir: &Path, results: &Results) -> Result<()> {
 
 /// Write `<stem>.json` and a flat `<stem>.csv` into `dir`.
 pub fn write_results_named(dir: &Path, stem: &str, results: &Results) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let json = serde_json::to_string_pretty(results)?;
-    let path = dir.join(format!("{stem}.json"));
-    std::fs::write(&path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
+    write_json(dir, &format!("{stem}.json"), results)?;
     let csv = tailor_core::flat::to_csv(&results.runs);
     std::fs::write(dir.join(format!("{stem}.csv")), csv)?;
     Ok(())
+}
+
+/// Write a shard's runs into `dir` as `results.shard-I-of-N.json`, returning its path.
+fn write_shard(dir: &Path, shard: &ShardResults) -> Result<PathBuf> {
+    let name = shard.shard.file_name();
+    write_json(dir, &name, shard)?;
+    Ok(dir.join(name))
+}
+
+/// Write `value` as pretty JSON and a final newline (the bytes of every results file) into
+/// `dir/name`, creating `dir`.
+fn write_json(dir: &Path, name: &str, value: &impl serde::Serialize) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path = dir.join(name);
+    let json = serde_json::to_string_pretty(value)?;
+    std::fs::write(&path, json + "\n").with_context(|| format!("writing {}", path.display()))
 }
 
 #[cfg(test)]
