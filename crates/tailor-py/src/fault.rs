@@ -9,6 +9,14 @@ use std::sync::Mutex;
 
 static FIRST: Mutex<Option<PyErr>> = Mutex::new(None);
 static STOPPED: AtomicBool = AtomicBool::new(false);
+/// In a program that embeds Python (a store node), nobody collects the error after a run: it
+/// goes to stderr, the node's log, when it happens.
+static TO_STDERR: AtomicBool = AtomicBool::new(false);
+
+/// Print errors as they happen (a program that embeds Python).
+pub fn report_to_stderr() {
+    TO_STDERR.store(true, Ordering::Relaxed);
+}
 
 /// Whether Python strategies must no longer be called (an error, or the user interrupted).
 pub fn stopped() -> bool {
@@ -22,7 +30,11 @@ pub fn stop() {
 
 /// Keep `err`, raised by `strategy` in `method`, if it is the first; stop Python strategies.
 pub fn record(py: Python<'_>, strategy: &str, method: &str, err: PyErr) {
-    let wrapped = crate::TailorError::new_err(format!("{strategy}: {method} raised {}", err.value(py)));
+    let message = format!("{strategy}: {method} raised {}", err.value(py));
+    if TO_STDERR.load(Ordering::Relaxed) {
+        eprintln!("error: Python strategy {message}; every Python strategy now gives a stand-in answer");
+    }
+    let wrapped = crate::TailorError::new_err(message);
     wrapped.set_cause(py, Some(err));
     let mut first = FIRST.lock().unwrap_or_else(|e| e.into_inner());
     if first.is_none() {

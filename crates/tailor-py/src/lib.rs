@@ -6,6 +6,7 @@
 //! so every engine builds them by name exactly as it builds a built-in.
 
 mod analysis;
+pub mod embed;
 mod fault;
 mod local;
 mod selector;

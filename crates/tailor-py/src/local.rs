@@ -18,7 +18,7 @@ pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
 
 /// Register the Python class `cls` (built as `cls(seed)`) as local policy `name`.
 #[pyfunction]
-fn register_local(name: &str, cls: Py<PyAny>) -> PyResult<()> {
+pub(crate) fn register_local(name: &str, cls: Py<PyAny>) -> PyResult<()> {
     let policy = name.to_string();
     let factory: Factory = Arc::new(move |seed: u64| -> Box<dyn Order> {
         Python::attach(|py| {

@@ -65,7 +65,7 @@ fn fact(name: &str) -> PyResult<Fact> {
 /// optional methods it defines; it asks for timers when it defines `on_timer`.
 #[pyfunction]
 #[pyo3(signature = (name, cls, facts, size_oracle, hooks))]
-fn register_selector(
+pub(crate) fn register_selector(
     name: &str,
     cls: Py<PyAny>,
     facts: Vec<String>,

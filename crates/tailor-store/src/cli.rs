@@ -167,10 +167,10 @@ pub fn run_cluster(args: &ClusterArgs) -> Result<(), CliError> {
             read_consistency,
             no_fsync,
         } => {
-            if !tailor_core::selector::SELECTORS.contains(&selector.as_str()) {
+            if !tailor_core::selector::is_known(selector) {
                 return Err(cluster::ClusterError::Invalid(format!("unknown selector `{selector}`")).into());
             }
-            if !tailor_core::local::LOCALS.contains(&local.as_str()) {
+            if !tailor_core::local::is_known(local) {
                 return Err(cluster::ClusterError::Invalid(format!("unknown local policy `{local}`")).into());
             }
             let opts = ClusterOptions {

@@ -399,7 +399,7 @@ impl NodeConfig {
         if let Some(why) = tailor_core::selector::Engine::Store.refusal(&needs) {
             return bad("selector", format!("`{}` cannot run on the store (simulator only): {why}", self.selector));
         }
-        if !tailor_core::local::LOCALS.contains(&self.local.as_str()) {
+        if !tailor_core::local::is_known(&self.local) {
             return bad("local", format!("unknown `{}`", self.local));
         }
         if self.cluster_secret.as_ref().is_some_and(|s| !(16..=512).contains(&s.len())) {

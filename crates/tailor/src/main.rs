@@ -4,6 +4,7 @@ mod cmd;
 mod live;
 mod logging;
 mod panic_log;
+mod python;
 mod reproduce;
 mod table;
 
@@ -79,6 +80,10 @@ fn main() {
     let cli = Cli::parse();
     logging::init(cli.log_format);
     panic_log::install();
+    if let Err(e) = python::load() {
+        eprintln!("error: {}", describe(&e));
+        std::process::exit(2);
+    }
     let outcome = match cli.command {
         Command::Sim(args) => cmd::sim::run(args),
         Command::Merge(args) => cmd::merge::run(args),

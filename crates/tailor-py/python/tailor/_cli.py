@@ -34,10 +34,40 @@ def error_text(stderr):
     return "\n".join(lines[-5:]) or "no message"
 
 
-def run(args, allowed=(0,)):
+def python_env(names, others=()):
+    """The environment in which the command line, and the nodes it starts, load the Python
+    strategies among ``names`` (each must be importable) and ``others`` (those that are):
+    ``TAILOR_PYTHON`` lists ``name=module:Class`` entries, ``PYTHONPATH`` this interpreter's
+    path. Needs a ``tailor`` built with ``--features python`` when any is given."""
+    import sys
+
+    from ._strategies import REGISTERED
+
+    entries = []
+    for name in list(names) + [n for n in others if n not in names]:
+        if name not in REGISTERED:
+            continue
+        cls = REGISTERED[name][1]
+        where = f"{cls.__module__}:{cls.__qualname__}"
+        if cls.__module__ == "__main__" or "<locals>" in cls.__qualname__:
+            if name in names:
+                raise TailorError(
+                    f"strategy `{name}` is defined in {where.split(':')[0]} (a script, a notebook or a "
+                    "function): live nodes are processes of their own and import strategies, so "
+                    "define it at the top level of a module")
+            continue
+        entries.append(f"{name}={where}")
+    env = dict(os.environ)
+    if entries:
+        env["TAILOR_PYTHON"] = ",".join(entries)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    return env
+
+
+def run(args, allowed=(0,), env=None):
     """Run ``tailor ARGS``; raise ``TailorError`` with its message unless its exit code is
     allowed. Returns the completed process."""
-    done = subprocess.run([binary(), *args], capture_output=True, text=True)
+    done = subprocess.run([binary(), *args], capture_output=True, text=True, env=env)
     if done.returncode not in allowed:
         raise TailorError(f"tailor {args[0]} failed ({done.returncode}): {error_text(done.stderr)}")
     return done

@@ -33,6 +33,7 @@ class Cluster:
     """
 
     def __init__(self, nodes=3, selector="c3", local="fcfs", replication=3, dir=None, start_timeout=60.0):
+        self.env = _cli.python_env([selector, local])
         self.options = ["--nodes", str(nodes), "--selector", selector, "--local", local,
                         "--replication", str(replication)]
         self.nodes = nodes
@@ -47,7 +48,7 @@ class Cluster:
         if self.dir is None:
             self.dir = Path(tempfile.mkdtemp(prefix="tailor-py-cluster-"))
         self._process = subprocess.Popen([_cli.binary(), "cluster", "up", "--dir", str(self.dir), *self.options],
-                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=self.env)
         threading.Thread(target=self._drain_stderr, daemon=True).start()
         deadline = time.monotonic() + self.start_timeout
         reader = threading.Thread(target=self._read_addresses, daemon=True)
@@ -109,11 +110,18 @@ def experiment(source, engine="both", live_duration=None, set=None, sweep=None, 
     """``tailor experiment``: the same spec in the simulator and on fresh live clusters. Returns
     ``{"sim": Results, "live": Results}`` (the engines run)."""
     args = ["experiment", str(source), "--engine", engine]
+    from ._strategies import REGISTERED
+
+    # strategies written in Python: the command line and its nodes import their modules
+    named = list(fields.get("selectors") or []) + list(fields.get("locals") or [])
+    for path in ("compare.selectors", "compare.locals"):
+        named += list((set or {}).get(path) or [])
+    env = _cli.python_env(named, others=list(REGISTERED))
     if live_duration is not None:
         args += ["--live-duration", str(live_duration)]
     with tempfile.TemporaryDirectory(prefix="tailor-py-experiment-") as out:
         done = _cli.run(args + _cli.set_args(overrides(set=set, sweep=sweep, **fields)) + ["--out", out],
-                        allowed=(0, _cli.INVALID_RUNS))
+                        allowed=(0, _cli.INVALID_RUNS), env=env)
         found = {}
         for engine_name in ("sim", "live"):
             path = Path(out) / f"results-{engine_name}.json"

@@ -8,6 +8,10 @@ integer nanoseconds; every engine passes ``now`` in, and a strategy reads no clo
 
 from . import _native
 
+# every registration, by name: a program that embeds Python (the `tailor` binary built with
+# `--features python`) registers them again into its own tables (crates/tailor-py/src/embed.rs)
+REGISTERED = {}
+
 _FACTS = ("queue_len", "service_time", "busy", "dq", "pending_work")
 _HOOKS = ("on_sent", "on_response", "on_facts", "on_timer")
 
@@ -91,10 +95,12 @@ def register(cls=None, *, name=None):
             if unknown:
                 raise _native.TailorError(f"selector `{strategy}` reads unknown facts {unknown} (known: {', '.join(_FACTS)})")
             _native.register_selector(strategy, cls, facts, bool(cls.size_oracle), hooks)
+            REGISTERED[strategy] = ("selector", cls, facts, bool(cls.size_oracle), hooks)
         elif issubclass(cls, LocalQueue):
             if cls.push is LocalQueue.push or cls.pop is LocalQueue.pop:
                 raise _native.TailorError(f"local policy `{strategy}` must define push(now, job) and pop(now)")
             _native.register_local(strategy, cls)
+            REGISTERED[strategy] = ("local", cls)
         else:
             raise TypeError("register() takes a tailor.Selector or tailor.LocalQueue subclass")
         return cls
@@ -104,6 +110,7 @@ def register(cls=None, *, name=None):
 
 def unregister(name):
     """Forget a strategy registered from Python; whether there was one."""
+    REGISTERED.pop(name, None)
     return _native.unregister_selector(name) or _native.unregister_local(name)
 
 
