@@ -10,12 +10,14 @@ use std::time::Duration;
 use tailor_core::flat::{self, Cell, Params};
 use tailor_core::results::Results;
 use tailor_spec::presets::{preset, PRESETS};
+use tailor_spec::shard::{Shard, ShardResults};
 
 pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(presets, m)?)?;
     m.add_function(wrap_pyfunction!(spec_toml, m)?)?;
     m.add_function(wrap_pyfunction!(lint, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(merge, m)?)?;
     m.add_function(wrap_pyfunction!(runs_columns, m)?)?;
     m.add_function(wrap_pyfunction!(results_csv, m)?)?;
     m.add_function(wrap_pyfunction!(strategies, m)?)?;
@@ -58,11 +60,26 @@ fn strategies() -> Vec<(&'static str, String, String)> {
 /// `tailor sim` writes. The simulation runs on its own thread (rayon on every core) while this
 /// thread, without the GIL, wakes five times a second to call `progress(runs_done, runs,
 /// requests_done, requests)` and to let Ctrl-C through.
+///
+/// With `shard` (`"I/N"`, 0-based) only the runs at positions p % N == I run, and the text is
+/// the shard file `tailor sim --shard I/N` writes (for [`merge`]).
 #[pyfunction]
-#[pyo3(signature = (source, sets, progress=None))]
-fn simulate(py: Python<'_>, source: &str, sets: Vec<String>, progress: Option<Py<PyAny>>) -> PyResult<String> {
+#[pyo3(signature = (source, sets, progress=None, shard=None))]
+fn simulate(
+    py: Python<'_>,
+    source: &str,
+    sets: Vec<String>,
+    progress: Option<Py<PyAny>>,
+    shard: Option<&str>,
+) -> PyResult<String> {
     let spec = tailor_spec::load(source, &sets).map_err(tailor_err)?;
-    let plans = tailor_spec::expand(&spec).map_err(tailor_err)?;
+    let all = tailor_spec::expand(&spec).map_err(tailor_err)?;
+    let shard: Option<Shard> = shard.map(str::parse).transpose().map_err(tailor_err)?;
+    let total_runs = all.len();
+    let plans = match shard {
+        Some(s) => s.select(&all),
+        None => all,
+    };
     let runs = plans.len() as u64;
     let requests: u64 = plans.iter().map(|p| p.spec.workload.requests).sum();
     let done = Arc::new((AtomicU64::new(0), AtomicU64::new(0)));
@@ -76,11 +93,13 @@ fn simulate(py: Python<'_>, source: &str, sets: Vec<String>, progress: Option<Py
             seen.0.store(r, Ordering::Relaxed);
             seen.1.store(q, Ordering::Relaxed);
         });
-        let answer = results.map_err(|e| e.to_string()).and_then(|results| {
-            match tailor_sim::measured_nothing(&spec, &results) {
+        let answer = results.map_err(|e| e.to_string()).and_then(|results| match shard {
+            // a shard may hold only a sweep's shortest points: the merge checks the whole
+            Some(s) => pretty(&ShardResults::new(s, total_runs, results)),
+            None => match tailor_sim::measured_nothing(&spec, &results) {
                 Some(why) => Err(why),
-                None => serde_json::to_string_pretty(&results).map(|j| j + "\n").map_err(|e| e.to_string()),
-            }
+                None => pretty(&results),
+            },
         });
         let _ = tx.send(answer);
     });
@@ -114,6 +133,27 @@ fn simulate(py: Python<'_>, source: &str, sets: Vec<String>, progress: Option<Py
             }
         }
     }
+}
+
+/// A results file's bytes: pretty JSON and a final newline, as the command line writes them.
+fn pretty(value: &impl serde::Serialize) -> Result<String, String> {
+    serde_json::to_string_pretty(value).map(|j| j + "\n").map_err(|e| e.to_string())
+}
+
+/// Merge shard files (pairs of a name for errors and the file's text) into the whole sweep's
+/// `results.json` text, as `tailor merge` does.
+#[pyfunction]
+fn merge(shards: Vec<(String, String)>) -> PyResult<String> {
+    let parsed = shards
+        .into_iter()
+        .map(|(name, text)| {
+            serde_json::from_str::<ShardResults>(&text)
+                .map(|s| (name.clone(), s))
+                .map_err(|e| tailor_err(format!("{name} is not a shard file: {e}")))
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let results = tailor_spec::shard::merge(parsed).map_err(tailor_err)?;
+    pretty(&results).map_err(tailor_err)
 }
 
 fn parse(results_json: &str) -> PyResult<Results> {

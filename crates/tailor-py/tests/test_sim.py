@@ -88,3 +88,26 @@ def test_arrow_and_polars_conversions():
     table = res.to_arrow()
     assert isinstance(table, pa.Table) and table.num_rows == 2
     assert table.column("p99_ms").to_pylist() == res.runs["p99_ms"].tolist()
+
+
+def test_shards_merge_to_a_single_runs_bytes(tmp_path):
+    common = dict(requests=30_000, seeds=[1, 2], selectors=["c3", "lor"], set={"workload.warmup_ms": 100},
+                  sweep={"cluster.fluctuation.interval_ms": [100, 500]}, progress=False)
+    whole = tailor.sim("c3", **common)
+    shards = [tailor.sim("c3", shard=(i, 3), **common) for i in range(3)]
+    assert sum(len(s.results.runs) for s in shards) == len(whole.runs) == 8
+    assert tailor.merge(*shards).json == whole.json
+    # from files, in any order, as the command line writes them
+    for s in reversed(shards):
+        s.save(tmp_path)
+    assert tailor.merge(tmp_path).json == whole.json
+    cli = tmp_path / "cli"
+    sets = ["workload.requests=30000", "seeds=[1,2]", "compare.selectors=c3,lor", "workload.warmup_ms=100",
+            "sweep.cluster.fluctuation.interval_ms=100,500"]
+    subprocess.run([tailor_binary(), "sim", "c3", "--quiet", "--shard", "1/3", "--out", str(cli)]
+                   + [a for s in sets for a in ("--set", s)], check=True, capture_output=True)
+    assert (cli / shards[1].file_name).read_text() == shards[1].json
+    with pytest.raises(tailor.TailorError, match="missing shard"):
+        tailor.merge(shards[0], shards[2])
+    with pytest.raises(tailor.TailorError, match=r"0-based|below"):
+        tailor.sim("c3", shard=(3, 3), **common)

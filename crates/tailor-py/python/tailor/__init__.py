@@ -13,14 +13,14 @@ the same spec and seed give the same bits from both.
 from ._native import TailorError, Request, Response, Facts, Env, Job, Send, Wait, Rng, __version__
 from ._spec import spec, presets, strategies, overrides
 from ._results import Results
-from ._sim import sim
+from ._sim import sim, Shard, merge
 from ._analysis import bound, report
 from ._live import Cluster, experiment, reproduce
 from ._strategies import Selector, LocalQueue, register, unregister, argmin_random_ties
 
 __all__ = [
     "sim", "spec", "presets", "strategies", "overrides", "Results", "bound", "report",
-    "Cluster", "experiment", "reproduce",
+    "Cluster", "experiment", "reproduce", "Shard", "merge",
     "Selector", "LocalQueue", "register", "unregister", "argmin_random_ties",
     "Request", "Response", "Facts", "Env", "Job", "Send", "Wait", "Rng",
     "TailorError", "__version__",

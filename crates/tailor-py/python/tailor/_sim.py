@@ -46,7 +46,7 @@ class _Progress:
             self.bar.close()
 
 
-def sim(source, set=None, sweep=None, progress=True, strict=False, **fields):
+def sim(source, set=None, sweep=None, progress=True, strict=False, shard=None, **fields):
     """Simulate a preset or spec file with overrides on every core and return its ``Results``.
 
     ``tailor.sim("c3", requests=300_000, seeds=[1, 2, 3], selectors=["c3", "lor"])`` runs what
@@ -54,6 +54,10 @@ def sim(source, set=None, sweep=None, progress=True, strict=False, **fields):
     compare.selectors=c3,lor`` runs, with the same bits. Other fields go in ``set`` by dotted
     path, swept ones in ``sweep``. The spec's warnings are Python warnings (errors with
     ``strict``); a bad spec raises ``TailorError`` with the command line's message.
+
+    ``shard=(i, n)`` (or ``"i/n"``, 0-based) runs only the runs at positions p % n == i of the
+    sweep and returns a ``Shard`` (``tailor sim --shard i/n``); ``tailor.merge`` puts shards
+    back together, byte for byte a single run's results (docs/sweeps.md).
     """
     sets = overrides(set=set, sweep=sweep, **fields)
     source = str(source)
@@ -62,9 +66,62 @@ def sim(source, set=None, sweep=None, progress=True, strict=False, **fields):
         raise _native.TailorError(f"{len(found)} warning(s) and strict: " + "; ".join(found))
     for w in found:
         warnings.warn(w, stacklevel=2)
-    bar = _Progress(source, progress)
+    if isinstance(shard, (tuple, list)):
+        shard = f"{shard[0]}/{shard[1]}"
+    bar = _Progress(source if shard is None else f"{source} shard {shard}", progress)
     try:
-        text = _native.simulate(source, sets, bar)
+        text = _native.simulate(source, sets, bar, shard)
     finally:
         bar.close()
-    return Results(text)
+    return Results(text) if shard is None else Shard(text)
+
+
+class Shard:
+    """One shard of a sweep (``tailor.sim(..., shard=(i, n))``): its runs as ``results`` and
+    the shard file's text as ``json``; ``save(dir)`` writes ``results.shard-I-of-N.json``."""
+
+    def __init__(self, json_text):
+        import json
+
+        self.json = json_text
+        raw = json.loads(json_text)
+        self.index = raw["shard"]["index"]
+        self.count = raw["shard"]["count"]
+        self.results = Results(json.dumps(raw["results"]))
+
+    @property
+    def file_name(self):
+        return f"results.shard-{self.index}-of-{self.count}.json"
+
+    def save(self, directory):
+        import os
+
+        directory = os.fspath(directory)
+        os.makedirs(directory, exist_ok=True)
+        path = os.path.join(directory, self.file_name)
+        with open(path, "w", encoding="utf-8", newline="") as f:
+            f.write(self.json)
+        return path
+
+    def __repr__(self):
+        return f"<tailor.Shard {self.index}/{self.count}: {len(self.results.raw['runs'])} runs>"
+
+
+def merge(*shards):
+    """The whole sweep's ``Results`` from its shards: ``Shard`` objects, shard files or
+    directories holding them (``tailor merge``). Refused, naming the shard, unless they come
+    from one spec and one split, each shard exactly once."""
+    import glob
+    import os
+
+    items = []
+    for s in shards:
+        if isinstance(s, Shard):
+            items.append((s.file_name, s.json))
+            continue
+        path = os.fspath(s)
+        files = sorted(glob.glob(os.path.join(path, "results.shard-*-of-*.json"))) if os.path.isdir(path) else [path]
+        for f in files:
+            with open(f, encoding="utf-8") as fh:
+                items.append((f, fh.read()))
+    return Results(_native.merge(items))
