@@ -71,7 +71,7 @@ fn simulate(
     sets: Vec<String>,
     progress: Option<Py<PyAny>>,
     shard: Option<&str>,
-) -> PyResult<String> {
+) -> PyResult<(String, Option<Py<PyDict>>)> {
     let spec = tailor_spec::load(source, &sets).map_err(tailor_err)?;
     let all = tailor_spec::expand(&spec).map_err(tailor_err)?;
     let shard: Option<Shard> = shard.map(str::parse).transpose().map_err(tailor_err)?;
@@ -89,17 +89,22 @@ fn simulate(
     fault::reset();
     let seen = done.clone();
     std::thread::spawn(move || {
-        let results = tailor_sim::simulate(&spec, &plans, &|r, q| {
+        let outputs = tailor_sim::simulate_outputs(&spec, &plans, &|r, q| {
             seen.0.store(r, Ordering::Relaxed);
             seen.1.store(q, Ordering::Relaxed);
         });
-        let answer = results.map_err(|e| e.to_string()).and_then(|results| match shard {
-            // a shard may hold only a sweep's shortest points: the merge checks the whole
-            Some(s) => pretty(&ShardResults::new(s, total_runs, results)),
-            None => match tailor_sim::measured_nothing(&spec, &results) {
-                Some(why) => Err(why),
-                None => pretty(&results),
-            },
+        let answer = outputs.map_err(|e| e.to_string()).and_then(|mut outputs| {
+            let kept: Vec<_> = outputs.iter_mut().map(|o| std::mem::take(&mut o.requests)).collect();
+            let results = tailor_sim::results(&spec, &outputs);
+            let text = match shard {
+                // a shard may hold only a sweep's shortest points: the merge checks the whole
+                Some(s) => pretty(&ShardResults::new(s, total_runs, results))?,
+                None => match tailor_sim::measured_nothing(&spec, &results) {
+                    Some(why) => return Err(why),
+                    None => pretty(&results)?,
+                },
+            };
+            Ok((text, spec.report.per_request.then_some(kept)))
         });
         let _ = tx.send(answer);
     });
@@ -119,7 +124,9 @@ fn simulate(
                     return Err(err);
                 }
                 report(py)?;
-                return answer.map_err(tailor_err);
+                let (text, kept) = answer.map_err(tailor_err)?;
+                let frame = kept.map(|k| request_columns(py, &k)).transpose()?;
+                return Ok((text, frame));
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 if let Err(e) = py.check_signals().and_then(|()| report(py)) {
@@ -133,6 +140,23 @@ fn simulate(
             }
         }
     }
+}
+
+/// Per-request records as columns (`run` is the run's position in the results), for a frame.
+fn request_columns(py: Python<'_>, runs: &[Vec<tailor_sim::RequestRecord>]) -> PyResult<Py<PyDict>> {
+    let rows: Vec<(usize, &tailor_sim::RequestRecord)> =
+        runs.iter().enumerate().flat_map(|(i, rs)| rs.iter().map(move |r| (i, r))).collect();
+    let ms = |ns: u64| ns as f64 / 1e6;
+    let out = PyDict::new(py);
+    out.set_item("run", rows.iter().map(|(i, _)| *i).collect::<Vec<_>>())?;
+    out.set_item("request", rows.iter().map(|(_, r)| r.id).collect::<Vec<_>>())?;
+    out.set_item("client", rows.iter().map(|(_, r)| r.client).collect::<Vec<_>>())?;
+    out.set_item("key", rows.iter().map(|(_, r)| r.key).collect::<Vec<_>>())?;
+    out.set_item("size", rows.iter().map(|(_, r)| r.size).collect::<Vec<_>>())?;
+    out.set_item("op", rows.iter().map(|(_, r)| if r.write { "write" } else { "read" }).collect::<Vec<_>>())?;
+    out.set_item("release_ms", rows.iter().map(|(_, r)| ms(r.release)).collect::<Vec<_>>())?;
+    out.set_item("latency_ms", rows.iter().map(|(_, r)| ms(r.done - r.release)).collect::<Vec<_>>())?;
+    Ok(out.unbind())
 }
 
 /// A results file's bytes: pretty JSON and a final newline, as the command line writes them.

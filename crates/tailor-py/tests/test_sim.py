@@ -78,7 +78,7 @@ def test_python_and_the_command_line_write_the_same_files(tmp_path):
         assert (cli / name).read_bytes() == (Path(py) / name).read_bytes(), name
     again = tailor.Results.load(cli)
     pd.testing.assert_frame_equal(again.runs, res.runs)
-    csv = pd.read_csv(cli / "results.csv", float_precision="round_trip")
+    csv = pd.read_csv(cli / "results.csv")
     assert csv["p99_ms"].tolist() == res.runs["p99_ms"].tolist()
 
 
@@ -111,3 +111,22 @@ def test_shards_merge_to_a_single_runs_bytes(tmp_path):
         tailor.merge(shards[0], shards[2])
     with pytest.raises(tailor.TailorError, match=r"0-based|below"):
         tailor.sim("c3", shard=(3, 3), **common)
+
+
+def test_per_request_latencies_agree_with_the_summary():
+    res = tailor.sim("c3", selectors=["c3", "lor"], per_request=True, **SMALL)
+    reqs = res.requests()
+    runs = res.runs
+    counts = reqs.groupby("run").size()
+    assert counts.tolist() == runs["requests"].tolist()
+    assert set(reqs["op"]) == {"read"} and (reqs["latency_ms"] > 0).all()
+    for i, run in runs.iterrows():
+        lat = reqs[reqs.run == i]["latency_ms"]
+        # the summary comes from a 3-significant-digit histogram
+        assert abs(lat.max() - run["max_ms"]) <= 0.002 * run["max_ms"]
+        assert abs(lat.quantile(0.99) - run["p99_ms"]) <= 0.01 * run["p99_ms"]
+    # asking for them does not change a figure
+    plain = tailor.sim("c3", selectors=["c3", "lor"], **SMALL)
+    pd.testing.assert_frame_equal(plain.runs, runs)
+    with pytest.raises(ValueError, match="per_request=True"):
+        plain.requests()

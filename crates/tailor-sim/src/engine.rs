@@ -569,6 +569,15 @@ impl<'a> Engine<'a> {
             Op::Read => self.rec.read_done(r.release, self.now, r.nominal),
             Op::Write => self.rec.write_done(r.release, self.now),
         }
+        self.rec.keep(crate::RequestRecord {
+            id: req,
+            client,
+            key: r.key,
+            size: r.size,
+            write: r.op == Op::Write,
+            release: r.release,
+            done: self.now,
+        });
         self.reqs.replied(req);
         self.finished += 1;
         self.closed_loop_next(client);

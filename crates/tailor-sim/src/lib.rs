@@ -59,6 +59,27 @@ pub struct RunOutput {
     pub bound_jobs: Vec<BoundJob>,
     /// Events processed (a cost measure).
     pub events: u64,
+    /// Every measured request, in completion order, when the spec asks (`report.per_request`).
+    pub requests: Vec<RequestRecord>,
+}
+
+/// One measured request as it happened (`report.per_request`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RequestRecord {
+    /// Its id (issue order in the high bits).
+    pub id: u64,
+    /// The client (coordinator) that issued it.
+    pub client: u32,
+    /// Its key.
+    pub key: u64,
+    /// Its value's size in bytes.
+    pub size: u64,
+    /// A write (else a read).
+    pub write: bool,
+    /// When the client issued it, ns.
+    pub release: Nanos,
+    /// When the client had its reply, ns.
+    pub done: Nanos,
 }
 
 /// Run one plan. `trace_text` is the trace file's content when the workload replays one.
@@ -112,6 +133,17 @@ pub fn run_all(
 /// `tailor sim` and the Python package's `tailor.sim` both run. Reads the spec's trace file
 /// when its workload replays one; `progress` is [`run_all`]'s.
 pub fn simulate(spec: &Spec, plans: &[RunPlan], progress: &(dyn Fn(u64, u64) + Sync)) -> Result<Results, SimError> {
+    let outputs = simulate_outputs(spec, plans, progress)?;
+    Ok(results(spec, &outputs))
+}
+
+/// [`simulate`], returning every run's output (for what results files do not hold, such as
+/// per-request records).
+pub fn simulate_outputs(
+    spec: &Spec,
+    plans: &[RunPlan],
+    progress: &(dyn Fn(u64, u64) + Sync),
+) -> Result<Vec<RunOutput>, SimError> {
     let trace = match spec.workload.arrival {
         tailor_spec::ArrivalKind::Trace => Some(
             std::fs::read_to_string(&spec.workload.trace)
@@ -119,8 +151,7 @@ pub fn simulate(spec: &Spec, plans: &[RunPlan], progress: &(dyn Fn(u64, u64) + S
         ),
         _ => None,
     };
-    let outputs = run_all(plans, trace.as_deref(), progress)?;
-    Ok(results(spec, &outputs))
+    run_all(plans, trace.as_deref(), progress)
 }
 
 /// Why `results` of `spec` carry no figure, when every run measured nothing after the warm-up

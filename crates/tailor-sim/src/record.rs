@@ -44,6 +44,8 @@ pub struct Recorder {
     bound_jobs: Vec<BoundJob>,
     result: RunResult,
     cdf_points: usize,
+    /// Every measured request, when the spec asks (`report.per_request`).
+    per_request: Option<Vec<crate::RequestRecord>>,
 }
 
 impl Recorder {
@@ -78,6 +80,7 @@ impl Recorder {
                 ..RunResult::default()
             },
             cdf_points: spec.report.cdf_points,
+            per_request: spec.report.per_request.then(Vec::new),
         }
     }
 
@@ -92,6 +95,15 @@ impl Recorder {
         self.first_measured = self.first_measured.min(release);
         self.last_done = self.last_done.max(done);
         true
+    }
+
+    /// Keep `record` when the spec asks for per-request records and it is measured (released
+    /// after the warm-up, as the histograms count).
+    #[inline]
+    pub fn keep(&mut self, record: crate::RequestRecord) {
+        if let Some(kept) = self.per_request.as_mut().filter(|_| record.release >= self.warmup) {
+            kept.push(record);
+        }
     }
 
     /// The workload issued its last request at `now`.
@@ -230,7 +242,8 @@ impl Recorder {
         }
         r.extra = extra;
         self.bound_jobs.sort_by_key(|j| j.req);
-        RunOutput { result: self.result, bound_jobs: self.bound_jobs, events }
+        let requests = self.per_request.unwrap_or_default();
+        RunOutput { result: self.result, bound_jobs: self.bound_jobs, events, requests }
     }
 }
 

@@ -410,10 +410,15 @@ pub struct ReportSpec {
     pub per_server_load: bool,
     /// Points in each CDF.
     pub cdf_points: usize,
+    /// Keep every measured request's times in memory (the Python package's per-request frame,
+    /// `tailor.sim(..., per_request=True)`); results files do not hold them. Written into a
+    /// spec only when on, so specs and results files without it keep their bytes.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub per_request: bool,
 }
 
 impl Default for ReportSpec {
     fn default() -> Self {
-        ReportSpec { window_ms: 100.0, per_server_load: true, cdf_points: 100 }
+        ReportSpec { window_ms: 100.0, per_server_load: true, cdf_points: 100, per_request: false }
     }
 }

@@ -28,6 +28,7 @@ class Results:
     def __init__(self, json_text):
         self.json = json_text
         self.raw = json.loads(json_text)
+        self._requests = None
 
     @classmethod
     def load(cls, path):
@@ -114,6 +115,20 @@ class Results:
                     yield server, k * w, n
 
         return self._long("load", ["server", "time_ms", "requests"], rows)
+
+    def requests(self):
+        """Every measured request of every run (``tailor.sim(..., per_request=True)``), one row
+        each: the run's selector, local policy, seed and swept parameters, then ``request``,
+        ``client``, ``key``, ``size``, ``op``, ``release_ms`` and ``latency_ms``."""
+        if self._requests is None:
+            raise ValueError("no per-request records: run tailor.sim(..., per_request=True)")
+        frame = pd.DataFrame(self._requests)
+        runs = pd.DataFrame([{"run": i, **{k: r[k] for k in _RUN_KEYS}, **{p: r["params"].get(p) for p in self.params}}
+                             for i, r in enumerate(self.raw["runs"])])
+        for p in self.params:
+            runs[p] = _numeric(runs[p])
+        out = runs.merge(frame, on="run", how="right")
+        return out
 
     def save(self, directory):
         """Write ``results.json`` and ``results.csv`` into ``directory`` as ``tailor sim`` does."""

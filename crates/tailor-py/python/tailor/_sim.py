@@ -46,7 +46,7 @@ class _Progress:
             self.bar.close()
 
 
-def sim(source, set=None, sweep=None, progress=True, strict=False, shard=None, **fields):
+def sim(source, set=None, sweep=None, progress=True, strict=False, shard=None, per_request=False, **fields):
     """Simulate a preset or spec file with overrides on every core and return its ``Results``.
 
     ``tailor.sim("c3", requests=300_000, seeds=[1, 2, 3], selectors=["c3", "lor"])`` runs what
@@ -55,11 +55,16 @@ def sim(source, set=None, sweep=None, progress=True, strict=False, shard=None, *
     path, swept ones in ``sweep``. The spec's warnings are Python warnings (errors with
     ``strict``); a bad spec raises ``TailorError`` with the command line's message.
 
+    ``per_request=True`` keeps every measured request's times for ``Results.requests()``
+    (``report.per_request``; results files do not hold them).
+
     ``shard=(i, n)`` (or ``"i/n"``, 0-based) runs only the runs at positions p % n == i of the
     sweep and returns a ``Shard`` (``tailor sim --shard i/n``); ``tailor.merge`` puts shards
     back together, byte for byte a single run's results (docs/sweeps.md).
     """
     sets = overrides(set=set, sweep=sweep, **fields)
+    if per_request:
+        sets.append("report.per_request=true")
     source = str(source)
     found = _native.lint(source, sets)
     if strict and found:
@@ -70,10 +75,14 @@ def sim(source, set=None, sweep=None, progress=True, strict=False, shard=None, *
         shard = f"{shard[0]}/{shard[1]}"
     bar = _Progress(source if shard is None else f"{source} shard {shard}", progress)
     try:
-        text = _native.simulate(source, sets, bar, shard)
+        text, requests = _native.simulate(source, sets, bar, shard)
     finally:
         bar.close()
-    return Results(text) if shard is None else Shard(text)
+    if shard is not None:
+        return Shard(text)
+    results = Results(text)
+    results._requests = requests
+    return results
 
 
 class Shard:
