@@ -4,6 +4,7 @@ mod cmd;
 mod live;
 mod logging;
 mod panic_log;
+mod progress;
 mod python;
 mod reproduce;
 mod table;

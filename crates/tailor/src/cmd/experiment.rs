@@ -124,11 +124,12 @@ pub fn execute(args: &ExperimentArgs) -> Result<ExperimentOutput> {
     let plans = expand(&spec)?;
     let mut out = ExperimentOutput { dir: dir.clone(), sim: None, live: None };
     if matches!(args.engine, Engine::Sim | Engine::Both) {
+        // the simulator's warnings (an overload, a warm-up that discards the run), as `sim` prints them
+        super::sim::warn_or_refuse(&spec, &args.sets, false)?;
         let bar = progress_bar(args.quiet, plans.len() as u64);
         bar.set_message("simulator");
-        let outputs = tailor_sim::run_all(&plans, None, &|runs, _| bar.set_position(runs))?;
+        let results = tailor_sim::simulate(&spec, &plans, &|runs, _| bar.set_position(runs))?;
         bar.finish_and_clear();
-        let results = tailor_sim::results(&spec, &outputs);
         println!("== simulator");
         print!("{}", crate::table::render(&results.runs));
         write_results_named(&dir, "results-sim", &results)?;

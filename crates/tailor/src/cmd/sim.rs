@@ -1,9 +1,8 @@
 //! `tailor sim`: run an experiment in the simulator, print the table, write results.
 
 use anyhow::{bail, Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tailor_core::results::Results;
 use tailor_spec::expand;
 use tailor_spec::shard::{Shard, ShardResults};
@@ -45,12 +44,14 @@ pub fn run(args: SimArgs) -> Result<()> {
         sets.push("bound.enabled=true".into());
     }
     let spec = tailor_spec::load(&args.spec, &sets)?;
+    // expanding checks every swept key names a real field, so a misspelt one is refused here
+    // too, not only when the runs start
+    let all = expand(&spec)?;
     if args.print_spec {
         print!("{}", spec.to_toml());
         return Ok(());
     }
     warn_or_refuse(&spec, &sets, args.strict)?;
-    let all = expand(&spec)?;
     let total_runs = all.len();
     let plans = match args.shard {
         Some(shard) => shard.select(&all),
@@ -76,16 +77,16 @@ pub fn run(args: SimArgs) -> Result<()> {
     })?;
     bar.finish_and_clear();
     let elapsed = started.elapsed().as_secs_f64();
+    // refused before a table of zeros is printed; not for a shard, which may hold only a
+    // sweep's shortest points (`tailor merge` checks the whole)
+    if let Some(why) = tailor_sim::measured_nothing(&spec, &results).filter(|_| args.shard.is_none()) {
+        bail!(why);
+    }
     print!("{}", crate::table::render(&results.runs));
     let out = args.out.unwrap_or_else(|| Path::new("tailor-out").join(&spec.name));
     let written = match args.shard {
-        // no check that it measured something: a shard may hold only a sweep's shortest
-        // points, and `tailor merge` checks the whole
         Some(shard) => write_shard(&out, &ShardResults::new(shard, total_runs, results))?,
         None => {
-            if let Some(why) = tailor_sim::measured_nothing(&spec, &results) {
-                bail!(why);
-            }
             write_results(&out, &results)?;
             out.join("results.json")
         }
@@ -117,24 +118,7 @@ fn rayon_threads() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
 }
 
-/// A progress bar on stderr that only appears when a run lasts more than a second.
-pub fn progress_bar(quiet: bool, len: u64) -> ProgressBar {
-    if quiet {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::with_draw_target(Some(len), indicatif::ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} runs, {msg}")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    // indicatif's own ETA said `eta 0s` while the first (or only) run went on; the message
-    // follows the requests done, which runs report as they go
-    bar.set_message("eta after the first requests");
-    // nothing is drawn before the first tick, one second in
-    bar.enable_steady_tick(Duration::from_secs(1));
-    bar
-}
+pub use crate::progress::progress_bar;
 
 /// The ETA by simulated requests (runs differ in length, so runs done would mislead).
 fn eta_text(elapsed: f64, done: u64, total: u64) -> String {
