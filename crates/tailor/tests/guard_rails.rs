@@ -73,7 +73,16 @@ fn experiment_warns_of_an_overload_as_sim_does() {
 fn a_long_run_prints_progress_lines_when_stderr_is_not_a_terminal() {
     let dir = tempfile::tempdir().unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_tailor"))
-        .args(["sim", "c3", "--set", "workload.requests=60000", "--set", "workload.warmup_ms=200", "--set", "seeds=[1]"])
+        .args([
+            "sim",
+            "c3",
+            "--set",
+            "workload.requests=60000",
+            "--set",
+            "workload.warmup_ms=200",
+            "--set",
+            "seeds=[1]",
+        ])
         .arg("--out")
         .arg(dir.path())
         .env("TAILOR_PROGRESS_EVERY", "0.1")
