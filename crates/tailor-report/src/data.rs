@@ -71,6 +71,12 @@ impl<'a> View<'a> {
         self.cells.get(&(s, p)).map(Vec::as_slice).unwrap_or(&[])
     }
 
+    /// True when some run carries a live run's validity verdict (`valid` set; never in the
+    /// simulator).
+    pub fn has_verdicts(&self) -> bool {
+        self.cells.values().flatten().any(|r| r.valid.is_some())
+    }
+
     /// Index of a strategy in this view.
     pub fn strategy_index(&self, s: &Strategy) -> Option<usize> {
         self.strategies.iter().position(|x| x == s)

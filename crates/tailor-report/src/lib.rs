@@ -96,12 +96,18 @@ pub fn render(sources: &[Source], title: Option<&str>) -> Report {
         if r.engine == "live" {
             sections.push(plots::timeseries::section(&ctx, &source.timeseries));
         }
+        let invalidity = validity::Invalidity::of(&r.runs);
+        if let Some(inv) = &invalidity {
+            // the file's figures pool or compare its runs: each may draw an invalid one
+            let text = validity::mark(inv.runs.len(), inv.live);
+            sections.iter_mut().for_each(|s| s.mark(&text));
+        }
         parts.push(html::Part {
             id: id.clone(),
             title: format!("{} ({})", r.experiment, engine_name(&r.engine)),
             meta,
             spec: r.spec.clone(),
-            banners: validity::banners(&r.runs),
+            invalidity,
             table: table::render(view),
             sections,
         });
@@ -118,7 +124,7 @@ pub fn render(sources: &[Source], title: Option<&str>) -> Report {
             }
         );
         let mut section = plots::overlay::section(&id, &views[a], &views[b], styles_of(a));
-        section.warnings = validity::banners(&sources[b].results.runs);
+        section.invalidity = validity::Invalidity::of(&sources[b].results.runs);
         section.warnings.extend(spec_mismatch(&sources[a], &sources[b]));
         extra.push((heading, section));
     }

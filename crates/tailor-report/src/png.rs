@@ -122,6 +122,21 @@ mod tests {
     }
 
     #[test]
+    fn the_invalid_mark_survives_rasterising() {
+        let marked = crate::svg::with_mark(&plot().svg, "INVALID runs included (1 of 2 live runs invalid)");
+        let png = Pixmap::decode_png(&render_png(&marked, &fontdb::Database::new()).unwrap()).unwrap();
+        let plain = Pixmap::decode_png(&render_png(&plot().svg, &fontdb::Database::new()).unwrap()).unwrap();
+        assert_eq!(
+            png.height(),
+            plain.height() + (crate::svg::MARK_BAND as f32 * SCALE) as u32,
+            "the band is added on top"
+        );
+        // a pixel at the band's right end, away from its text: the mark's red
+        let px = png.pixel(png.width() - 4, 4).unwrap();
+        assert_eq!((px.red(), px.green(), px.blue()), (0xb0, 0x00, 0x20));
+    }
+
+    #[test]
     fn invalid_svg_is_an_error() {
         assert!(render_png("<svg", &fontdb::Database::new()).is_err());
     }

@@ -238,6 +238,29 @@ impl Svg {
     }
 }
 
+/// Height of the band [`with_mark`] adds above a figure.
+pub const MARK_BAND: f64 = 22.0;
+
+/// A finished document (as [`Svg::finish`] writes it) with a red band and `text` in white on
+/// top, the figure moved down beneath it: a mark drawn into the image, so a PNG of the figure
+/// carries it too. A document it cannot read is returned unchanged.
+pub fn with_mark(doc: &str, text: &str) -> String {
+    let attr = |tag: &str, name: &str| -> Option<f64> {
+        let start = tag.find(&format!(" {name}=\""))? + name.len() + 3;
+        tag[start..].split('"').next()?.parse().ok()
+    };
+    let Some(open_end) = doc.find('>') else { return doc.to_string() };
+    let (open, rest) = (&doc[..open_end], &doc[open_end + 1..]);
+    let (Some(w), Some(h), Some(close)) = (attr(open, "width"), attr(open, "height"), rest.rfind("</svg>")) else {
+        return doc.to_string();
+    };
+    let mut band = Svg::new(w, h + MARK_BAND);
+    band.rect(0.0, 0.0, w, MARK_BAND, "#b00020", None);
+    band.text_styled(8.0, MARK_BAND - 7.0, text, 12.0, Anchor::Start, true, "#ffffff", 0.0);
+    let _ = writeln!(band.body, r#"<g transform="translate(0 {})">{}</g>"#, num(MARK_BAND), &rest[..close]);
+    band.finish()
+}
+
 /// Check that `text` is well-formed enough for our own output: every tag closes in order.
 /// Used by tests across the crate; accepts self-closing tags and skips `<?`/`<!` declarations.
 pub fn balanced(text: &str) -> Result<(), String> {
@@ -298,6 +321,19 @@ mod tests {
         assert!(balanced("<a>").is_err());
         assert!(balanced("</a>").is_err());
         assert!(balanced("<!DOCTYPE html><meta charset=\"utf-8\"><p>x</p>").is_ok());
+    }
+
+    #[test]
+    fn a_mark_is_a_red_band_above_the_figure() {
+        let mut s = Svg::new(100.0, 50.0);
+        s.text(10.0, 10.0, "plot", 12.0, Anchor::Start, false);
+        let marked = with_mark(&s.finish(), "INVALID <runs>");
+        balanced(&marked).unwrap();
+        assert!(marked
+            .starts_with(r#"<svg xmlns="http://www.w3.org/2000/svg" width="100" height="72" viewBox="0 0 100 72""#));
+        assert!(marked.contains(r##"fill="#b00020""##) && marked.contains(">INVALID &lt;runs&gt;</text>"));
+        assert!(marked.contains(r#"<g transform="translate(0 22)">"#) && marked.contains(">plot</text>"));
+        assert_eq!(with_mark("not svg", "x"), "not svg");
     }
 
     #[test]

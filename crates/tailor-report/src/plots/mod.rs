@@ -13,6 +13,8 @@ pub mod timeseries;
 use crate::chart::{LegendItem, Mark};
 use crate::data::{Strategy, View};
 use crate::palette::{series_style, CATEGORICAL};
+use crate::svg::with_mark;
+use crate::validity::Invalidity;
 
 /// One rendered figure.
 #[derive(Clone, Debug, PartialEq)]
@@ -36,14 +38,24 @@ pub struct Section {
     pub plots: Vec<Plot>,
     /// Why some or all figures were skipped.
     pub notes: Vec<String>,
-    /// Why some figures must not be trusted (e.g. invalid live runs), shown as banners.
+    /// Why some figures must not be trusted (e.g. different specs overlaid), shown as banners.
     pub warnings: Vec<String>,
+    /// The invalid live runs behind these figures, shown as one compact summary.
+    pub invalidity: Option<Invalidity>,
 }
 
 impl Section {
     /// An empty section with its heading and caption.
     pub fn new(title: &str, caption: &str) -> Section {
         Section { title: title.into(), caption: caption.into(), ..Section::default() }
+    }
+
+    /// Stamp every figure with a red `text` band (see [`with_mark`]): their data include
+    /// invalid live runs, and an exported PNG must say so.
+    pub fn mark(&mut self, text: &str) {
+        for plot in &mut self.plots {
+            plot.svg = with_mark(&plot.svg, text);
+        }
     }
 }
 

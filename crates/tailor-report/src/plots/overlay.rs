@@ -7,7 +7,9 @@ use crate::chart::{Figure, LegendItem, Mark, WIDTH};
 use crate::data::{mean, pool_cdf, View};
 use crate::escape::slug;
 use crate::scale::{format_value, Band};
-use crate::svg::Stroke;
+use crate::svg::{with_mark, Stroke};
+use crate::validity::mark;
+use tailor_core::results::RunResult;
 
 const SIM_DASH: &str = "6 4";
 
@@ -68,6 +70,7 @@ pub fn section(id: &str, sim: &View, live: &View, styles: &Styles) -> Section {
             });
             lines.push(Line { color, dash: None, cdf: pool_cdf(live.runs(l, q), |r| &r.latency_cdf) });
         }
+        let first_plot = section.plots.len();
         let name = format!("{id}-sim-vs-live-{}", slug(&point));
         let title = format!("Simulated vs measured latency — {point}");
         match tail_figure(&name, &title, "read latency (ms)", &legend, &lines) {
@@ -75,6 +78,15 @@ pub fn section(id: &str, sim: &View, live: &View, styles: &Styles) -> Section {
             None => section.notes.push(format!("{point}: no latency distributions to overlay.")),
         }
         section.plots.push(p99_bars(id, &point, sim, live, p, q, &present, styles));
+        // both figures of this point draw every measured run of its strategies
+        let measured: Vec<&RunResult> = present.iter().flat_map(|&(_, l)| live.runs(l, q).iter().copied()).collect();
+        let invalid = measured.iter().filter(|r| !r.is_valid()).count();
+        if invalid > 0 {
+            let text = mark(invalid, measured.iter().filter(|r| r.valid.is_some()).count());
+            for plot in &mut section.plots[first_plot..] {
+                plot.svg = with_mark(&plot.svg, &text);
+            }
+        }
     }
     section
 }
@@ -155,6 +167,22 @@ mod tests {
         assert!(!tail.contains(">lor<"));
         assert_eq!(tail.matches("<polyline").count(), 2);
         check_svg(&s.plots[1].svg, &["c3 simulated: p99 5.29 ms", "c3 measured: p99 10.58 ms"]);
+    }
+
+    #[test]
+    fn only_the_figures_of_a_point_with_an_invalid_measured_run_are_marked() {
+        let sim = results("sim");
+        let mut live = results("live");
+        for r in &mut live.runs {
+            r.valid = Some(true);
+        }
+        // lor, interval 500, seed 2
+        live.runs[7].valid = Some(false);
+        let (sv, lv) = (View::new(&sim), View::new(&live));
+        let s = section("x", &sv, &lv, &Styles::new(&sv.strategies));
+        let marked: Vec<bool> = s.plots.iter().map(|p| p.svg.contains("INVALID runs included")).collect();
+        assert_eq!(marked, [false, false, true, true], "the tail and bars of interval 500 only");
+        check_svg(&s.plots[2].svg, &[">INVALID runs included (1 of 4 live runs invalid)</text>"]);
     }
 
     #[test]
