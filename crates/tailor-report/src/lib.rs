@@ -12,6 +12,7 @@ pub mod escape;
 pub mod html;
 pub mod input;
 pub mod palette;
+pub mod parquet;
 pub mod plots;
 pub mod png;
 pub mod scale;

@@ -134,11 +134,16 @@ pub fn write_results(dir: &Path, results: &Results) -> Result<()> {
     write_results_named(dir, "results", results)
 }
 
-/// Write `<stem>.json` and a flat `<stem>.csv` into `dir`.
+/// Write `<stem>.json`, a flat `<stem>.csv` and `<stem>.parquet` (swept parameters as columns,
+/// docs/results.md) into `dir`.
 pub fn write_results_named(dir: &Path, stem: &str, results: &Results) -> Result<()> {
     write_json(dir, &format!("{stem}.json"), results)?;
     let csv = tailor_core::flat::to_csv(&results.runs);
     std::fs::write(dir.join(format!("{stem}.csv")), csv)?;
+    let path = dir.join(format!("{stem}.parquet"));
+    let parquet =
+        tailor_report::parquet::to_parquet(&results.runs).with_context(|| format!("encoding {}", path.display()))?;
+    std::fs::write(&path, parquet).with_context(|| format!("writing {}", path.display()))?;
     Ok(())
 }
 
