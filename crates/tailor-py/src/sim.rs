@@ -20,6 +20,7 @@ pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(merge, m)?)?;
     m.add_function(wrap_pyfunction!(runs_columns, m)?)?;
     m.add_function(wrap_pyfunction!(results_csv, m)?)?;
+    m.add_function(wrap_pyfunction!(results_parquet, m)?)?;
     m.add_function(wrap_pyfunction!(strategies, m)?)?;
     Ok(())
 }
@@ -202,6 +203,13 @@ fn runs_columns<'py>(py: Python<'py>, results_json: &str) -> PyResult<Bound<'py,
         out.set_item(name, list)?;
     }
     Ok(out)
+}
+
+/// `results.parquet` of a results file, as `tailor sim` writes it (docs/results.md).
+#[pyfunction]
+fn results_parquet<'py>(py: Python<'py>, results_json: &str) -> PyResult<Bound<'py, pyo3::types::PyBytes>> {
+    let bytes = tailor_report::parquet::to_parquet(&parse(results_json)?.runs).map_err(tailor_err)?;
+    Ok(pyo3::types::PyBytes::new(py, &bytes))
 }
 
 /// `results.csv` of a results file, as `tailor sim` writes it.

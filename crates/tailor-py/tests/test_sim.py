@@ -74,8 +74,12 @@ def test_python_and_the_command_line_write_the_same_files(tmp_path):
                      set={"workload.warmup_ms": 100}, sweep={"cluster.fluctuation.interval_ms": [100, 500]},
                      progress=False)
     py = res.save(tmp_path / "py")
-    for name in ["results.json", "results.csv"]:
+    for name in ["results.json", "results.csv", "results.parquet"]:
         assert (cli / name).read_bytes() == (Path(py) / name).read_bytes(), name
+    pa = pytest.importorskip("pyarrow.parquet")
+    table = pa.read_table(cli / "results.parquet").to_pandas()
+    assert table.columns.tolist() == res.runs.columns.tolist()
+    assert table["p99_ms"].tolist() == res.runs["p99_ms"].tolist()
     again = tailor.Results.load(cli)
     pd.testing.assert_frame_equal(again.runs, res.runs)
     csv = pd.read_csv(cli / "results.csv")

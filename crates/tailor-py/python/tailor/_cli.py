@@ -34,28 +34,26 @@ def error_text(stderr):
     return "\n".join(lines[-5:]) or "no message"
 
 
-def python_env(names, others=()):
+def python_env(names):
     """The environment in which the command line, and the nodes it starts, load the Python
-    strategies among ``names`` (each must be importable) and ``others`` (those that are):
-    ``TAILOR_PYTHON`` lists ``name=module:Class`` entries, ``PYTHONPATH`` this interpreter's
-    path. Needs a ``tailor`` built with ``--features python`` when any is given."""
+    strategies among ``names`` (each must be importable): ``TAILOR_PYTHON`` lists
+    ``name=module:Class`` entries, ``PYTHONPATH`` this interpreter's path. Needs a ``tailor``
+    built with ``--features python`` when any is given."""
     import sys
 
     from ._strategies import REGISTERED
 
     entries = []
-    for name in list(names) + [n for n in others if n not in names]:
+    for name in names:
         if name not in REGISTERED:
             continue
         cls = REGISTERED[name][1]
         where = f"{cls.__module__}:{cls.__qualname__}"
         if cls.__module__ == "__main__" or "<locals>" in cls.__qualname__:
-            if name in names:
-                raise TailorError(
-                    f"strategy `{name}` is defined in {where.split(':')[0]} (a script, a notebook or a "
-                    "function): live nodes are processes of their own and import strategies, so "
-                    "define it at the top level of a module")
-            continue
+            raise TailorError(
+                f"strategy `{name}` is defined in {where.split(':')[0]} (a script, a notebook or a "
+                "function): live nodes are processes of their own and import strategies, so "
+                "define it at the top level of a module")
         entries.append(f"{name}={where}")
     env = dict(os.environ)
     if entries:

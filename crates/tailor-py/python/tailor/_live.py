@@ -110,13 +110,12 @@ def experiment(source, engine="both", live_duration=None, set=None, sweep=None, 
     """``tailor experiment``: the same spec in the simulator and on fresh live clusters. Returns
     ``{"sim": Results, "live": Results}`` (the engines run)."""
     args = ["experiment", str(source), "--engine", engine]
-    from ._strategies import REGISTERED
-
-    # strategies written in Python: the command line and its nodes import their modules
+    # strategies written in Python named in the call: the command line and its nodes import
+    # their modules (a spec file that names one needs TAILOR_PYTHON set by hand, docs/python.md)
     named = list(fields.get("selectors") or []) + list(fields.get("locals") or [])
     for path in ("compare.selectors", "compare.locals"):
         named += list((set or {}).get(path) or [])
-    env = _cli.python_env(named, others=list(REGISTERED))
+    env = _cli.python_env(named)
     if live_duration is not None:
         args += ["--live-duration", str(live_duration)]
     with tempfile.TemporaryDirectory(prefix="tailor-py-experiment-") as out:

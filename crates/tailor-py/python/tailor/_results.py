@@ -131,13 +131,16 @@ class Results:
         return out
 
     def save(self, directory):
-        """Write ``results.json`` and ``results.csv`` into ``directory`` as ``tailor sim`` does."""
+        """Write ``results.json``, ``results.csv`` and ``results.parquet`` into ``directory`` as
+        ``tailor sim`` does."""
         directory = os.fspath(directory)
         os.makedirs(directory, exist_ok=True)
         with open(os.path.join(directory, "results.json"), "w", encoding="utf-8", newline="") as f:
             f.write(self.json)
         with open(os.path.join(directory, "results.csv"), "w", encoding="utf-8", newline="") as f:
             f.write(_native.results_csv(self.json))
+        with open(os.path.join(directory, "results.parquet"), "wb") as f:
+            f.write(_native.results_parquet(self.json))
         return directory
 
     def report(self, out="report.html", title=None, png=False):

@@ -12,7 +12,7 @@ pub struct MergeArgs {
     /// Shard files (`results.shard-I-of-N.json`) or directories holding them.
     #[arg(required = true, value_name = "DIR|FILE")]
     inputs: Vec<PathBuf>,
-    /// Directory for results.json and results.csv (default: the first input's directory).
+    /// Directory for results.json, results.csv and results.parquet (default: the first input's directory).
     #[arg(long)]
     out: Option<PathBuf>,
 }

@@ -15,7 +15,7 @@ pub struct SimArgs {
     /// Override a spec field by its dotted path, e.g. `--set workload.requests=100000`.
     #[arg(long = "set", value_name = "PATH=VALUE")]
     sets: Vec<String>,
-    /// Directory for results.json and results.csv (default: tailor-out/<experiment>).
+    /// Directory for results.json, results.csv and results.parquet (default: tailor-out/<experiment>).
     #[arg(long)]
     out: Option<PathBuf>,
     /// Add each run's max weighted flow over the LP lower bound (same as `--set bound.enabled=true`).
