@@ -4,7 +4,7 @@ use crate::tailor_err;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::path::PathBuf;
-use tailor_bound::{lower_bound, BoundOptions, Instance, Weighting};
+use tailor_bound::{lower_bound, BoundOptions, Weighting};
 use tailor_core::results::Results;
 
 pub fn add(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -37,21 +37,8 @@ fn bound<'py>(
 ) -> PyResult<Bound<'py, PyDict>> {
     let weighting = weighting(weighting_name)?;
     let solved = py.detach(|| -> Result<_, String> {
-        let (inst, achieved) = if source.ends_with(".json") {
-            let text = std::fs::read_to_string(source).map_err(|e| format!("reading {source}: {e}"))?;
-            let inst: Instance =
-                serde_json::from_str(&text).map_err(|e| format!("{source} is not an instance: {e}"))?;
-            (weighting.map_or(inst.clone(), |w| inst.reweighted(w)), None)
-        } else {
-            let mut sets = sets;
-            sets.push("bound.enabled=true".into());
-            let spec = tailor_spec::load(source, &sets).map_err(|e| e.to_string())?;
-            let n = requests.unwrap_or(spec.bound.requests);
-            let w = weighting.unwrap_or(spec.bound.weighting);
-            let (inst, strategy, flow) =
-                tailor_sim::bound::first_run_instance(&spec, n, w).map_err(|e| e.to_string())?;
-            (inst, Some((strategy, flow)))
-        };
+        let (inst, achieved) =
+            tailor_sim::bound::bound_input(source, &sets, requests, weighting).map_err(|e| e.to_string())?;
         let opts = BoundOptions { rel_tol: tolerance, ..BoundOptions::default() };
         let bound = lower_bound(&inst, &opts).map_err(|e| e.to_string())?;
         Ok((inst, achieved, bound))

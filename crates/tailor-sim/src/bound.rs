@@ -22,34 +22,46 @@ pub fn instance(jobs: &[BoundJob], servers: usize, workers: usize, weighting: We
     )
 }
 
-/// The instance of `spec`'s first run (first swept point, selector, local policy and seed)
-/// cut to its first `requests` requests with no warm-up, and that run's own max weighted flow
-/// on it with its strategy's name: what `tailor bound <spec>` and Python's `tailor.bound` solve.
-pub fn first_run_instance(
-    spec: &Spec,
-    requests: usize,
-    weighting: Weighting,
-) -> Result<(Instance, String, f64), SimError> {
-    let mut plan = tailor_spec::expand(spec)
+/// What `tailor bound <INPUT>` and Python's `tailor.bound` solve: an instance file (`.json`,
+/// re-weighted when `weighting` is given), or the first `requests` requests (default: the spec's
+/// `bound.requests`) of the first run of a preset or spec file with `sets` applied, together
+/// with that run's strategy and its own max weighted flow on them.
+pub fn bound_input(
+    input: &str,
+    sets: &[String],
+    requests: Option<usize>,
+    weighting: Option<Weighting>,
+) -> Result<(Instance, Option<(String, f64)>), SimError> {
+    if input.ends_with(".json") {
+        let text = std::fs::read_to_string(input).map_err(|e| SimError::Spec(format!("reading {input}: {e}")))?;
+        let inst: Instance =
+            serde_json::from_str(&text).map_err(|e| SimError::Spec(format!("{input} is not an instance: {e}")))?;
+        return Ok((weighting.map_or(inst.clone(), |w| inst.reweighted(w)), None));
+    }
+    // enabling the bound validates the spec's bound settings
+    let sets: Vec<&str> = sets.iter().map(String::as_str).chain(["bound.enabled=true"]).collect();
+    let spec = tailor_spec::load(input, &sets).map_err(|e| SimError::Spec(e.to_string()))?;
+    let requests = requests.unwrap_or(spec.bound.requests);
+    if requests == 0 {
+        return Err(SimError::Spec("the bound needs at least 1 request".into()));
+    }
+    let mut plan = tailor_spec::expand(&spec)
         .map_err(|e| SimError::Spec(e.to_string()))?
         .into_iter()
         .next()
         .ok_or_else(|| SimError::Spec("the spec has no run".into()))?;
-    if requests == 0 {
-        return Err(SimError::Spec("the bound needs at least 1 request".into()));
-    }
     plan.spec.workload.requests = requests as u64;
     plan.spec.workload.warmup_ms = 0.0;
-    plan.spec.bound.enabled = true;
     plan.spec.bound.requests = requests;
     let out = crate::run(&plan, None)?;
     if out.bound_jobs.is_empty() {
         return Err(SimError::Spec(format!("the first {requests} requests hold no read to bound")));
     }
+    let weighting = weighting.unwrap_or(spec.bound.weighting);
     let inst = instance(&out.bound_jobs, plan.spec.cluster.servers, plan.spec.cluster.workers, weighting);
     let completions: Vec<f64> = out.bound_jobs.iter().map(|j| to_ms(j.completion)).collect();
     let achieved = max_weighted_flow(&inst, &completions);
-    Ok((inst, format!("{}+{}", plan.selector, plan.local), achieved))
+    Ok((inst, Some((format!("{}+{}", plan.selector, plan.local), achieved))))
 }
 
 /// Fill `out.result.bound` with the ratio of the run's max weighted flow to the lower bound.

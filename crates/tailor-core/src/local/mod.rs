@@ -45,7 +45,7 @@ register!(fcfs, max_stretch, rml, sjf, max_wait_over_size);
 
 /// Whether a local policy called `name` exists, built in or registered as a plugin.
 pub fn is_known(name: &str) -> bool {
-    LOCALS.contains(&name) || crate::plugin::local::names().iter().any(|n| n == name)
+    LOCALS.contains(&name) || crate::plugin::local::is_registered(name)
 }
 
 /// Every local policy's name, built-ins first then plugins, comma-separated (for errors).

@@ -42,6 +42,11 @@ pub fn unregister(name: &str) -> bool {
     PLUGINS.remove(name)
 }
 
+/// Whether a plugin policy called `name` is registered.
+pub fn is_registered(name: &str) -> bool {
+    PLUGINS.get(name).is_some()
+}
+
 /// Every plugin policy's name, in the order they were registered.
 pub fn names() -> Vec<String> {
     PLUGINS.names()

@@ -86,7 +86,7 @@ class Results:
             out["valid"] = grouped["valid"].all()
         return out.reset_index()
 
-    def _long(self, field, columns, rows_of):
+    def _long(self, columns, rows_of):
         rows = []
         for i, run in enumerate(self.raw["runs"]):
             ident = [i] + [run[k] for k in _RUN_KEYS] + [run["params"].get(p) for p in self.params]
@@ -102,7 +102,7 @@ class Results:
         if of not in ("latency", "stretch"):
             raise ValueError("cdf(of=...) is 'latency' or 'stretch'")
         name = "latency_ms" if of == "latency" else "stretch"
-        return self._long(of, [name, "fraction"], lambda run: run[f"{of}_cdf"])
+        return self._long([name, "fraction"], lambda run: run[f"{of}_cdf"])
 
     def load_series(self):
         """Requests served per server per window, one row per (run, server, window): the
@@ -114,7 +114,7 @@ class Results:
                 for k, n in enumerate(series):
                     yield server, k * w, n
 
-        return self._long("load", ["server", "time_ms", "requests"], rows)
+        return self._long(["server", "time_ms", "requests"], rows)
 
     def requests(self):
         """Every measured request of every run (``tailor.sim(..., per_request=True)``), one row

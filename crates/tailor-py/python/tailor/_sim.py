@@ -17,17 +17,18 @@ class _Progress:
         self.bar = None
         self.last_line = 0.0
         self.started = None
-
-    def __call__(self, runs_done, runs, done, total):
-        if not self.enabled:
-            return
         try:
             from tqdm.auto import tqdm
         except ImportError:
             tqdm = None
-        if tqdm is not None:
+        self.tqdm = tqdm
+
+    def __call__(self, runs_done, runs, done, total):
+        if not self.enabled:
+            return
+        if self.tqdm is not None:
             if self.bar is None:
-                self.bar = tqdm(total=total, desc=self.name, unit="req", unit_scale=True, leave=False)
+                self.bar = self.tqdm(total=total, desc=self.name, unit="req", unit_scale=True, leave=False)
             self.bar.set_postfix_str(f"{runs_done}/{runs} runs", refresh=False)
             self.bar.update(done - self.bar.n)
             return

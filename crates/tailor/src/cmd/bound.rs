@@ -2,7 +2,7 @@
 
 use anyhow::{Context, Result};
 use std::path::PathBuf;
-use tailor_bound::{lower_bound, Backend, BoundOptions, Instance, Weighting};
+use tailor_bound::{lower_bound, Backend, BoundOptions, Weighting};
 
 /// Arguments of `tailor bound`.
 #[derive(clap::Args)]
@@ -53,17 +53,7 @@ fn parse_backend(s: &str) -> Result<Backend, String> {
 
 /// Compute and print the bound.
 pub fn run(args: BoundArgs) -> Result<()> {
-    let (inst, achieved) = if args.input.ends_with(".json") {
-        let text = std::fs::read_to_string(&args.input).with_context(|| format!("reading {}", args.input))?;
-        let mut inst: Instance =
-            serde_json::from_str(&text).with_context(|| format!("{} is not an instance", args.input))?;
-        if let Some(w) = args.weighting {
-            inst = inst.reweighted(w);
-        }
-        (inst, None)
-    } else {
-        from_spec(&args)?
-    };
+    let (inst, achieved) = tailor_sim::bound::bound_input(&args.input, &args.sets, args.requests, args.weighting)?;
     if let Some(path) = &args.export {
         std::fs::write(path, serde_json::to_string_pretty(&inst)? + "\n")
             .with_context(|| format!("writing {}", path.display()))?;
@@ -82,16 +72,4 @@ pub fn run(args: BoundArgs) -> Result<()> {
         println!("{selector:<17} {value:.6} (max weighted flow), ratio {:.4}", value / bound.value);
     }
     Ok(())
-}
-
-/// The instance of the spec's first run (first swept point, selector, local policy and seed),
-/// and that run's own max weighted flow on it.
-fn from_spec(args: &BoundArgs) -> Result<(Instance, Option<(String, f64)>)> {
-    let mut sets = args.sets.clone();
-    sets.push("bound.enabled=true".into());
-    let spec = tailor_spec::load(&args.input, &sets)?;
-    let n = args.requests.unwrap_or(spec.bound.requests);
-    let weighting = args.weighting.unwrap_or(spec.bound.weighting);
-    let (inst, strategy, achieved) = tailor_sim::bound::first_run_instance(&spec, n, weighting)?;
-    Ok((inst, Some((strategy, achieved))))
 }
