@@ -69,9 +69,11 @@ pub async fn run<T: Target>(cfg: &BenchConfig, target: Arc<T>) -> Result<DriverO
     }
     let load = load_phase(cfg, &target, &load_set(&schedule, cfg.load_keys)).await;
     let recorder = Arc::new(Mutex::new(Recorder::new(warmup, schedule.duration, spec.cluster.service.clone())));
+    let (nodes_before, began) = (target.node_cpu().await, Instant::now());
     let monitor = crate::host::Monitor::start();
     open_loop(cfg, &target, &schedule, &recorder).await;
     let host = monitor.stop();
+    let starved = crate::node_cpu::worst(&nodes_before, &target.node_cpu().await, began.elapsed());
     let rec = recorder.lock().unwrap_or_else(|e| e.into_inner());
     let mut result = RunResult {
         selector,
@@ -94,6 +96,11 @@ pub async fn run<T: Target>(cfg: &BenchConfig, target: Arc<T>) -> Result<DriverO
         result.extra.insert("host_steal_pct".into(), tenth(h.steal_pct));
         result.extra.insert("host_busy_pct".into(), tenth(h.busy_pct));
         result.extra.insert("host_steal_worst_second_pct".into(), tenth(host.worst_second_steal_pct));
+    }
+    if let Some(s) = starved {
+        result.extra.insert("node_cpu_wait_pct".into(), (s.wait_pct * 10.0).round() / 10.0);
+        result.extra.insert("node_cpu_delay_ms".into(), (s.delay_ms * 1000.0).round() / 1000.0);
+        result.extra.insert("node_cpu_wait_ms_per_s".into(), (s.wait_ms_per_s * 10.0).round() / 10.0);
     }
     crate::validity::apply(&mut result);
     Ok(DriverOutput { result, timeseries: rec.timeseries(), load, error_samples: rec.error_samples().to_vec() })

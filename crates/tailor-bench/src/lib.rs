@@ -29,6 +29,7 @@
 
 pub mod driver;
 pub mod host;
+pub mod node_cpu;
 pub mod record;
 pub mod resp;
 pub mod schedule;

@@ -2,6 +2,7 @@
 //! the same for every system; a [`Target`] only connects and executes one planned request.
 //! [`RespTarget`] is Tailor's store (any RESP server); `tailor-cql` provides Cassandra's.
 
+use crate::node_cpu::Schedstat;
 use crate::resp::{Conn, Reply};
 use crate::schedule::{value_bytes, Planned};
 use std::future::Future;
@@ -36,6 +37,12 @@ pub trait Target: Send + Sync + 'static {
 
     /// How coordinator `node` is named in error messages.
     fn describe(&self, node: usize) -> String;
+
+    /// Each node's scheduler counters now, `None` for a node that cannot tell (the validity
+    /// rule then judges without it); an empty list when the target measures none.
+    fn node_cpu(&self) -> impl Future<Output = Vec<Option<Schedstat>>> + Send {
+        async { Vec::new() }
+    }
 }
 
 /// Tailor's store, or any server speaking RESP: `GET key`, `SET key value`.
@@ -84,6 +91,21 @@ impl Target for RespTarget {
 
     fn describe(&self, node: usize) -> String {
         self.nodes[node].to_string()
+    }
+
+    /// Each node's `INFO cpu` counters, one node after the other (a few ms each; 2 s at most).
+    async fn node_cpu(&self) -> Vec<Option<Schedstat>> {
+        let mut out = Vec::with_capacity(self.nodes.len());
+        for &addr in &self.nodes {
+            let asked = tokio::time::timeout(Duration::from_secs(2), async {
+                Conn::connect(addr).await?.command(&[b"INFO", b"cpu"]).await
+            });
+            out.push(match asked.await {
+                Ok(Ok(Reply::Bulk(info))) => Schedstat::from_info(&String::from_utf8_lossy(&info)),
+                _ => None,
+            });
+        }
+        out
     }
 }
 

@@ -29,6 +29,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use tailor_bench::node_cpu::Schedstat;
 use tailor_bench::schedule::{value_bytes, Planned};
 use tailor_bench::target::{Answer, Target};
 use tailor_bench::{BenchConfig, BenchError, BenchOutput};
@@ -86,6 +87,9 @@ pub struct CqlBench {
     pub policy: Policy,
     /// Fact polling period for tailor policies (`None`: no polling).
     pub poll: Option<Duration>,
+    /// Process ids of the Cassandra nodes when they run on this machine (the validity rule reads
+    /// their run-queue wait); empty when they are elsewhere.
+    pub pids: Vec<u32>,
 }
 
 struct CqlTarget {
@@ -93,6 +97,7 @@ struct CqlTarget {
     read: PreparedStatement,
     write: PreparedStatement,
     label: String,
+    pids: Vec<u32>,
 }
 
 impl Target for CqlTarget {
@@ -126,6 +131,10 @@ impl Target for CqlTarget {
 
     fn describe(&self, _node: usize) -> String {
         "cassandra".into()
+    }
+
+    async fn node_cpu(&self) -> Vec<Option<Schedstat>> {
+        self.pids.iter().map(|&pid| Schedstat::of_pid(pid)).collect()
     }
 }
 
@@ -262,7 +271,13 @@ pub async fn run(cfg: &BenchConfig, opts: &CqlBench) -> Result<BenchOutput, Benc
         let nodes = cfg.nodes.iter().map(|a| a.ip()).collect();
         LoadSampler::start(session.clone(), table.clone(), nodes, Duration::from_secs_f64(window_ms / 1000.0))
     });
-    let target = Arc::new(CqlTarget { session: session.clone(), read, write, label: opts.policy.label() });
+    let target = Arc::new(CqlTarget {
+        session: session.clone(),
+        read,
+        write,
+        label: opts.policy.label(),
+        pids: opts.pids.clone(),
+    });
     let outcome = tailor_bench::run_on(cfg, target).await;
     if let Some(p) = poller {
         p.abort();

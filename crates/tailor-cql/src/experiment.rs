@@ -77,7 +77,7 @@ pub fn run(plan: &Plan, dir: &Path, mut done: impl FnMut(&Policy, BenchOutput)) 
             if loaded {
                 cfg.load_keys = Some(0);
             }
-            let opts = CqlBench { policy: policy.clone(), poll: plan.poll };
+            let opts = CqlBench { policy: policy.clone(), poll: plan.poll, pids: cluster.pids() };
             let out = bench::run_blocking(&cfg, &opts)?;
             loaded = true;
             done(policy, out);

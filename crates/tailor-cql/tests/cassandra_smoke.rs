@@ -148,6 +148,7 @@ async fn bench_c3(cluster: &LocalCassandra) {
     let opts = tailor_cql::bench::CqlBench {
         policy: tailor_cql::bench::Policy::parse("c3").expect("c3 is a policy"),
         poll: Some(Duration::from_millis(100)),
+        pids: cluster.pids(),
     };
     let out = tailor_cql::bench::run(&cfg, &opts).await.expect("bench runs");
     let r = out.run();

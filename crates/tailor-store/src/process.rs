@@ -16,13 +16,18 @@ pub fn stat_fields(pid: &str) -> Option<Vec<String>> {
     Some(rest.split_whitespace().map(str::to_string).collect())
 }
 
-/// User plus system CPU time in seconds (`/proc/self/stat`'s `utime` and `stime`, in ticks).
+/// User plus system CPU time in seconds.
 pub fn cpu_seconds() -> Option<f64> {
+    cpu_user_system_seconds().map(|(user, system)| user + system)
+}
+
+/// User and system CPU time in seconds (`/proc/self/stat`'s `utime` and `stime`, in ticks).
+pub fn cpu_user_system_seconds() -> Option<(f64, f64)> {
     let fields = stat_fields("self")?;
     let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+    let hz = sysconf(libc::_SC_CLK_TCK)? as f64;
     // utime and stime are fields 14 and 15 of the line, 12th and 13th after the name
-    let total = ticks(11)? + ticks(12)?;
-    Some(total as f64 / sysconf(libc::_SC_CLK_TCK)? as f64)
+    Some((ticks(11)? as f64 / hz, ticks(12)? as f64 / hz))
 }
 
 /// Seconds since this process started (`/proc/self/stat`'s `starttime`, in ticks since boot,
@@ -34,6 +39,24 @@ pub fn uptime_seconds() -> Option<f64> {
     // starttime is field 22 of the line, the 20th after the name
     let started: u64 = stat_fields("self")?.get(19)?.parse().ok()?;
     Some((since_boot - started as f64 / sysconf(libc::_SC_CLK_TCK)? as f64).max(0.0))
+}
+
+/// This process's scheduler counters summed over its threads (`/proc/self/task/*/schedstat`):
+/// nanoseconds on a CPU, nanoseconds runnable but waiting for one, and times scheduled in. A
+/// load generator reads them through INFO before and after a run: a node that waited for a CPU
+/// while it had work measured the host, not the strategy. Threads that exited are not counted.
+pub fn schedstat() -> Option<[u64; 3]> {
+    let mut sum = [0u64; 3];
+    let mut any = false;
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let Ok(text) = std::fs::read_to_string(task.path().join("schedstat")) else { continue };
+        let fields: Vec<u64> = text.split_whitespace().filter_map(|f| f.parse().ok()).collect();
+        if let [run, wait, slices] = fields[..] {
+            sum = [sum[0] + run, sum[1] + wait, sum[2] + slices];
+            any = true;
+        }
+    }
+    any.then_some(sum)
 }
 
 /// File descriptors open now (client and peer sockets, storage files).
@@ -63,5 +86,7 @@ mod tests {
         std::hint::black_box(&held);
         assert!(cpu_seconds().expect("stat") > 0.0, "the test process ran");
         assert!(open_fds().expect("fd dir") >= 1);
+        let [run, _, slices] = schedstat().expect("schedstat");
+        assert!(run > 0 && slices > 0, "the test threads ran");
     }
 }

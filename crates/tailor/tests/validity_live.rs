@@ -6,43 +6,9 @@
 //! The opposite case (a light run is valid) is not asserted: on a shared 2-core machine the
 //! send lag of even a light run depends on what else runs, so it cannot be made robust.
 
+mod hogs;
+use hogs::Hogs;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
-
-/// Threads spinning until dropped.
-struct Hogs {
-    stop: Arc<AtomicBool>,
-    threads: Vec<JoinHandle<()>>,
-}
-
-impl Hogs {
-    fn start(n: usize) -> Hogs {
-        let stop = Arc::new(AtomicBool::new(false));
-        let threads = (0..n)
-            .map(|_| {
-                let stop = stop.clone();
-                std::thread::spawn(move || {
-                    let mut x = 1u64;
-                    while !stop.load(Ordering::Relaxed) {
-                        x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-                    }
-                })
-            })
-            .collect();
-        Hogs { stop, threads }
-    }
-}
-
-impl Drop for Hogs {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        for t in self.threads.drain(..) {
-            let _ = t.join();
-        }
-    }
-}
 
 #[test]
 fn a_starved_host_marks_the_live_run_invalid_and_exits_3() {

@@ -128,6 +128,11 @@ impl LocalCassandra {
         self.nodes.iter().map(|n| n.addr).collect()
     }
 
+    /// The JVMs' process ids, node 0 first (the bench reads their scheduler counters).
+    pub fn pids(&self) -> Vec<u32> {
+        self.nodes.iter().map(|n| n.child.id()).collect()
+    }
+
     /// The cluster directory.
     pub fn dir(&self) -> &Path {
         &self.dir

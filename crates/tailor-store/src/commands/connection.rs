@@ -150,7 +150,7 @@ pub fn config_get(node: &Node, patterns: &[Vec<u8>]) -> Reply {
     Reply::Map(out)
 }
 
-/// `INFO [section ...]`: `server`, `clients`, `memory`, `stats`, `keyspace`, `tailor` (all by
+/// `INFO [section ...]`: `server`, `clients`, `memory`, `cpu`, `stats`, `keyspace`, `tailor` (all by
 /// default, or with `all`/`everything`/`default`).
 pub fn info(node: &Arc<Node>, session: &Session, args: &[Vec<u8>]) -> Reply {
     let wanted: Vec<String> = args[1..].iter().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).collect();
@@ -173,6 +173,7 @@ const SECTIONS: &[(&str, Section)] = &[
     ("server", server),
     ("clients", clients),
     ("memory", memory),
+    ("cpu", cpu),
     ("stats", stats),
     ("keyspace", keyspace),
     ("tailor", tailor),
@@ -222,6 +223,23 @@ fn memory(node: &Arc<Node>, _: &Session) -> String {
             ("used_memory_rss_human", format!("{:.2}M", rss as f64 / (1 << 20) as f64)),
             ("buffered_bytes", node.budget.used().to_string()),
             ("maxmemory", "0".into()),
+        ],
+    )
+}
+
+/// Redis's CPU fields and the scheduler's: how long this node's threads ran and how long they
+/// waited, runnable, for a CPU (a load generator's validity rule reads the wait).
+fn cpu(_: &Arc<Node>, _: &Session) -> String {
+    let [run, wait, slices] = crate::process::schedstat().unwrap_or_default();
+    let (user, system) = crate::process::cpu_user_system_seconds().unwrap_or_default();
+    lines(
+        "CPU",
+        &[
+            ("used_cpu_sys", format!("{system:.6}")),
+            ("used_cpu_user", format!("{user:.6}")),
+            ("sched_run_us", (run / 1000).to_string()),
+            ("sched_wait_us", (wait / 1000).to_string()),
+            ("sched_timeslices", slices.to_string()),
         ],
     )
 }

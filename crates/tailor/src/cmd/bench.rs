@@ -132,7 +132,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
         BenchEngine::Cassandra => {
             let policy = tailor_cql::bench::Policy::parse(&args.policy).map_err(anyhow::Error::msg)?;
             let poll = (args.poll_ms > 0).then(|| Duration::from_millis(args.poll_ms));
-            tailor_cql::bench::run_blocking(&cfg, &tailor_cql::bench::CqlBench { policy, poll })?
+            tailor_cql::bench::run_blocking(&cfg, &tailor_cql::bench::CqlBench { policy, poll, pids: Vec::new() })?
         }
     };
     print!("{}", crate::table::render(&out.results.runs));
