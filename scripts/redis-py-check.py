@@ -81,9 +81,14 @@ def main():
     assert r.info("memory")["used_memory_rss"] > 0
     assert "db0" in r.info("keyspace")
     assert r.command_count() > 30
+    # replicated counters
+    r.delete("n")
+    assert r.incr("n") == 1 and r.incrby("n", 9) == 10 and r.decr("n") == 9 and r.decrby("n", 4) == 5
+    assert r.get("n") == b"5"
     # refused and bad arguments
-    expect_error(lambda: r.incr("n"), "last-writer-wins")
-    expect_error(lambda: r.decrby("n", 2), "not supported")
+    expect_error(lambda: r.incrbyfloat("n", 1.5), "not supported")
+    r.set("s", "abc")
+    expect_error(lambda: r.incr("s"), "value is not an integer or out of range")
     expect_error(lambda: r.set("k", "v", ex=9223372036854775807), "invalid expire time in 'set' command")
     expect_error(lambda: r.execute_command("SET", "k", "v", "NX", "XX"), "syntax error")
     expect_error(lambda: r.execute_command("EXPIRE", "k", "x"), "not an integer")

@@ -9,7 +9,9 @@
 //! and on the replicas that differ (a replica whose leaf equals this node's holds the same
 //! list), and for each key writes the newest version to every replica holding an older one or
 //! none (`repair::write_back`, the path of read repair; the value is read from a replica that
-//! holds it). Tombstones past their grace count as absent: left out of the trees (every replica
+//! holds it); when that newest copy is a counter record, versions are not the order of records
+//! (`counter.rs`), so every replica's copy is read, resolved (merged), and the resolution written
+//! to each replica whose copy differs. Tombstones past their grace count as absent: left out of the trees (every replica
 //! uses the pass's cutoff) and never copied to a replica that lacks them, though one still held
 //! overwrites an older value.
 //!
@@ -299,12 +301,32 @@ impl Pass<'_> {
         let value = match tombstone {
             true => Versioned { version: newest, value: None },
             false => match self.read(holder, key).await {
+                Ok(v) if v.value.as_deref().is_some_and(crate::counter::is_counter) => {
+                    return self.repair_counter(key, replicas).await;
+                }
                 Ok(v) if v.version >= newest => v,
                 Ok(_) => return,
                 Err(e) => return self.failed(holder, &e),
             },
         };
         if write_back(self.network(), key, &value, &stale).await > 0 {
+            self.report.repaired += 1;
+        }
+    }
+
+    /// A key whose newest copy is a counter record: versions are not the order of records then
+    /// (`counter.rs`), so every replica's copy is read, they are resolved, and the resolution is
+    /// written to each replica whose copy differs.
+    async fn repair_counter(&mut self, key: &[u8], replicas: &[NodeId]) {
+        let mut answers = Vec::with_capacity(replicas.len());
+        for &r in replicas {
+            match self.read(r, key).await {
+                Ok(v) => answers.push((r, v)),
+                Err(e) => return self.failed(r, &e),
+            }
+        }
+        let Some((value, differ)) = crate::repair::reconcile(answers) else { return };
+        if !differ.is_empty() && write_back(self.network(), key, &value, &differ).await > 0 {
             self.report.repaired += 1;
         }
     }

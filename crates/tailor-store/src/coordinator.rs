@@ -129,11 +129,9 @@ impl InFlight {
         if self.write.is_some() {
             return (Versioned::default(), Vec::new());
         }
-        let mut answers = std::mem::take(&mut self.answers);
+        let answers = std::mem::take(&mut self.answers);
         if self.newest {
-            let Some(i) = repair::newest(&answers) else { return (Versioned::default(), Vec::new()) };
-            let stale = repair::stale(&answers, &answers[i].1);
-            return (answers.swap_remove(i).1, stale);
+            return repair::reconcile(answers).unwrap_or_default();
         }
         let chosen = answers.into_iter().find(|(r, _)| *r == replica);
         (chosen.expect("the completing answer was kept").1, Vec::new())
@@ -444,13 +442,12 @@ impl Coordinator {
     /// Write the newest of a read's answers back to the replicas that answered older, without
     /// anyone waiting for it.
     fn repair_in_background(self: &Arc<Self>, t: Trailing) {
-        let Trailing { key, mut answers, .. } = t;
-        let Some(i) = repair::newest(&answers) else { return };
-        let stale = repair::stale(&answers, &answers[i].1);
+        let Trailing { key, answers, .. } = t;
+        let Some((newest, stale)) = repair::reconcile(answers) else { return };
         if stale.is_empty() {
             return;
         }
-        let (newest, me) = (answers.swap_remove(i).1, self.clone());
+        let me = self.clone();
         tokio::spawn(async move { me.write_back(&key, &newest, &stale).await });
     }
 
@@ -625,9 +622,37 @@ impl Coordinator {
             return Err(e);
         }
         let version = self.hlc.now();
+        self.write_at(key, version, value, level, started).await
+    }
+
+    /// A new write version, once this node's clock may issue one (a counter's increment:
+    /// `commands/counters.rs`).
+    pub async fn fresh_version(&self) -> Result<u64, CoordError> {
+        if let Err(e) = self.clock_fit_for_versions().await {
+            self.metrics.skew_refusals.fetch_add(1, Ordering::Relaxed);
+            return Err(e);
+        }
+        Ok(self.hlc.now())
+    }
+
+    /// Write `value` of `key` at `version` (from [`Coordinator::fresh_version`], or past it) at
+    /// `level`, as [`Coordinator::write`] does.
+    pub async fn write_at(
+        self: &Arc<Self>,
+        key: &[u8],
+        version: u64,
+        value: Option<Vec<u8>>,
+        level: Option<Consistency>,
+        started: std::time::Instant,
+    ) -> Result<(), CoordError> {
         let result = self.submit(key, Some((version, value.map(Arc::new))), level, started).await.map(|_| ());
         self.metrics.write_latency.observe(started.elapsed().as_nanos() as u64);
         result
+    }
+
+    /// The replicas of `key`, in ring order (the first is its primary).
+    pub fn replicas_of(&self, key: &[u8]) -> Vec<NodeId> {
+        self.ring.replicas(crate::key_hash(key)).to_vec()
     }
 
     /// Whether this node's clock may issue a write version: not while it is skewed from its

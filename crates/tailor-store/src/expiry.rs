@@ -9,7 +9,8 @@
 //!
 //! Envelope: [`MAGIC`] (5 bytes) ++ expiry (u64 LE, Unix ms; 0 = none) ++ the client's bytes.
 //! A value without expiry is stored as the client's bytes unless they begin with [`MAGIC`]
-//! (then it is wrapped with expiry 0, so no client value is ever misread). Values stored before
+//! (then it is wrapped with expiry 0, so no client value is ever misread), or with a counter
+//! record's prefix (`counter.rs`: a counter holds its expiry in its own header). Values stored before
 //! this format that begin with the magic (`\xFF\x00TXP`) would be misread: no such value is
 //! expected, and it is the one compatibility caveat.
 //!
@@ -30,7 +31,7 @@ pub fn now_ms() -> u64 {
 
 /// The replicated form of `value` expiring at `expires` (Unix ms), if any.
 pub fn encode(value: &[u8], expires: Option<u64>) -> Vec<u8> {
-    if expires.is_none() && !value.starts_with(MAGIC) {
+    if expires.is_none() && !value.starts_with(MAGIC) && !crate::counter::is_counter(value) {
         return value.to_vec();
     }
     let mut out = Vec::with_capacity(HEADER + value.len());
@@ -50,8 +51,13 @@ pub fn decode(stored: &[u8]) -> (&[u8], Option<u64>) {
     }
 }
 
-/// The expiry of a replicated value, if it has one.
+/// The expiry of a replicated value, if it has one (a counter record holds its own:
+/// `counter.rs`).
 pub fn expires(stored: &[u8]) -> Option<u64> {
+    if crate::counter::is_counter(stored) {
+        let at = stored.get(MAGIC.len()..HEADER).map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")));
+        return (at != 0).then_some(at);
+    }
     decode(stored).1
 }
 

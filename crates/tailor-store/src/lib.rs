@@ -25,6 +25,7 @@ pub mod commands;
 pub mod commit;
 pub mod config;
 pub mod coordinator;
+pub mod counter;
 pub mod emulation;
 pub mod expiry;
 pub mod flush_scope;

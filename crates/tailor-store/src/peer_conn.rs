@@ -136,6 +136,11 @@ fn refusal(node: &Node, work: &Work) -> Option<(String, Failure)> {
     if let Err(e) = check_key(key, node.cfg.max_key_bytes) {
         return Some((e, Failure::ForGood));
     }
+    if let Some(Err(e)) =
+        value.filter(|v| crate::counter::is_counter(v)).map(|v| crate::counter::check(v, node.cfg.members.len()))
+    {
+        return Some((e.to_string(), Failure::ForGood));
+    }
     let len = value.map_or(0, |v| v.len() as u64);
     let max = node.cfg.max_value_bytes;
     if len > max {

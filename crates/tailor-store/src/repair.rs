@@ -34,6 +34,33 @@ pub fn stale(answers: &[(NodeId, Versioned)], newest: &Versioned) -> Vec<NodeId>
     answers.iter().filter(|(_, v)| v.version < newest.version).map(|(r, _)| *r).collect()
 }
 
+/// What a read's `answers` reconcile to and the replicas to write it back to: the newest answer
+/// and those that answered an older version, or, when a counter record is among them, the
+/// resolution of them all (`counter.rs`: counters of one epoch merge; a plain value newer than
+/// a counter's base ends it, whatever their versions) and those whose answer differs from it.
+/// `None` without answers.
+pub fn reconcile(mut answers: Vec<(NodeId, Versioned)>) -> Option<(Versioned, Vec<NodeId>)> {
+    let counter = |v: &Versioned| v.value.as_deref().is_some_and(crate::counter::is_counter);
+    if answers.iter().any(|(_, v)| counter(v)) {
+        if let Some(best) = merge(&answers) {
+            let differ = answers.iter().filter(|(_, v)| *v != best).map(|(r, _)| *r).collect();
+            return Some((best, differ));
+        }
+    }
+    let i = newest(&answers)?;
+    let best = answers.swap_remove(i).1;
+    let stale = stale(&answers, &best);
+    Some((best, stale))
+}
+
+/// The resolution of every answer (`None`: a malformed counter record, or no answers).
+fn merge(answers: &[(NodeId, Versioned)]) -> Option<Versioned> {
+    let mut it = answers.iter().map(|(_, v)| (v.version, v.value.clone()));
+    let first = it.next()?;
+    let (version, value) = it.try_fold(first, crate::counter::resolved).ok()?;
+    Some(Versioned { version, value })
+}
+
 /// A write copy that goes around the coordinator core (a read repair, a hint replay).
 pub fn side_send(replica: NodeId) -> Send {
     Send { ticket: Ticket { slot: u32::MAX, id: 0 }, replica, tags: Default::default(), age: 0, kind: SendKind::Write }

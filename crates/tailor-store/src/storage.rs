@@ -22,6 +22,7 @@ use crate::limits::ENGINE_MAX_KEY;
 use crate::row_cache::{Row, RowCache, RowCacheStats};
 use byteview::ByteView;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, KvSeparationOptions, PersistMode, Slice};
+use std::borrow::Cow;
 use std::ops::{Bound, RangeInclusive};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -47,6 +48,9 @@ pub enum StorageError {
     /// The journal sync of a `sync` write failed (the write may be lost).
     #[error("{0}")]
     Sync(String),
+    /// A counter record that cannot be decoded (`counter.rs`).
+    #[error("malformed counter record: {0}")]
+    Counter(String),
     /// A blocking storage task did not finish (it panicked).
     #[error("storage task failed: {0}")]
     Task(String),
@@ -148,6 +152,13 @@ pub struct DiskUsage {
     /// About how many values it holds ([`Storage::approximate_keys`]).
     pub keys: usize,
 }
+
+/// What [`Storage::admit`] lets through: the version and value to store, and whether it is an
+/// expired delete.
+type Admitted<'a> = (u64, Option<Cow<'a, [u8]>>, bool);
+
+/// A write to store: its version and value (`None`: a delete).
+type Write<'a> = (u64, Option<Cow<'a, [u8]>>);
 
 /// Whether an applied write is durable yet (see [`Storage::apply`]).
 #[derive(Debug, PartialEq, Eq)]
@@ -420,9 +431,9 @@ impl Storage {
     fn commit_now(&self, key: &[u8], version: u64, value: Option<&[u8]>) -> Result<Applied, StorageError> {
         let vkey = versions_key(key)?;
         let guard = self.lock_stripe(key);
-        let Some(expired) = self.admit(key, version, value)? else { return Ok(Applied::Stale) };
+        let Some((version, value, expired)) = self.admit(key, version, value)? else { return Ok(Applied::Stale) };
         let mut batch = self.batch();
-        self.write_into(&mut batch, key, vkey, version, value, expired);
+        self.write_into(&mut batch, key, vkey, version, value.as_deref(), expired);
         if let Err(e) = batch.commit() {
             self.rows.remove(key);
             return Err(e.into());
@@ -436,8 +447,9 @@ impl Storage {
     fn stage(&self, key: &[u8], version: u64, value: Option<&[u8]>) -> Result<Applied, StorageError> {
         let vkey = versions_key(key)?;
         assert!(self.hold_stripe(key), "staged only inside a flush scope");
-        let Some(expired) = self.admit(key, version, value)? else { return Ok(Applied::Stale) };
-        let bytes = key.len() + value.map_or(0, <[u8]>::len);
+        let Some((version, value, expired)) = self.admit(key, version, value)? else { return Ok(Applied::Stale) };
+        let bytes = key.len() + value.as_ref().map_or(0, |v| v.len());
+        let value = value.as_deref();
         let full = self.in_scope(|s| s.stage(key, bytes, |b| self.write_into(b, key, vkey, version, value, expired)));
         if full.expect("inside a flush scope") {
             crate::flush_scope::commit_staged();
@@ -446,17 +458,69 @@ impl Storage {
     }
 
     /// Whether a write of `key` at `version` applies (`None`: a newer version is stored, or it
-    /// would leave nothing), and if so whether it is an expired delete (older than the tombstone
-    /// grace: it removes the key without leaving a tombstone). The caller holds the stripe.
-    fn admit(&self, key: &[u8], version: u64, value: Option<&[u8]>) -> Result<Option<bool>, StorageError> {
+    /// would leave nothing), and if so the (version, value) to store — the write's own, or, when
+    /// a counter record is involved, what [`crate::counter::resolve`] makes of it and the stored
+    /// record — and whether it is an expired delete (older than the tombstone grace: it removes
+    /// the key without leaving a tombstone). The caller holds the stripe.
+    fn admit<'a>(
+        &self,
+        key: &[u8],
+        version: u64,
+        value: Option<&'a [u8]>,
+    ) -> Result<Option<Admitted<'a>>, StorageError> {
         let stored = self.meta_version(key)?;
-        if stored >= version {
-            return Ok(None);
-        }
-        let dead = value.is_none_or(crate::expiry::expired_now);
+        let (version, value) = if stored < version && !value.is_some_and(crate::counter::is_counter) {
+            (version, value.map(Cow::Borrowed))
+        } else {
+            match self.resolve_counter(key, stored, version, value)? {
+                Some(resolved) => resolved,
+                None => return Ok(None),
+            }
+        };
+        let dead = value.as_deref().is_none_or(crate::expiry::expired_now);
         let expired = dead && version < self.gc_cutoff();
         // an expired delete of nothing: the tombstone would only be dropped again
-        Ok((!expired || stored != 0).then_some(expired))
+        Ok((!expired || stored != 0).then_some((version, value, expired)))
+    }
+
+    /// The slow path of [`Storage::admit`]: a counter record arrives, or a write older than the
+    /// stored version does (it still wins over a counter whose base epoch it is newer than).
+    /// Reads the stored record only if it can be a counter; `None`: nothing to store.
+    fn resolve_counter<'a>(
+        &self,
+        key: &[u8],
+        stored: u64,
+        version: u64,
+        value: Option<&'a [u8]>,
+    ) -> Result<Option<Write<'a>>, StorageError> {
+        let incoming_counter = value.is_some_and(crate::counter::is_counter);
+        let record = self.small_record(key)?;
+        let held = record.as_ref().map(|r| &r[8..]);
+        if !incoming_counter && !held.is_some_and(crate::counter::is_counter) {
+            return Ok(None); // plain over plain: last writer wins, and this one is older
+        }
+        let corrupt = |e: crate::counter::CounterError| StorageError::Counter(e.to_string());
+        let r = crate::counter::resolve((stored, held), (version, value)).map_err(corrupt)?;
+        if r.pick == crate::counter::Pick::Stored && r.version == stored {
+            return Ok(None);
+        }
+        Ok(Some(match r.pick {
+            crate::counter::Pick::Stored => (r.version, held.map(|h| Cow::Owned(h.to_vec()))),
+            crate::counter::Pick::Incoming => (r.version, value.map(Cow::Borrowed)),
+            crate::counter::Pick::Merged(m) => (r.version, Some(Cow::Owned(m))),
+        }))
+    }
+
+    /// `key`'s stored record (`version ++ value`) if it is small enough to be a counter (larger
+    /// ones are not read); the caller holds the stripe.
+    fn small_record(&self, key: &[u8]) -> Result<Option<Slice>, StorageError> {
+        if let Some(row) = self.rows.peek(key) {
+            return Ok(row.record.filter(|r| r.len() <= 8 + crate::counter::MAX_BYTES));
+        }
+        match self.meta(key)? {
+            Some((_, false, size)) if size as usize <= crate::counter::MAX_BYTES => Ok(self.data.get(key)?),
+            _ => Ok(None),
+        }
     }
 
     /// Put an admitted write in `batch` (its record, or its removal, and its `versions` entry)
@@ -664,6 +728,32 @@ fn migrate_meta(db: &Database, versions: &Keyspace) -> Result<(), StorageError> 
 mod tests {
     use super::*;
     use crate::row_cache::MAX_ROW_BYTES;
+
+    #[test]
+    fn counter_records_merge_and_newer_plain_values_end_them() {
+        use crate::counter::{Counter, Shard};
+        let dir = tempfile::tempdir().unwrap();
+        let s = Storage::open(dir.path(), Durability::Buffer).unwrap().with_row_cache(1 << 20);
+        let shard = |node, clock| {
+            let mut c = Counter::new(100, 10, 0);
+            c.shards.insert(node, Shard { clock, sum: clock as i64 });
+            c
+        };
+        assert!(s.put(b"c", 100, Some(b"10")).unwrap());
+        assert!(s.put(b"c", 5000, Some(&shard(1, 3).encode())).unwrap());
+        assert!(s.put(b"c", 4000, Some(&shard(2, 2).encode())).unwrap(), "an older version of another shard merges");
+        let merged = s.get(b"c").unwrap();
+        assert_eq!(merged.version, crate::counter::bump(5000), "the merge is newer than both");
+        assert_eq!(Counter::decode(merged.value.as_ref().unwrap()).unwrap().total(), 15);
+        assert!(!s.put(b"c", 4000, Some(&shard(2, 2).encode())).unwrap(), "a copy already merged changes nothing");
+        assert!(!s.put(b"c", 90, Some(b"1")).unwrap(), "a plain value older than the base loses");
+        assert!(s.put(b"c", 150, Some(b"7")).unwrap(), "one newer than the base ends the counter");
+        assert_eq!(s.get(b"c").unwrap(), Versioned { version: 150, value: Some(b"7".to_vec()) });
+        assert!(!s.put(b"c", 9000, Some(&shard(1, 4).encode())).unwrap(), "an increment on the old base is gone");
+        let mut bad = shard(1, 1).encode();
+        bad.pop();
+        assert!(matches!(s.put(b"c", 9000, Some(&bad)), Err(StorageError::Counter(_))));
+    }
 
     #[test]
     fn versions_win_and_survive_reopen() {

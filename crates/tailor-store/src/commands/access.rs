@@ -31,9 +31,13 @@ fn coord_err(e: crate::coordinator::CoordError) -> Reply {
 }
 
 /// The live value of a replicated value at `now()` (Unix ms), if it has not expired. A value
-/// without an envelope (most) is handed on as it is: no copy and no clock read.
+/// without an envelope (most) is handed on as it is: no copy and no clock read; a counter
+/// record reads as its total in decimal (`counters.rs`).
 pub fn live(stored: Option<Vec<u8>>, now: impl FnOnce() -> u64) -> Option<Live> {
     let mut stored = stored?;
+    if crate::counter::is_counter(&stored) {
+        return super::counters::live(&stored, now);
+    }
     let (value, expires) = expiry::decode(&stored);
     let header = stored.len() - value.len();
     if header == 0 {

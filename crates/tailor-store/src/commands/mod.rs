@@ -1,7 +1,9 @@
 //! Client commands: the Redis subset unmodified clients need, plus `TAILOR.*` admin commands.
 //!
 //! Families, one file each: [`strings`] (GET, SET and its options, SETEX, SETNX, GETSET,
-//! GETDEL, MSET, APPEND, STRLEN; INCR/DECR refused), [`expiry`] (EXPIRE family, TTL, PERSIST),
+//! GETDEL, MSET, APPEND, STRLEN; INCRBYFLOAT refused), [`counters`] (INCR, DECR, INCRBY,
+//! DECRBY: replicated counters whose increments merge across replicas, `crate::counter`),
+//! [`expiry`] (EXPIRE family, TTL, PERSIST),
 //! [`keyspace`] (DEL/UNLINK, EXISTS, TYPE), [`scan`] (SCAN, KEYS, DBSIZE, FLUSHDB over the ring, with
 //! [`glob`] patterns), [`connection`] (HELLO, CLIENT, COMMAND, INFO; the command table in
 //! [`table`]); how they read and write in [`access`] (expiry as an absolute time,
@@ -25,6 +27,7 @@
 
 mod access;
 mod connection;
+mod counters;
 mod expiry;
 mod glob;
 mod hints;
@@ -140,7 +143,8 @@ async fn run(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>) -> Exe
         "mset" => strings::mset(node, session, &args).await,
         "append" => strings::append(node, session, &args).await,
         "strlen" => strings::strlen(node, session, &args).await,
-        "incr" | "decr" | "incrby" | "decrby" | "incrbyfloat" => Reply::err(strings::NO_COUNTERS),
+        "incr" | "decr" | "incrby" | "decrby" => counters::incr(node, session, &name, &args).await,
+        "incrbyfloat" => Reply::err(strings::NO_FLOAT_COUNTERS),
         "expire" | "pexpire" | "expireat" | "pexpireat" => expiry::expire(node, session, &name, &args).await,
         "ttl" | "pttl" => expiry::ttl(node, session, &args, name == "pttl").await,
         "persist" => expiry::persist(node, session, &args).await,

@@ -1,6 +1,6 @@
 //! String commands: `GET`, `SET k v [EX s|PX ms|EXAT s|PXAT ms|KEEPTTL] [NX|XX] [GET]`,
-//! `SETEX`, `PSETEX`, `SETNX`, `GETSET`, `GETDEL`, `MSET`, `APPEND`, `STRLEN`; `INCR`-family
-//! refused.
+//! `SETEX`, `PSETEX`, `SETNX`, `GETSET`, `GETDEL`, `MSET`, `APPEND`, `STRLEN`; `INCRBYFLOAT`
+//! refused (the `INCR` family is in `counters.rs`).
 //!
 //! A plain `SET` (and SETEX/PSETEX, MSET) is one replicated write at the write consistency; with
 //! NX, XX, GET or KEEPTTL, and GETSET, GETDEL, SETNX, APPEND, it is a read at the write
@@ -18,10 +18,9 @@ use std::sync::Arc;
 /// Most keys one `MSET` may write.
 pub const MAX_MSET_KEYS: usize = 1024;
 
-/// Why INCR/DECR/INCRBY/DECRBY are refused.
-pub const NO_COUNTERS: &str = "INCR, DECR, INCRBY and DECRBY are not supported: Tailor replicates writes \
-last-writer-wins, so two clients incrementing one key through different coordinators would both read n \
-and both write n+1, losing an increment; keep counters where increments are atomic";
+/// Why INCRBYFLOAT is refused.
+pub const NO_FLOAT_COUNTERS: &str = "INCRBYFLOAT is not supported: float increments do not merge exactly \
+across replicas; INCR, DECR, INCRBY and DECRBY are replicated counters";
 
 /// The unit of SET's expiry option `opt` (lower case).
 fn unit_of(opt: &[u8]) -> Unit {
