@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Exercise a Tailor node with redis-py (a real client): every supported string, key and
 expiry command, with assertions. Run by crates/tailor/tests/redis_commands.rs against a
-started cluster, once per protocol version: python3 scripts/redis-py-check.py --port P [--protocol 3]"""
+started cluster, once per protocol version: python3 scripts/redis-py-check.py --port P [--protocol 3]
+[--pipelines] (--pipelines: only redis-py's pipelines, MULTI/EXEC and plain)"""
 
 import argparse
 import sys
@@ -23,15 +24,49 @@ def expect_error(fn, needle):
     raise AssertionError(f"expected an error containing {needle!r}")
 
 
+def check_pipelines(r):
+    """pipeline() sends MULTI, the commands, EXEC (transaction=True, its default); with
+    transaction=False it only pipelines. EXEC keeps this connection's order, nothing more."""
+    with r.pipeline() as p:
+        p.set("pipe:a", "1").get("pipe:a").set("pipe:b", "2", ex=100).mget("pipe:a", "pipe:b")
+        p.append("pipe:a", "2").delete("pipe:b").exists("pipe:b").ttl("pipe:a")
+        assert p.execute() == [True, b"1", True, [b"1", b"2"], 2, 1, 0, -1]
+    with r.pipeline(transaction=False) as p:
+        for i in range(50):
+            p.set(f"pipe:{i}", i)
+        p.mget([f"pipe:{i}" for i in range(50)])
+        out = p.execute()
+        assert out[:50] == [True] * 50 and out[50] == [str(i).encode() for i in range(50)]
+    # a command that fails at EXEC has its error in its place, the others still run
+    with r.pipeline() as p:
+        p.set("pipe:c", "v").execute_command("SET", "pipe:c", "w", "EX", "x").get("pipe:c")
+        out = p.execute(raise_on_error=False)
+        assert out[0] is True and isinstance(out[1], redis.ResponseError) and out[2] == b"v", out
+    # refused at queue time: EXECABORT, nothing ran (redis-py raises the first error)
+    with r.pipeline() as p:
+        p.set("pipe:d", "v").execute_command("NOSUCH", "x")
+        expect_error(p.execute, "unknown command")
+    assert r.get("pipe:d") is None
+    with r.pipeline() as p:
+        expect_error(lambda: p.watch("pipe:a"), "optimistic locking")
+    with r.pipeline() as p:  # an empty transaction
+        assert p.execute() == []
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--protocol", type=int, default=2, choices=[2, 3])
+    ap.add_argument("--pipelines", action="store_true")
     args = ap.parse_args()
     warnings.simplefilter("ignore", DeprecationWarning)  # setex/psetex: still Redis commands
     r = redis.Redis(host=args.host, port=args.port, protocol=args.protocol, socket_timeout=10)
     assert r.ping()
+    check_pipelines(r)
+    if args.pipelines:
+        print("redis-py check passed")
+        return
     # SET and its options
     assert r.set("k", "v1") is True
     assert r.set("k", "v2", nx=True) is None

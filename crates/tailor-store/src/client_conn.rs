@@ -226,7 +226,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 Ok(Parsed::Command { args, used }) => {
                     self.start += used;
                     self.partial_since = None;
-                    if Batchable::of(&args).is_some() {
+                    // queued after MULTI, they must go through the session one by one
+                    if Batchable::of(&args).is_some() && !self.session.in_transaction() {
                         self.execute_batch(args).await;
                         continue;
                     }

@@ -89,6 +89,13 @@ impl Lease {
         self.held = n;
         Ok(())
     }
+
+    /// Hold `other`'s bytes too (one lease for the replies of a whole `EXEC`); both must lease
+    /// from the same budget.
+    pub fn absorb(&mut self, mut other: Lease) {
+        assert!(Arc::ptr_eq(&self.budget, &other.budget), "leases of two budgets");
+        self.held += std::mem::take(&mut other.held);
+    }
 }
 
 impl Drop for Lease {
@@ -194,6 +201,13 @@ mod tests {
         assert_eq!(b.used(), 10);
         drop(x);
         assert_eq!(b.used(), 0);
+        let (mut a, mut c) = (b.lease(), b.lease());
+        a.resize(30).unwrap();
+        c.resize(20).unwrap();
+        a.absorb(c);
+        assert_eq!((a.held(), b.used()), (50, 50));
+        drop(a);
+        assert_eq!(b.used(), 0, "an absorbed lease is given back once");
         let mut u = Budget::unlimited().lease();
         u.resize(u64::MAX).unwrap();
     }

@@ -1,5 +1,6 @@
 //! Who a client connection is (Redis-style `AUTH` with two users), the consistency level it
-//! asked for with `CONSISTENCY`, and the protocol version it chose with `HELLO`.
+//! asked for with `CONSISTENCY`, the protocol version it chose with `HELLO`, and the commands
+//! it queued after `MULTI` ([`crate::commands`]' transaction layer).
 //!
 //! - `default`, whose password is `requirepass`: with one set, every command but `AUTH`,
 //!   `HELLO` and `QUIT` answers `-NOAUTH` until the client authenticates (Redis's rule);
@@ -11,6 +12,7 @@
 //! Passwords are compared in constant time; a wrong one is answered `-WRONGPASS` and counted.
 
 use crate::clients::{ClientHandle, ClientInfo, Registry};
+use crate::commands::Transaction;
 use crate::config::{Consistency, NodeConfig};
 use crate::resp::{Protocol, Reply};
 use std::sync::Arc;
@@ -39,6 +41,8 @@ pub struct Session {
     protocol: Protocol,
     /// Wrong passwords this connection sent (`AUTH`, `HELLO ... AUTH`).
     wrong_passwords: u32,
+    /// The commands queued since `MULTI`, if one is open.
+    transaction: Option<Transaction>,
 }
 
 /// Longest `CLIENT SETNAME` name.
@@ -160,6 +164,26 @@ impl Session {
                 Err(Reply::Error("WRONGPASS invalid username-password pair or user is disabled.".into()))
             }
         }
+    }
+
+    /// Whether a `MULTI` is open on this connection.
+    pub fn in_transaction(&self) -> bool {
+        self.transaction.is_some()
+    }
+
+    /// The open transaction, if any.
+    pub fn transaction(&mut self) -> Option<&mut Transaction> {
+        self.transaction.as_mut()
+    }
+
+    /// Open a transaction (`MULTI`).
+    pub fn begin_transaction(&mut self, t: Transaction) {
+        self.transaction = Some(t);
+    }
+
+    /// Close the open transaction (`EXEC`, `DISCARD`), handing back what it queued.
+    pub fn end_transaction(&mut self) -> Option<Transaction> {
+        self.transaction.take()
     }
 
     /// Wrong passwords this connection sent so far.

@@ -663,7 +663,7 @@ impl Storage {
     }
 
     /// About how many values the engine holds (its estimate; expired values not yet dropped
-    /// included): `INFO keyspace`.
+    /// included): the metrics endpoint's disk figures (`INFO keyspace` counts the cluster's keys).
     pub fn approximate_keys(&self) -> usize {
         self.data.approximate_len()
     }

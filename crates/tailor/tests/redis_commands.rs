@@ -2,7 +2,8 @@
 //! against real node processes: SET's options, SETEX/PSETEX/SETNX/GETSET/GETDEL, MSET/MGET,
 //! APPEND/STRLEN, DEL/UNLINK/EXISTS/TYPE, the EXPIRE family with TTL/PTTL/PERSIST; expiry as an
 //! absolute time on every replica, across a restart and through repair; INCR as a counter; bad
-//! arguments answered with errors, never a crash.
+//! arguments answered with errors, never a crash; MULTI/EXEC/DISCARD and their limits, redis-py's
+//! pipelines with a node killed, INFO's keyspace counted like DBSIZE, CONFIG GET/SET.
 
 mod common;
 use common::*;
@@ -28,21 +29,29 @@ fn all_up(cl: &TestCluster, n: usize) {
     }
 }
 
-fn q<T: redis::FromRedisValue>(con: &mut Connection, args: &[&str]) -> T {
+/// `N` nodes, each key on `replication` of them, the default consistency levels, every node
+/// seeing the others up.
+fn cluster(nodes: usize, replication: usize) -> TestCluster {
+    let cl = TestCluster::start(ClusterOptions { nodes, replication, ..ClusterOptions::default() }, |_| {});
+    all_up(&cl, nodes);
+    cl
+}
+
+fn command(args: &[&str]) -> redis::Cmd {
     let mut c = cmd(args[0]);
     for a in &args[1..] {
         c.arg(*a);
     }
-    c.query(con).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    c
+}
+
+fn q<T: redis::FromRedisValue>(con: &mut Connection, args: &[&str]) -> T {
+    command(args).query(con).unwrap_or_else(|e| panic!("{args:?}: {e}"))
 }
 
 /// The error text of a command that must fail.
 fn error(con: &mut Connection, args: &[&str]) -> String {
-    let mut c = cmd(args[0]);
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    let r: RedisResult<Value> = c.query(con);
+    let r: RedisResult<Value> = command(args).query(con);
     match r {
         Err(e) => e.to_string(),
         Ok(v) => panic!("{args:?} answered {v:?}, expected an error"),
@@ -224,15 +233,31 @@ fn redis_py_runs_every_command() {
     let has = std::process::Command::new("python3").args(["-c", "import redis"]).status();
     assert!(has.is_ok_and(|s| s.success()), "redis-py is missing: pip install redis");
     let cl = three(|_| {});
+    redis_py_check(&cl, 0, &[]);
+}
+
+/// Run scripts/redis-py-check.py against node `i`, in RESP2 and RESP3, with `extra` arguments.
+fn redis_py_check(cl: &TestCluster, i: usize, extra: &[&str]) {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/redis-py-check.py");
-    let port = cl.cfgs[0].client_addr.port().to_string();
+    let port = cl.cfgs[i].client_addr.port().to_string();
     for protocol in ["2", "3"] {
-        let args = [script, "--port", &port, "--protocol", protocol];
+        let args = [&[script, "--port", &port, "--protocol", protocol][..], extra].concat();
         let out = std::process::Command::new("python3").args(args).output().unwrap();
         let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         assert!(out.status.success(), "redis-py check (RESP{protocol}) failed:\n{stdout}\n{stderr}");
         assert!(stdout.contains("redis-py check passed"), "{stdout}");
     }
+}
+
+/// Issue 35: redis-py's `pipeline()` (MULTI/EXEC by default) and `pipeline(transaction=False)`
+/// work at the default consistency levels on a 3-node cluster with one node killed (SIGKILL).
+#[test]
+fn redis_py_pipelines_work_with_a_node_killed() {
+    let has = std::process::Command::new("python3").args(["-c", "import redis"]).status();
+    assert!(has.is_ok_and(|s| s.success()), "redis-py is missing: pip install redis");
+    let mut cl = cluster(3, 3);
+    cl.kill(2);
+    redis_py_check(&cl, 0, &["--pipelines"]);
 }
 
 #[test]
@@ -284,9 +309,7 @@ fn connection_commands_answer_like_redis() {
 
 #[test]
 fn scan_lists_every_key_exactly_once_across_the_ring() {
-    let opts = ClusterOptions { nodes: 3, replication: 2, ..ClusterOptions::default() };
-    let cl = TestCluster::start(opts, |_| {});
-    all_up(&cl, 3);
+    let cl = cluster(3, 2);
     let mut con = cl.conn(0);
     let mut written: Vec<String> = (0..300).map(|i| format!("key:{i}")).collect();
     for k in &written {
@@ -379,13 +402,18 @@ print("ok")
     assert!(py.wait().unwrap().success() && line == "ok\n", "redis-py's second part failed: {line}");
 }
 
-/// Issue 35: `CONFIG GET` answers the node's real settings, and INFO's uptime counts from the
-/// process's start, not from the first INFO.
+/// Issue 35: `CONFIG GET` answers the node's real settings (a password masked), `CONFIG SET`
+/// is refused naming `TAILOR.SET`, and INFO's uptime counts from the process's start, not from
+/// the first INFO.
 #[test]
 fn config_get_answers_real_settings_and_uptime_counts_from_the_start() {
-    let cl = TestCluster::start(ClusterOptions { nodes: 1, ..ClusterOptions::default() }, |c| c.max_clients = 123);
+    let cl = TestCluster::start(ClusterOptions { nodes: 1, ..ClusterOptions::default() }, |c| {
+        c.max_clients = 123;
+        c.requirepass = Some("s3cret".into());
+    });
     std::thread::sleep(Duration::from_millis(2_100));
-    let mut con = cl.conn(0);
+    let url = format!("redis://:s3cret@{}/", cl.cfgs[0].client_addr);
+    let mut con = redis::Client::open(url).unwrap().get_connection().unwrap();
     let info: String = q(&mut con, &["INFO", "server"]);
     let up: u64 = info.lines().find_map(|l| l.strip_prefix("uptime_in_seconds:")).unwrap().trim().parse().unwrap();
     assert!(up >= 2, "the node ran 2 s before its first INFO: uptime {up}");
@@ -398,4 +426,138 @@ fn config_get_answers_real_settings_and_uptime_counts_from_the_start() {
     assert!(all.windows(2).any(|w| w[0] == "port" && w[1] == port), "{all:?}");
     assert!(all.windows(2).any(|w| w[0] == "databases" && w[1] == "4"), "{all:?}");
     assert!(q::<Vec<String>>(&mut con, &["CONFIG", "GET", "no-such-parameter"]).is_empty());
+    let max: Vec<String> = q(&mut con, &["CONFIG", "GET", "max*"]);
+    assert_eq!(max, ["maxmemory", "0", "maxmemory-policy", "noeviction", "maxclients", "123"]);
+    let pass: Vec<String> = q(&mut con, &["CONFIG", "GET", "requirepass", "appendonly"]);
+    assert_eq!(pass, ["appendonly", "yes", "requirepass", "********"], "the password is masked");
+    assert!(all.windows(2).any(|w| w[0] == "appendfsync" && w[1] == "always"), "{all:?}");
+    assert!(error(&mut con, &["CONFIG", "SET", "maxclients", "5"]).contains("TAILOR.SET <knob> <value>"));
+    assert!(error(&mut con, &["CONFIG", "REWRITE"]).contains("only CONFIG GET"));
+    assert!(error(&mut con, &["CONFIG", "GET"]).contains("wrong number of arguments"));
+}
+
+/// Issue 35: INFO's `keys=` counts the cluster's keys as DBSIZE does (each key once, wherever
+/// its replicas are), on every node, not one node's own replica.
+#[test]
+fn info_keyspace_counts_keys_like_dbsize() {
+    let cl = cluster(3, 2);
+    let mut con = cl.conn(0);
+    for i in 0..150 {
+        set(&mut con, &format!("k{i}"), b"v").unwrap();
+    }
+    let _: i64 = q(&mut con, &["DEL", "k0"]);
+    for i in 0..3 {
+        let mut c = cl.conn(i);
+        let info: String = q(&mut c, &["INFO", "keyspace"]);
+        assert_eq!(info, "# Keyspace\r\ndb0:keys=149\r\n", "node {i}");
+        assert_eq!(q::<i64>(&mut c, &["DBSIZE"]), 149);
+        let everything: String = q(&mut c, &["INFO"]);
+        assert!(everything.ends_with("# Keyspace\r\ndb0:keys=149\r\n"), "{everything}");
+    }
+}
+
+/// Send `commands` in one write (a pipeline, as redis-py's `pipeline()` does) and read every
+/// reply, errors included, as text: `OK`, `-CODE detail`, `42`, `nil`, `[a, b]`.
+fn replies(con: &mut Connection, commands: &[&[&str]]) -> Vec<String> {
+    use redis::ConnectionLike;
+    let packed: Vec<u8> = commands.iter().flat_map(|args| command(args).get_packed_command()).collect();
+    let got = con.req_packed_commands(&packed, 0, commands.len()).expect("replies");
+    got.iter().map(text).collect()
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::Okay => "OK".into(),
+        Value::SimpleString(s) => s.clone(),
+        Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        Value::Int(n) => n.to_string(),
+        Value::Nil => "nil".into(),
+        Value::ServerError(e) => format!("-{} {}", e.code(), e.details().unwrap_or_default()),
+        Value::Array(items) => format!("[{}]", items.iter().map(text).collect::<Vec<_>>().join(", ")),
+        other => format!("{other:?}"),
+    }
+}
+
+/// Issue 35: MULTI / EXEC / DISCARD answer as Redis does (QUEUED, the array of replies with a
+/// failing command's error in its place, EXECABORT after a refusal at queue time, the nesting
+/// and without-MULTI errors), WATCH is refused with the reason, and a transaction's size is
+/// capped with an error naming the limit.
+#[test]
+fn multi_exec_and_discard_follow_redis() {
+    let cl = three(|_| {});
+    let mut con = cl.conn(0);
+    let ran = replies(
+        &mut con,
+        &[
+            &["MULTI"],
+            &["SET", "t:a", "1"],
+            &["SET", "t:b", "2"],
+            &["GET", "t:a"],
+            &["SET", "t:a", "x", "EX", "soon"],
+            &["APPEND", "t:a", "2"],
+            &["MGET", "t:a", "t:none", "t:b"],
+            &["EXEC"],
+        ],
+    );
+    let queued = vec!["QUEUED"; 6];
+    assert_eq!(ran[..7], [&["OK"][..], &queued].concat());
+    assert_eq!(ran[7], "[OK, OK, 1, -ERR value is not an integer or out of range, 2, [12, nil, 2]]");
+    let nested = replies(&mut con, &[&["MULTI"], &["MULTI"], &["SET", "t:c", "1"], &["EXEC"], &["EXEC"], &["DISCARD"]]);
+    let without = ["-ERR EXEC without MULTI", "-ERR DISCARD without MULTI"];
+    assert_eq!(nested, [&["OK", "-ERR MULTI calls can not be nested", "QUEUED", "[OK]"][..], &without].concat());
+    let dropped = replies(&mut con, &[&["MULTI"], &["SET", "t:d", "1"], &["DISCARD"], &["GET", "t:d"]]);
+    assert_eq!(dropped, ["OK", "QUEUED", "OK", "nil"]);
+    let aborted = replies(
+        &mut con,
+        &[&["MULTI"], &["NOSUCH", "x"], &["SET", "t:e", "1"], &["GET"], &["HELLO", "3"], &["EXEC"], &["GET", "t:e"]],
+    );
+    assert!(aborted[1].starts_with("-ERR unknown command 'NOSUCH'"), "{aborted:?}");
+    assert_eq!(aborted[2..4], ["QUEUED", "-ERR wrong number of arguments for 'get' command"]);
+    assert!(aborted[4].starts_with("-ERR HELLO is not allowed in a transaction"), "{aborted:?}");
+    assert_eq!(aborted[5..], ["-EXECABORT Transaction discarded because of previous errors.", "nil"]);
+    assert!(error(&mut con, &["WATCH", "t:a"]).contains("optimistic locking"));
+    let watch = replies(&mut con, &[&["UNWATCH"], &["MULTI"], &["WATCH", "t:a"], &["UNWATCH"], &["EXEC"]]);
+    assert_eq!(watch, ["OK", "OK", "-ERR WATCH inside MULTI is not allowed", "QUEUED", "[OK]"]);
+    // the cap on queued commands
+    let max = tailor_store::commands::MAX_QUEUED_COMMANDS;
+    let many: Vec<&[&str]> = [&["MULTI"][..]].into_iter().chain(std::iter::repeat_n(&["PING"][..], max + 1)).collect();
+    let capped = replies(&mut con, &[&many[..], &[&["EXEC"]]].concat());
+    assert_eq!((capped[1].as_str(), capped[max].as_str()), ("QUEUED", "QUEUED"));
+    assert!(capped[max + 1].contains(&format!("at most {max} commands")), "{}", capped[max + 1]);
+    assert!(capped[max + 2].starts_with("-EXECABORT"), "{}", capped[max + 2]);
+    assert_eq!(q::<String>(&mut con, &["PING"]), "PONG");
+}
+
+/// Issue 35: a transaction holds at most `max_command_bytes` of queued arguments, and EXEC's
+/// reply at most what the node's buffer budget leaves; each refusal names its limit.
+#[test]
+fn a_transaction_is_bounded_by_the_nodes_byte_limits() {
+    let opts = ClusterOptions { nodes: 1, ..ClusterOptions::default() };
+    let cl = TestCluster::start(opts, |c| {
+        (c.max_value_bytes, c.max_key_bytes) = (4_000, 100);
+        (c.max_command_bytes, c.max_buffered_bytes) = (8_192, 64 * 1024);
+    });
+    let mut con = cl.conn(0);
+    let big = "v".repeat(3_000);
+    let mut queue: Vec<&[&str]> = vec![&["MULTI"]];
+    let set: &[&str] = &["SET", "big", &big];
+    queue.extend([set; 3]);
+    queue.extend([&["SET", "small", "1"][..], &["EXEC"], &["GET", "big"]]);
+    let bytes = replies(&mut con, &queue);
+    assert_eq!(bytes[..3], ["OK", "QUEUED", "QUEUED"]);
+    assert!(bytes[3].contains("at most 8192 bytes (max_command_bytes)"), "{}", bytes[3]);
+    assert_eq!(bytes[4..], ["QUEUED", "-EXECABORT Transaction discarded because of previous errors.", "nil"]);
+    // EXEC's reply: 3,000-byte values until the 64 KiB budget (less the input buffer) is spent
+    assert_eq!(q::<String>(&mut con, &["SET", "big", &big]), "OK");
+    let reads: Vec<&[&str]> =
+        [&["MULTI"][..]].into_iter().chain([&["GET", "big"][..]; 30]).chain([&["EXEC"][..]]).collect();
+    let exec = replies(&mut con, &reads).pop().unwrap();
+    assert!(exec.starts_with(&format!("[{big}, {big}")), "the first replies fit");
+    assert!(
+        exec.ends_with("this command ran but its reply was dropped; queue fewer large reads]"),
+        "{}",
+        &exec[exec.len() - 300..]
+    );
+    assert!(exec.contains("65536-byte buffer budget (max_buffered_bytes)"));
+    assert_eq!(q::<String>(&mut con, &["PING"]), "PONG", "the budget was given back");
 }

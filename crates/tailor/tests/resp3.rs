@@ -62,9 +62,9 @@ fn hello_switches_the_wire_format_per_connection() {
     assert!(hello.contains("$5\r\nproto\r\n:3\r\n") && hello.ends_with("$7\r\nmodules\r\n*0\r\n"), "{hello}");
     assert_eq!(a.ask("GET missing"), "_\r\n");
     assert_eq!(a.ask("MGET missing"), "*1\r\n_\r\n");
-    assert_eq!(a.ask("CONFIG GET appendonly"), "%1\r\n$10\r\nappendonly\r\n$2\r\nno\r\n");
+    assert_eq!(a.ask("CONFIG GET appendonly"), "%1\r\n$10\r\nappendonly\r\n$3\r\nyes\r\n");
     assert_eq!(b.ask("GET missing"), "$-1\r\n", "the other connection stays on RESP2");
-    assert_eq!(b.ask("CONFIG GET appendonly"), "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n");
+    assert_eq!(b.ask("CONFIG GET appendonly"), "*2\r\n$10\r\nappendonly\r\n$3\r\nyes\r\n");
     // a refused HELLO keeps the version
     let noproto = "-NOPROTO unsupported protocol version (this node speaks 2 and 3)\r\n";
     assert_eq!(a.ask("HELLO 4"), noproto);

@@ -120,19 +120,24 @@ pub fn command(args: &[Vec<u8>]) -> Reply {
     }
 }
 
-/// `CONFIG GET pattern...`: the Redis parameters that mean something here, from this node's
-/// settings, matched as Redis matches them (glob patterns, any case).
-pub fn config_get(node: &Node, patterns: &[Vec<u8>]) -> Reply {
-    let c = &node.cfg;
+/// What `CONFIG GET requirepass` answers when a password is set (never the password: the
+/// admin user, who may not know it, can ask too).
+pub const MASKED_PASSWORD: &str = "********";
+
+/// The Redis parameters that mean something here, with this node's values.
+fn config_params(c: &crate::config::NodeConfig) -> [(&'static str, String); 16] {
     let fsync = match c.durability {
         crate::config::Durability::Sync => "always",
         crate::config::Durability::Buffer => "no",
     };
-    let params: [(&str, String); 11] = [
+    let yes_no = |b: bool| if b { "yes" } else { "no" }.to_string();
+    [
         ("save", String::new()),
-        ("appendonly", "no".into()),
+        // every write goes to the storage engine's journal before it is acknowledged
+        ("appendonly", "yes".into()),
         ("appendfsync", fsync.into()),
         ("maxmemory", "0".into()),
+        ("maxmemory-policy", "noeviction".into()),
         ("maxclients", c.max_clients.to_string()),
         ("timeout", (c.idle_timeout_ms / 1000).to_string()),
         ("port", c.client_addr.port().to_string()),
@@ -140,9 +145,32 @@ pub fn config_get(node: &Node, patterns: &[Vec<u8>]) -> Reply {
         ("tls-port", c.tls_addr.map_or(0, |a| a.port()).to_string()),
         ("databases", "4".into()),
         ("proto-max-bulk-len", c.max_value_bytes.to_string()),
-    ];
+        ("client-query-buffer-limit", c.max_command_bytes.to_string()),
+        ("requirepass", c.requirepass.as_ref().map_or(String::new(), |_| MASKED_PASSWORD.into())),
+        ("protected-mode", yes_no(c.protected_mode)),
+        ("dir", c.data_dir.display().to_string()),
+    ]
+}
+
+/// `CONFIG` other than `GET`: refused, naming what to use instead.
+pub fn config_refused(args: &[Vec<u8>]) -> Reply {
+    match args.get(1).map(|s| s.to_ascii_lowercase()).as_deref() {
+        Some(b"get") => wrong_args("config|get"),
+        Some(b"set") => Reply::err(
+            "CONFIG SET is not supported: a node's settings come from its config file; change a \
+             running node's knobs with TAILOR.SET <knob> <value> (workers, read_consistency, \
+             write_consistency, the emulation knobs)",
+        ),
+        Some(other) => Reply::err(format!("CONFIG {} is not supported: only CONFIG GET", lossy(other).to_uppercase())),
+        None => wrong_args("config"),
+    }
+}
+
+/// `CONFIG GET pattern...`: the Redis parameters that mean something here, from this node's
+/// settings, matched as Redis matches them (glob patterns, any case).
+pub fn config_get(node: &Node, patterns: &[Vec<u8>]) -> Reply {
     let mut out = Vec::new();
-    for (name, value) in &params {
+    for (name, value) in &config_params(&node.cfg) {
         if patterns.iter().any(|p| super::glob::matches(&p.to_ascii_lowercase(), name.as_bytes())) {
             out.push((Reply::text(*name), Reply::text(value.clone())));
         }
@@ -150,34 +178,28 @@ pub fn config_get(node: &Node, patterns: &[Vec<u8>]) -> Reply {
     Reply::Map(out)
 }
 
-/// `INFO [section ...]`: `server`, `clients`, `memory`, `cpu`, `stats`, `keyspace`, `tailor` (all by
-/// default, or with `all`/`everything`/`default`).
-pub fn info(node: &Arc<Node>, session: &Session, args: &[Vec<u8>]) -> Reply {
+/// `INFO [section ...]`: `server`, `clients`, `memory`, `cpu`, `stats`, `tailor`, `keyspace` (all
+/// by default, or with `all`/`everything`/`default`). The keyspace section counts the cluster's
+/// keys as DBSIZE does: a whole scan, the one costly section (`INFO server` and the like skip it).
+pub async fn info(node: &Arc<Node>, session: &Session, args: &[Vec<u8>]) -> Reply {
     let wanted: Vec<String> = args[1..].iter().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).collect();
     let all = wanted.is_empty() || wanted.iter().any(|w| matches!(w.as_str(), "all" | "everything" | "default"));
-    let mut out = String::new();
+    let mut texts = Vec::new();
     for (name, section) in SECTIONS {
         if all || wanted.iter().any(|w| w == name) {
-            if !out.is_empty() {
-                out.push_str("\r\n");
-            }
-            out.push_str(&section(node, session));
+            texts.push(section(node, session));
         }
     }
-    bulk(out)
+    if all || wanted.iter().any(|w| w == "keyspace") {
+        texts.push(keyspace(node).await);
+    }
+    bulk(texts.join("\r\n"))
 }
 
 type Section = fn(&Arc<Node>, &Session) -> String;
 
-const SECTIONS: &[(&str, Section)] = &[
-    ("server", server),
-    ("clients", clients),
-    ("memory", memory),
-    ("cpu", cpu),
-    ("stats", stats),
-    ("keyspace", keyspace),
-    ("tailor", tailor),
-];
+const SECTIONS: &[(&str, Section)] =
+    &[("server", server), ("clients", clients), ("memory", memory), ("cpu", cpu), ("stats", stats), ("tailor", tailor)];
 
 fn lines(title: &str, fields: &[(&str, String)]) -> String {
     let mut s = format!("# {title}\r\n");
@@ -261,11 +283,14 @@ fn stats(node: &Arc<Node>, session: &Session) -> String {
     )
 }
 
-fn keyspace(node: &Arc<Node>, _: &Session) -> String {
-    // this node's replica only, approximate (the engine's estimate; expired values not yet
-    // dropped included); a cluster-wide count would need every node's answer
-    let keys = node.storage.approximate_keys();
-    lines("Keyspace", &[("db0", format!("keys={keys}"))])
+/// The cluster's live keys, counted as DBSIZE counts them (a whole scan, each key once), so the
+/// two agree; Redis's `expires=` is left out, as the cluster's key listing carries no expiries.
+async fn keyspace(node: &Arc<Node>) -> String {
+    match super::scan::count_keys(node).await {
+        Ok(keys) => lines("Keyspace", &[("db0", format!("keys={keys}"))]),
+        Err(Reply::Error(e)) => lines("Keyspace", &[("keys_error", e.replace(['\r', '\n'], " "))]),
+        Err(other) => lines("Keyspace", &[("keys_error", format!("{other:?}"))]),
+    }
 }
 
 fn tailor(node: &Arc<Node>, _: &Session) -> String {

@@ -10,6 +10,11 @@
 //! read-modify-writes that are not atomic). `docs/redis.md` lists what is supported and each
 //! command's consistency.
 //!
+//! Layers: the connection ([`crate::client_conn`]) parses frames and hands each command to
+//! [`execute`]; [`transaction`] routes it first (MULTI/EXEC/DISCARD/WATCH, and queuing while a
+//! MULTI is open: EXEC keeps this connection's commands in order, nothing more), then the
+//! dispatch below runs it against the node.
+//!
 //! Choices: `CONFIG GET` answers the Redis parameters that have a meaning here, from the node's
 //! own settings (`commands/connection.rs`), and nothing for the others. Replies are
 //! protocol-neutral [`Reply`]s (field-value replies are [`Reply::Map`]); the connection encodes
@@ -35,8 +40,10 @@ mod keyspace;
 mod scan;
 mod strings;
 mod table;
+mod transaction;
 
 pub use table::COMMANDS;
+pub use transaction::{Transaction, MAX_QUEUED_COMMANDS};
 
 use crate::config::Consistency;
 use crate::limits::Lease;
@@ -98,7 +105,11 @@ fn wrong_password_delay(n: u32) -> std::time::Duration {
 /// AUTH`) are counted, answered late, and close the connection past [`MAX_WRONG_PASSWORDS`].
 pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>) -> Executed {
     let before = session.wrong_passwords();
-    let mut executed = run(node, session, args).await;
+    let mut executed = match transaction::route(node, session, args) {
+        transaction::Route::Run(args) => run(node, session, args).await,
+        transaction::Route::Answer(reply) => Executed { reply, close: false, lease: None },
+        transaction::Route::Exec(queued) => transaction::exec(node, session, queued).await,
+    };
     let wrong = session.wrong_passwords();
     if wrong > before {
         node.metrics.auth_failures.fetch_add((wrong - before) as u64, Ordering::Relaxed);
@@ -130,6 +141,7 @@ async fn run(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>) -> Exe
         "echo" if n == 2 => Reply::Bulk(args[1].clone()),
         "echo" => wrong_args("echo"),
         "quit" => return Executed { reply: Reply::ok(), close: true, lease: None },
+        "unwatch" => Reply::ok(), // nothing is ever watched ([`transaction`])
         "consistency" => consistency(node, session, &args),
         "auth" => match session.auth(&node.cfg, &args) {
             Ok(_) => Reply::ok(),
@@ -162,9 +174,9 @@ async fn run(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>) -> Exe
         "command" => connection::command(&args),
         "hello" => connection::hello(node, session, &args),
         "config" if n >= 3 && args[1].eq_ignore_ascii_case(b"get") => connection::config_get(node, &args[2..]),
-        "config" => Reply::err("CONFIG supports only GET here"),
+        "config" => connection::config_refused(&args),
         "client" => connection::client(session, &args),
-        "info" => connection::info(node, session, &args),
+        "info" => connection::info(node, session, &args).await,
         "tailor.repair" if n == 1 => match crate::anti_entropy::run(node).await {
             Ok(report) => Reply::Simple(report.to_string()),
             Err(e) => Reply::err(e),

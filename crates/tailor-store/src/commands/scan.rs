@@ -13,7 +13,7 @@
 //!
 //! `KEYS`, `DBSIZE` and `FLUSHDB` (which deletes what it finds) run a whole scan: their cost is a read of every key's version on every
 //! replica (O(keys × replication)); KEYS refuses to answer past [`MAX_KEYS`] matches and DBSIZE
-//! counts live keys cluster-wide (each once).
+//! counts live keys cluster-wide (each once), as INFO's keyspace section does ([`count_keys`]).
 
 use super::access::integer;
 use crate::internode::Message;
@@ -226,15 +226,18 @@ pub async fn dbsize(node: &Arc<Node>, args: &[Vec<u8>]) -> Reply {
     if args.len() != 1 {
         return super::wrong_args("dbsize");
     }
+    count_keys(node).await.map_or_else(|e| e, Reply::Integer)
+}
+
+/// The live keys of the whole cluster, each once (a whole scan): `DBSIZE` and `INFO keyspace`.
+pub async fn count_keys(node: &Arc<Node>) -> Result<i64, Reply> {
     let mut n = 0;
-    let counted = every_key(node, |_| {
+    every_key(node, |_| {
         n += 1;
         Ok(())
-    });
-    match counted.await {
-        Ok(()) => Reply::Integer(n),
-        Err(e) => e,
-    }
+    })
+    .await?;
+    Ok(n)
 }
 
 #[cfg(test)]
