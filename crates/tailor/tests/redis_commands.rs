@@ -515,6 +515,13 @@ fn multi_exec_and_discard_follow_redis() {
     assert_eq!(aborted[2..4], ["QUEUED", "-ERR wrong number of arguments for 'get' command"]);
     assert!(aborted[4].starts_with("-ERR HELLO is not allowed in a transaction"), "{aborted:?}");
     assert_eq!(aborted[5..], ["-EXECABORT Transaction discarded because of previous errors.", "nil"]);
+    // session commands are queued and change the session in their turn
+    let level = replies(&mut con, &[&["MULTI"], &["CONSISTENCY", "ALL"], &["GET", "t:b"], &["EXEC"], &["CONSISTENCY"]]);
+    assert_eq!(level, ["OK", "QUEUED", "QUEUED", "[OK, 2]", "ALL"]);
+    // QUIT is not queued: it closes the connection, and the transaction with it
+    let mut quitter = cl.conn(1);
+    assert_eq!(replies(&mut quitter, &[&["MULTI"], &["SET", "t:q", "1"], &["QUIT"]]), ["OK", "QUEUED", "OK"]);
+    assert_eq!(q::<Option<String>>(&mut con, &["GET", "t:q"]), None);
     assert!(error(&mut con, &["WATCH", "t:a"]).contains("optimistic locking"));
     let watch = replies(&mut con, &[&["UNWATCH"], &["MULTI"], &["WATCH", "t:a"], &["UNWATCH"], &["EXEC"]]);
     assert_eq!(watch, ["OK", "OK", "-ERR WATCH inside MULTI is not allowed", "QUEUED", "[OK]"]);

@@ -76,7 +76,10 @@ pub(super) fn route(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>)
     if name == "quit" || !(control || session.in_transaction()) {
         return Route::Run(args);
     }
-    node.metrics.client_commands.fetch_add(1, Ordering::Relaxed);
+    if control {
+        // a queued command is counted when EXEC runs it, as Redis counts it
+        node.metrics.client_commands.fetch_add(1, Ordering::Relaxed);
+    }
     session.touch(&name);
     if let Err(refused) = admit(node, session, &name, &args) {
         if let Some(t) = session.transaction() {
