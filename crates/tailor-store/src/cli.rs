@@ -103,6 +103,10 @@ pub enum ClusterCommand {
         /// Flush the journal to OS buffers only (survives a process crash, not power loss).
         #[arg(long)]
         no_fsync: bool,
+        /// Fixed ports: node i takes clients on BASE+i, peers on BASE+1000+i, metrics on
+        /// BASE+2000+i (default: free ports picked at random, printed at start).
+        #[arg(long, value_name = "BASE")]
+        base_port: Option<u16>,
     },
     /// Stop the nodes of a cluster started with `--dir DIR` (only processes that are its nodes).
     Down {
@@ -166,6 +170,7 @@ pub fn run_cluster(args: &ClusterArgs) -> Result<(), CliError> {
             write_consistency,
             read_consistency,
             no_fsync,
+            base_port,
         } => {
             if !tailor_core::selector::is_known(selector) {
                 return Err(cluster::ClusterError::Invalid(format!("unknown selector `{selector}`")).into());
@@ -183,6 +188,7 @@ pub fn run_cluster(args: &ClusterArgs) -> Result<(), CliError> {
                 read_consistency: (*read_consistency).into(),
                 durability: if *no_fsync { Durability::Buffer } else { Durability::Sync },
                 niceness: 0,
+                base_port: *base_port,
             };
             cluster::up(&opts, dir.clone())?;
         }

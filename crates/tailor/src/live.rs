@@ -72,6 +72,7 @@ impl LiveCluster {
             durability: Durability::Buffer,
             // the load generator shares the machine: it must keep its schedule first
             niceness: 5,
+            base_port: None,
         };
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let exe = std::env::current_exe().context("finding the tailor executable")?;

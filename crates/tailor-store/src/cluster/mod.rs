@@ -105,7 +105,8 @@ pub fn plan_and_start(
         cfgs.iter_mut().for_each(&mut tweak);
         match start_nodes(exe, &cfgs, dir, wait, opts.niceness) {
             Ok(children) => return Ok((cfgs, children)),
-            Err(ClusterError::NodeExited(id)) if attempt < START_ATTEMPTS => {
+            // fixed ports would be planned the same again
+            Err(ClusterError::NodeExited(id)) if attempt < START_ATTEMPTS && opts.base_port.is_none() => {
                 tracing::warn!("node {id} exited while starting; retrying with fresh ports");
             }
             Err(e) => return Err(e),
@@ -141,7 +142,17 @@ pub struct ClusterOptions {
     /// nodes' priority so that, on one shared machine, the load generator keeps its schedule
     /// (on a real deployment the two never share cores).
     pub niceness: u8,
+    /// Fixed ports instead of free ones picked at random: node `i` takes clients on
+    /// `base + i`, peers on `base + PEER_PORT_OFFSET + i` and metrics on
+    /// `base + METRICS_PORT_OFFSET + i`, so a script or a README line can name them in advance.
+    pub base_port: Option<u16>,
 }
+
+/// Where the peer ports start above `--base-port` (7000 → peers from 8000).
+pub const PEER_PORT_OFFSET: u16 = 1000;
+
+/// Where the metrics ports start above `--base-port` (7000 → metrics from 9000).
+pub const METRICS_PORT_OFFSET: u16 = 2000;
 
 impl Default for ClusterOptions {
     fn default() -> Self {
@@ -156,6 +167,7 @@ impl Default for ClusterOptions {
             read_consistency: d.read_consistency,
             durability: d.durability,
             niceness: 0,
+            base_port: None,
         }
     }
 }
@@ -206,12 +218,40 @@ pub fn free_ports(n: usize) -> Result<Vec<u16>, ClusterError> {
     Ok(ports)
 }
 
+/// The ports of `--base-port base` for `nodes` nodes, in [`plan`]'s order (client, peer,
+/// metrics per node), each checked free now so a taken one is named before any node starts.
+fn fixed_ports(base: u16, nodes: usize) -> Result<Vec<u16>, ClusterError> {
+    let span = METRICS_PORT_OFFSET as usize + nodes;
+    if base < 1024 || base as usize + span > 65_536 || nodes > PEER_PORT_OFFSET as usize {
+        return Err(ClusterError::Invalid(format!(
+            "--base-port {base} with {nodes} nodes needs ports {base}..{} (clients from {base}, peers from +{PEER_PORT_OFFSET}, metrics from +{METRICS_PORT_OFFSET}): pick a base from 1024 to {} and at most {PEER_PORT_OFFSET} nodes",
+            base as usize + span - 1,
+            65_536usize.saturating_sub(span)
+        )));
+    }
+    let mut ports = Vec::with_capacity(3 * nodes);
+    for i in 0..nodes as u16 {
+        ports.extend([base + i, base + PEER_PORT_OFFSET + i, base + METRICS_PORT_OFFSET + i]);
+    }
+    if let Some(&taken) = ports.iter().find(|&&p| TcpListener::bind(("127.0.0.1", p)).is_err()) {
+        return Err(ClusterError::Invalid(format!(
+            "port {taken} is in use (--base-port {base} gives node i clients on {base}+i, peers on {}+i, metrics on {}+i): stop what holds it or pick another base",
+            base + PEER_PORT_OFFSET,
+            base + METRICS_PORT_OFFSET
+        )));
+    }
+    Ok(ports)
+}
+
 /// Configurations for a loopback cluster under `dir` (node `i` keeps its files in `dir/node{i}`).
 pub fn plan(opts: &ClusterOptions, dir: &Path) -> Result<Vec<NodeConfig>, ClusterError> {
     if opts.nodes == 0 {
         return Err(ClusterError::Invalid("--nodes must be at least 1".into()));
     }
-    let ports = free_ports(3 * opts.nodes)?;
+    let ports = match opts.base_port {
+        Some(base) => fixed_ports(base, opts.nodes)?,
+        None => free_ports(3 * opts.nodes)?,
+    };
     // every cluster's peer port is signed: nothing that reaches it without the secret gets in
     let secret = (opts.nodes > 1).then(cluster_secret).transpose()?;
     let addr = |p: u16| SocketAddr::from(([127, 0, 0, 1], p));
