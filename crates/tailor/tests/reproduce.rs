@@ -24,6 +24,14 @@ fn every_claim_keeps_the_verdict_the_project_claims() {
         assert!(stdout.contains(id) && html.contains(id), "claim {id} missing from the table or the page");
         assert!(c["outcome"].get("Ok").is_some(), "claim {id} was not judged: {}", c["outcome"]);
     }
+    // a smoke run says so where its verdicts are read: the table, the page, the terminal
+    assert!(stdout.contains("(smoke run: --quick"), "{stdout}");
+    assert!(html.contains("<b>smoke run</b>") && String::from_utf8_lossy(&o.stderr).contains("smoke run (--quick)"));
+    // the claims that flipped between --quick and the full run now agree with it
+    for (id, verdict) in [("tap-below-c3", "fails"), ("hector-pa-vs-ds-skewed", "fails")] {
+        let c = claims.iter().find(|c| c["claim"]["id"] == id).unwrap();
+        assert_eq!(c["outcome"]["Ok"]["verdict"], verdict, "{id}: {}", c["outcome"]);
+    }
     for paper in ["C3", "TAP", "Héron", "Euro-Par", "Hector"] {
         assert!(html.contains(paper), "{paper} missing from the page");
     }

@@ -100,7 +100,11 @@ pub fn html(judged: &[Judged], quick: bool) -> String {
     let mut body = format!(
         "<h1>Tailor reproduces its sources</h1>\n<p>{} claims{}: <b>{}</b> hold, <b>{}</b> sign only, <b>{}</b> fail.</p>\n",
         judged.len(),
-        if quick { " (quick runs: fewer requests and seeds)" } else { "" },
+        if quick {
+            " (<b>smoke run</b>, <code>--quick</code>: fewer requests and seeds than the full run, so noisier figures; a verdict may differ from the full run's)"
+        } else {
+            ""
+        },
         count(Verdict::Holds),
         count(Verdict::SignOnly),
         count(Verdict::Fails)
