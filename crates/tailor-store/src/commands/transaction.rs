@@ -87,7 +87,13 @@ pub(super) fn route(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>)
         }
         return Route::Answer(refused);
     }
-    Route::Answer(match (name.as_str(), session.in_transaction()) {
+    answer(node, session, &name, args)
+}
+
+/// An admitted command's answer: MULTI, EXEC, DISCARD and WATCH in or out of a transaction, or
+/// another command queued.
+fn answer(node: &Arc<Node>, session: &mut Session, name: &str, args: Vec<Vec<u8>>) -> Route {
+    Route::Answer(match (name, session.in_transaction()) {
         ("multi", true) => Reply::err("MULTI calls can not be nested"),
         ("multi", false) => {
             session.begin_transaction(Transaction { queued: Vec::new(), lease: node.budget.lease(), aborted: false });
