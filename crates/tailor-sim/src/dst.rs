@@ -201,9 +201,15 @@ struct Dst {
     actions: Vec<Action>,
 }
 
-/// Run `selector` through the fault model `f` with `seed`.
+/// Run `selector` (every replica queueing FCFS) through the fault model `f` with `seed`.
 pub fn run(seed: u64, selector: &str, f: &Faults) -> Result<Report, Violation> {
-    let mut d = Dst::new(seed, selector, f)?;
+    run_with_local(seed, selector, "fcfs", f)
+}
+
+/// Run `selector` with every replica queueing by the local policy `local` through the fault
+/// model `f` with `seed`; a violation names both (`selector+local`).
+pub fn run_with_local(seed: u64, selector: &str, local: &str, f: &Faults) -> Result<Report, Violation> {
+    let mut d = Dst::new(seed, selector, local, f)?;
     d.schedule(0, Event::Heartbeat);
     let crash_at = d.rng.random_range(50 * MS..400 * MS);
     d.crash_at = crash_at;
@@ -236,7 +242,8 @@ pub fn run(seed: u64, selector: &str, f: &Faults) -> Result<Report, Violation> {
 }
 
 impl Dst {
-    fn new(seed: u64, selector: &str, f: &Faults) -> Result<Dst, Violation> {
+    fn new(seed: u64, selector: &str, local: &str, f: &Faults) -> Result<Dst, Violation> {
+        let label = if local == "fcfs" { selector.to_string() } else { format!("{selector}+{local}") };
         let ring = Ring::new(f.nodes, 3, 16).expect("a valid ring");
         let mut nodes = Vec::new();
         let mut balances = Vec::new();
@@ -249,11 +256,8 @@ impl Dst {
                 workers: 2,
                 seed: seed ^ id as u64,
             };
-            let inner = selector::build(selector, &Default::default(), &env).map_err(|e| Violation {
-                seed,
-                selector: selector.into(),
-                what: e.to_string(),
-            })?;
+            let refused = |e: String| Violation { seed, selector: label.clone(), what: e };
+            let inner = selector::build(selector, &Default::default(), &env).map_err(|e| refused(e.to_string()))?;
             let balance = Arc::new(Mutex::new(BTreeMap::new()));
             balances.push(balance.clone());
             let cfg = CoordinatorConfig {
@@ -266,7 +270,7 @@ impl Dst {
                 seed: seed ^ (id as u64) << 8,
             };
             let oracle = Box::new(SeenSizes::new(1 << 12, 1_000, None));
-            let queue = local::build("fcfs", &Default::default(), seed).expect("fcfs builds");
+            let queue = local::build(local, &Default::default(), seed).map_err(|e| refused(e.to_string()))?;
             nodes.push(Node {
                 core: CoordinatorCore::new(cfg, Box::new(Counted { inner, balance }), oracle),
                 replica: ReplicaCore::new(id, queue, 2, 1_000),
@@ -277,7 +281,7 @@ impl Dst {
         Ok(Dst {
             f: f.clone(),
             seed,
-            selector: selector.into(),
+            selector: label,
             rng: SmallRng::seed_from_u64(seed),
             now: 0,
             heap: BinaryHeap::new(),

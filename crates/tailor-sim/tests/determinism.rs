@@ -22,6 +22,31 @@ fn same_plan_same_results_bit_for_bit() {
     assert_ne!(a[0].result.read_latency_ms, c[0].result.read_latency_ms);
 }
 
+/// The property behind "a run is a pure function of its spec and seed", for every strategy: a new
+/// selector or local policy is in `SELECTORS`/`LOCALS` once registered, so it is held to it here
+/// without editing this test.
+#[test]
+fn every_selector_and_local_policy_is_deterministic_for_a_seed() {
+    let spec = preset("c3")
+        .unwrap()
+        .with_overrides(&[
+            "workload.requests=1000",
+            "workload.warmup_ms=0",
+            "seeds=[11]",
+            "sweep.cluster.fluctuation.interval_ms=[100]",
+            &format!("compare.selectors={}", tailor_core::selector::SELECTORS.join(",")),
+            &format!("compare.locals={}", tailor_core::local::LOCALS.join(",")),
+        ])
+        .unwrap();
+    let plans = expand(&spec).unwrap();
+    let a = tailor_sim::run_all(&plans, None, &|_, _| {}).unwrap();
+    let b = tailor_sim::run_all(&plans, None, &|_, _| {}).unwrap();
+    assert_eq!(a.len(), tailor_core::selector::SELECTORS.len() * tailor_core::local::LOCALS.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x, y, "{} / {}: the same seed gave different results", x.result.selector, x.result.local);
+    }
+}
+
 #[test]
 fn every_selector_and_local_policy_completes_every_request() {
     let spec = preset("europar")

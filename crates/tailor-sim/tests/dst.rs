@@ -2,8 +2,9 @@
 //! for every selector and several seeds. A failure prints the seed; replay it alone with
 //! `TAILOR_DST_SEED=<seed> cargo test --release -p tailor-sim --test dst`.
 
+use tailor_core::local::LOCALS;
 use tailor_core::selector::SELECTORS;
-use tailor_sim::dst::{run, Faults};
+use tailor_sim::dst::{run, run_with_local, Faults};
 
 fn seeds() -> Vec<u64> {
     match std::env::var("TAILOR_DST_SEED") {
@@ -20,6 +21,23 @@ fn every_selector_keeps_the_invariants_under_loss_delay_and_a_crash() {
             let report = run(seed, selector, &f).unwrap_or_else(|v| panic!("{v}\nreplay: TAILOR_DST_SEED={seed}"));
             assert!(report.replied > f.requests / 2, "seed {seed}, {selector}: most requests succeed: {report:?}");
             assert!(report.timeouts > 0, "seed {seed}, {selector}: the faults were exercised: {report:?}");
+        }
+    }
+}
+
+/// Every local policy queues the replicas' work under the same faults (a new policy is in
+/// `LOCALS` once registered, so it is adopted here without editing this test); the selectors
+/// vary with the policy so each pairing of a few differs.
+#[test]
+fn every_local_policy_keeps_the_invariants_under_loss_delay_and_a_crash() {
+    let f = Faults { requests: 1_500, ..Faults::default() };
+    for (i, local) in LOCALS.iter().enumerate() {
+        for seed in seeds() {
+            let selector = SELECTORS[(i + seed as usize) % SELECTORS.len()];
+            let report = run_with_local(seed, selector, local, &f)
+                .unwrap_or_else(|v| panic!("{v}\nreplay: TAILOR_DST_SEED={seed}"));
+            assert!(report.replied > f.requests / 2, "seed {seed}, {selector}+{local}: {report:?}");
+            assert!(report.timeouts > 0, "seed {seed}, {selector}+{local}: the faults were exercised: {report:?}");
         }
     }
 }
