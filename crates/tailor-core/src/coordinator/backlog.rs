@@ -46,9 +46,18 @@ impl Backlog {
     pub fn push(&mut self, group: NodeId, parked: Parked) {
         self.parked += 1;
         match self.groups.iter_mut().find(|(g, _)| *g == group) {
-            Some((_, q)) => q.push_back(parked),
+            Some((_, q)) => {
+                // the front is the first to expire only if entries arrive in park order
+                debug_assert!(q.back().is_none_or(|b| b.since <= parked.since), "parked out of order in group {group}");
+                q.push_back(parked)
+            }
             None => self.groups.push((group, VecDeque::from([parked]))),
         }
+        debug_assert_eq!(
+            self.parked,
+            self.groups.iter().map(|(_, q)| q.len()).sum::<usize>(),
+            "the count is the queues'"
+        );
     }
 
     /// Number of groups with parked reads (their index range for [`Backlog::head`]).
@@ -66,6 +75,11 @@ impl Backlog {
         let popped = self.groups[index].1.pop_front();
         assert!(popped.is_some(), "pop only a group that has a head");
         self.parked -= 1;
+        debug_assert_eq!(
+            self.parked,
+            self.groups.iter().map(|(_, q)| q.len()).sum::<usize>(),
+            "the count is the queues'"
+        );
     }
 
     /// Forget groups left empty.
@@ -81,6 +95,7 @@ impl Backlog {
     /// Ask to be woken at `t` (keeps the earliest request).
     pub fn retry_at(&mut self, t: Nanos) {
         self.retry_at = Some(self.retry_at.map_or(t, |r| r.min(t)));
+        debug_assert!(self.retry_at.is_some_and(|r| r <= t), "the earliest retry is kept");
     }
 
     /// The pending retry time, if any.

@@ -493,7 +493,19 @@ impl CoordinatorCore {
                 spec.arm(now, t);
             }
         }
+        self.check(t);
         Routed::Sent
+    }
+
+    /// The invariants of request `t`'s mode, if it is still held (debug builds).
+    #[inline]
+    fn check(&self, t: Ticket) {
+        debug_assert!(
+            self.pending.peek(t).is_none_or(Pending::consistent),
+            "request {}: {:?}",
+            t.id,
+            self.pending.peek(t)
+        );
     }
 
     /// Hedge every read whose deadline came and that still waits for its attempt.
@@ -550,6 +562,7 @@ impl CoordinatorCore {
         if let Mode::Selected { hedge, hedge_sent_at, hedged, .. } = &mut self.pending.at(t).mode {
             (*hedge, *hedge_sent_at, *hedged) = (Some(replica), now, true);
         }
+        self.check(t);
     }
 
     /// Forget the leading hedge deadlines of reads that can no longer be hedged.
@@ -619,6 +632,7 @@ impl CoordinatorCore {
         if chosen.is_none() && hedge.is_none() && *shadows == 0 && *done {
             self.pending.remove(t);
         }
+        self.check(t);
         if let (true, Some(s)) = (first, &mut self.speculation) {
             s.record(now - at);
         }
@@ -635,6 +649,7 @@ impl CoordinatorCore {
         }
         // a shadow's failure, or an attempt's while the other attempt still carries the read
         let carry_on = !attempt || *done || chosen.is_some() || hedge.is_some();
+        self.check(t);
         let feedback = Feedback { from: replica, ..Feedback::default() };
         let response = Response { request: t.id, replica, sent_at: at, large, feedback: &feedback, fresh: false };
         self.selector.on_response(now, &response);
@@ -677,6 +692,7 @@ impl CoordinatorCore {
         let tags = Tags { priority: 0, size_class: p.large() as u8 };
         p.mode = Mode::FanOut { need: need as u8, answered: 0, outstanding: up.len() as u8, done: false };
         let t = self.pending.insert(p);
+        self.check(t);
         for &replica in up.iter() {
             out.push(Action::Send(Send { ticket: t, replica, tags, age: 0, kind }));
         }
@@ -696,6 +712,7 @@ impl CoordinatorCore {
             let failure = Failure::NotEnough { need: *need as usize, got: *answered as usize };
             out.push(Action::Fail { request: t.id, failure });
         }
+        self.check(t);
         self.forget_if_settled(t);
     }
 }

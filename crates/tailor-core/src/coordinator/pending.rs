@@ -161,6 +161,27 @@ impl Pending {
     pub fn position(&self, replica: NodeId) -> Option<usize> {
         self.replicas.iter().position(|&r| r == replica)
     }
+
+    /// Whether the mode's counters and replicas are consistent with the replica set (checked
+    /// with `debug_assert!` wherever the core changes a mode): attempts and shadows name
+    /// replicas of the set, never the same one twice, and no count exceeds the set.
+    pub fn consistent(&self) -> bool {
+        let n = self.replicas.len();
+        let ours = |r: Option<NodeId>| r.is_none_or(|r| self.position(r).is_some());
+        match self.mode {
+            Mode::Selected { chosen, hedge, hedged, tried, shadows, .. } => {
+                ours(chosen)
+                    && ours(hedge)
+                    && (chosen.is_none() || chosen != hedge)
+                    && (hedge.is_none() || hedged)
+                    && (tried as usize) < (1usize << n)
+                    && (shadows as usize) < n.max(1)
+            }
+            Mode::FanOut { need, answered, outstanding, .. } => {
+                need as usize <= n && answered as usize + outstanding as usize <= n
+            }
+        }
+    }
 }
 
 /// Where the core keeps a request. The core hands it out with every copy it sends, and the
@@ -204,6 +225,7 @@ impl Slab {
         let id = p.id;
         let slot = match self.free.pop() {
             Some(slot) => {
+                debug_assert!(self.entries[slot as usize].0.is_none(), "a free slot holds no request");
                 self.entries[slot as usize] = Entry(Some(p));
                 slot
             }
@@ -272,6 +294,7 @@ impl Slab {
         assert!(entry.as_ref().is_some_and(|p| p.id == t.id), "remove only a held request");
         *entry = None;
         self.free.push(t.slot);
+        debug_assert!(self.free.len() <= self.entries.len(), "more free slots than slots");
     }
 
     /// The ticket of held request `id` (tests).

@@ -90,6 +90,8 @@ impl<T> ReplicaCore<T> {
         }
         self.accountant.waits(now, meta.service, self.is_large(a.size));
         self.queue.push(now, meta, payload);
+        debug_assert!(meta.release <= meta.enqueued && meta.service > 0, "release before arrival, some work: {meta:?}");
+        debug_assert_eq!(self.accountant.waiting() as usize, self.queue.len(), "the accountant counts the queue");
         behind_large
     }
 
@@ -101,7 +103,10 @@ impl<T> ReplicaCore<T> {
             return None;
         }
         let (meta, payload) = self.queue.pop(now)?;
+        debug_assert!(meta.enqueued <= now, "job {} starts before it arrived", meta.id);
         self.accountant.starts(now, meta.id, meta.service, self.is_large(meta.size));
+        debug_assert!(self.accountant.running() <= self.slots, "a job started without a free worker slot");
+        debug_assert_eq!(self.accountant.waiting() as usize, self.queue.len(), "the accountant counts the queue");
         Some((meta, payload))
     }
 
