@@ -77,6 +77,7 @@ async fn run(node: Arc<Node>, sock: TcpStream, max_frame: u64, _slot: OwnedSemap
             m @ (Message::TreeRequest { .. } | Message::KeysRequest { .. }) => {
                 crate::anti_entropy::serve(&node, &tx, m)
             }
+            Message::Incr { id, key, by, level } => crate::commands::serve_incr(&node, &tx, id, key, by, level),
             other => break Stop::Unexpected(other.id()),
         }
     };

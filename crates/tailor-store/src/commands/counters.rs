@@ -1,9 +1,11 @@
 //! `INCR`, `DECR`, `INCRBY`, `DECRBY`: replicated counters (the record and its merge rule are
 //! in `counter.rs`; what a client sees is in `docs/redis.md`, "Counters").
 //!
-//! The coordinator that receives the command is the increment's *leader* when it is a replica
-//! of the key (every node is, when the replication factor is the node count); a coordinator
-//! that is not refuses, naming the replicas (forwarding to one is not built yet). The leader:
+//! The coordinator that receives the command sends it to the key's *leader*: the first of its
+//! replicas, in ring order, that the coordinator believes up (itself when that is it; else an
+//! internode `Incr`, answered with the new total or the client's error). So while the first
+//! replica is up every increment of a key has one leader, one shard and replies that count up
+//! one by one; while it is down the next one leads, on its own shard. The leader:
 //! 1. reads the key at the write consistency (so it builds on any SET or DEL acknowledged at
 //!    that level, and on the other leaders' shards those replicas hold);
 //! 2. under a per-key lock, resolves that with its own stored record, makes it a counter if it is
@@ -15,15 +17,22 @@
 //! The lock makes two increments on one leader build one on the other (each leader is the only
 //! writer of its shard, so merging shards loses nothing). An INCR is acknowledged at the write
 //! consistency; one that failed or timed out may still have applied (the leader stored it), so
-//! a client's retry may apply twice, as in Cassandra: counters are not idempotent.
+//! a client's retry may apply twice, as in Cassandra: counters are not idempotent (a forward
+//! that times out is not retried on another leader, for that reason).
 
 use super::access::{self, either, integer, Live};
+use crate::config::Consistency;
 use crate::counter::Counter;
+use crate::internode::{Failure, Message};
 use crate::node::Node;
+use crate::peer::PeerError;
 use crate::resp::Reply;
 use crate::session::Session;
 use crate::storage::Versioned;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
+use tailor_core::model::NodeId;
+use tokio::sync::mpsc;
 
 /// Redis's error for a stored value that is not an integer.
 pub const NOT_INTEGER: &str = "value is not an integer or out of range";
@@ -67,24 +76,116 @@ pub async fn incr(node: &Arc<Node>, session: &Session, name: &str, args: &[Vec<u
     either(async { increment(node, session, key, by?).await.map(Reply::Integer) }.await)
 }
 
-/// Add `by` to `key`'s counter as its leader; the new total.
+/// Add `by` to `key`'s counter through its leader; the new total. A leader that could not be
+/// reached at all (the increment never left this node) hands over to the next replica up.
 async fn increment(node: &Arc<Node>, session: &Session, key: &[u8], by: i64) -> Result<i64, Reply> {
     let replicas = node.coordinator.replicas_of(key);
-    if !replicas.contains(&node.cfg.id) {
+    let me = node.cfg.id;
+    let mut unreached = Vec::new();
+    for &leader in replicas.iter().filter(|&&r| r == me || node.coordinator.is_up(r)) {
+        if leader == me {
+            return lead(node, key, by, session.consistency()).await;
+        }
+        match forward(node, leader, key, by, session.consistency()).await {
+            Err(Forward::NotSent(e)) => unreached.push(e),
+            Err(Forward::Failed(reply)) => return Err(reply),
+            Ok(total) => return Ok(total),
+        }
+    }
+    Err(Reply::err(format!("no replica of the key could lead the increment (nodes {replicas:?}): {unreached:?}")))
+}
+
+/// Why a forwarded increment failed.
+enum Forward {
+    /// It never reached the leader (no connection): another may lead it.
+    NotSent(String),
+    /// The client's answer: the leader's error, or no answer in time (it may have applied).
+    Failed(Reply),
+}
+
+/// Lead an increment here (this node must replicate `key`): steps 1-3 of the module doc.
+async fn lead(node: &Arc<Node>, key: &[u8], by: i64, level: Option<Consistency>) -> Result<i64, Reply> {
+    if !node.coordinator.replicas_of(key).contains(&node.cfg.id) {
         return Err(Reply::err(format!(
-            "INCR-family commands run on a replica of the key; send this one to node {replicas:?} (its replicas)"
+            "node {} does not replicate this key: it cannot lead its counter",
+            node.cfg.id
         )));
     }
     let started = std::time::Instant::now();
-    let level = session.consistency().unwrap_or(node.coordinator.consistency().1);
-    let seen = node.coordinator.read(key, Some(level)).await.map_err(Reply::err)?;
+    let read_level = level.unwrap_or(node.coordinator.consistency().1);
+    let seen = node.coordinator.read(key, Some(read_level)).await.map_err(Reply::err)?;
     let (version, record, total) = {
         let _lock = lock_of(key).lock().await;
         store_locally(node, key, by, seen).await?
     };
-    let coord = &node.coordinator;
-    coord.write_at(key, version, Some(record), session.consistency(), started).await.map_err(Reply::err)?;
+    node.coordinator.write_at(key, version, Some(record), level, started).await.map_err(Reply::err)?;
     Ok(total)
+}
+
+/// Have node `leader` lead the increment ([`Message::Incr`]).
+async fn forward(
+    node: &Arc<Node>,
+    leader: NodeId,
+    key: &[u8],
+    by: i64,
+    level: Option<Consistency>,
+) -> Result<i64, Forward> {
+    let failed = |text: String| Forward::Failed(Reply::err(text));
+    let Some(Some(peer)) = node.peers.get(leader as usize) else {
+        return Err(failed(format!("node {leader} is no peer")));
+    };
+    let id = node.network.ids.fetch_add(1, Ordering::Relaxed);
+    let msg = Message::Incr { id, key: key.to_vec(), by, level: level_code(level) };
+    // the leader reads and then writes: two request timeouts
+    let timeout = std::time::Duration::from_millis(node.cfg.request_timeout_ms.saturating_mul(2));
+    match peer.call(msg, timeout).await {
+        Ok(Message::IncrReply { total, .. }) => Ok(total),
+        Ok(Message::Failed { reason, .. }) => Err(Forward::Failed(Reply::Error(reason))),
+        Ok(other) => Err(failed(format!("node {leader} answered an increment with {other:?}"))),
+        // no connection could be made: the frame never left (a closed connection may have)
+        Err(e @ PeerError::Unreachable(_, _)) if !e.to_string().ends_with(CLOSED) => {
+            Err(Forward::NotSent(e.to_string()))
+        }
+        Err(e) => {
+            Err(failed(format!("the counter's leader, node {leader}: {e} (the increment may have been applied)")))
+        }
+    }
+}
+
+/// How [`crate::peer::Peer::call`] says a connection closed after the frame may have left.
+const CLOSED: &str = "connection closed";
+
+/// A peer's [`Message::Incr`]: lead it and answer through `tx` ([`Message::IncrReply`], or
+/// [`Message::Failed`] with the client's error text).
+pub fn serve_incr(node: &Arc<Node>, tx: &mpsc::Sender<Vec<u8>>, id: u64, key: Vec<u8>, by: i64, level: u8) {
+    let (node, tx) = (node.clone(), tx.clone());
+    tokio::spawn(async move {
+        let checked = crate::limits::check_key(&key, node.cfg.max_key_bytes).map_err(Reply::err);
+        let reply = match checked {
+            Ok(()) => lead(&node, &key, by, consistency_of(level)).await,
+            Err(e) => Err(e),
+        };
+        let msg = match reply {
+            Ok(total) => Message::IncrReply { id, total },
+            Err(Reply::Error(reason)) => Message::Failed { id, reason, failure: Failure::ForGood },
+            Err(other) => Message::Failed { id, reason: format!("{other:?}"), failure: Failure::ForGood },
+        };
+        let _ = tx.send(node.seal.encode(&msg)).await;
+    });
+}
+
+/// A consistency level on the wire: 0 none (the leader's own), 1 ONE, 2 QUORUM, 3 ALL.
+fn level_code(level: Option<Consistency>) -> u8 {
+    match level {
+        None => 0,
+        Some(Consistency::One) => 1,
+        Some(Consistency::Quorum) => 2,
+        Some(Consistency::All) => 3,
+    }
+}
+
+fn consistency_of(code: u8) -> Option<Consistency> {
+    [Consistency::One, Consistency::Quorum, Consistency::All].into_iter().find(|&c| level_code(Some(c)) == code)
 }
 
 /// Step 2 of the module doc: the increment applied to this node's stored record (resolved with
@@ -142,6 +243,14 @@ fn counter_of(version: u64, value: Option<Vec<u8>>) -> Result<Counter, Reply> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn levels_cross_the_wire() {
+        for l in [None, Some(Consistency::One), Some(Consistency::Quorum), Some(Consistency::All)] {
+            assert_eq!(consistency_of(level_code(l)), l);
+        }
+        assert_eq!(consistency_of(9), None);
+    }
 
     #[test]
     fn counters_start_from_what_the_key_holds() {

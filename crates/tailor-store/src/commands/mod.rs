@@ -42,6 +42,7 @@ mod strings;
 mod table;
 mod transaction;
 
+pub use counters::serve_incr;
 pub use table::COMMANDS;
 pub use transaction::{Transaction, MAX_QUEUED_COMMANDS};
 

@@ -29,6 +29,8 @@ const TREE_REQUEST: u8 = 9;
 const TREE_REPLY: u8 = 10;
 const KEYS_REQUEST: u8 = 11;
 const KEYS_REPLY: u8 = 12;
+const INCR: u8 = 13;
+const INCR_REPLY: u8 = 14;
 
 /// Most keys one [`Message::KeysReply`] may list.
 pub const MAX_LISTED: usize = 4096;
@@ -288,6 +290,18 @@ pub fn encode(msg: &Message) -> Vec<u8> {
             }
             w.u8(*more as u8);
         }
+        Message::Incr { id, key, by, level } => {
+            w.u8(INCR);
+            w.u64(*id);
+            w.bytes(key);
+            w.u64(*by as u64);
+            w.u8(*level);
+        }
+        Message::IncrReply { id, total } => {
+            w.u8(INCR_REPLY);
+            w.u64(*id);
+            w.u64(*total as u64);
+        }
         Message::Failed { id, reason, failure } => {
             w.u8(FAILED);
             w.u64(*id);
@@ -340,6 +354,8 @@ pub fn decode(body: &[u8]) -> Result<Message, DecodeError> {
         TREE_REPLY => Message::TreeReply { id: r.u64()?, leaves: r.leaves()? },
         KEYS_REQUEST => Message::KeysRequest { id: r.u64()?, first: r.u64()?, last: r.u64()?, after: r.opt()? },
         KEYS_REPLY => Message::KeysReply { id: r.u64()?, entries: r.entries()?, more: r.u8()? != 0 },
+        INCR => Message::Incr { id: r.u64()?, key: r.bytes()?, by: r.u64()? as i64, level: r.u8()? },
+        INCR_REPLY => Message::IncrReply { id: r.u64()?, total: r.u64()? as i64 },
         FAILED => {
             let id = r.u64()?;
             let reason = String::from_utf8(r.bytes()?).map_err(|_| DecodeError::Utf8)?;
@@ -444,6 +460,8 @@ mod tests {
             Message::TreeReply { id: 11, leaves: vec![[7; HASH_BYTES]; 1024] },
             Message::KeysRequest { id: 12, first: 0, last: 99, after: Some(b"k".to_vec()) },
             Message::KeysRequest { id: 13, first: 0, last: 99, after: None },
+            Message::Incr { id: 16, key: b"n".to_vec(), by: i64::MIN, level: 2 },
+            Message::IncrReply { id: 17, total: -5 },
             Message::KeysReply {
                 id: 14,
                 entries: vec![

@@ -130,6 +130,26 @@ pub enum Message {
         /// The page is full: ask again after its last key.
         more: bool,
     },
+    /// Lead an increment of counter `key` (a coordinator → the key's counter leader;
+    /// `commands/counters.rs`). Answered with [`Message::IncrReply`], or [`Message::Failed`]
+    /// with the client's error text.
+    Incr {
+        /// Request id.
+        id: u64,
+        /// Client key.
+        key: Vec<u8>,
+        /// The increment.
+        by: i64,
+        /// The write consistency (0: the leader's configured level, 1 ONE, 2 QUORUM, 3 ALL).
+        level: u8,
+    },
+    /// Answer to [`Message::Incr`]: the counter's new total at its leader.
+    IncrReply {
+        /// Request id.
+        id: u64,
+        /// The new total.
+        total: i64,
+    },
     /// The replica could not execute the request.
     Failed {
         /// Request id.
@@ -186,6 +206,8 @@ impl Message {
             | Message::TreeReply { id, .. }
             | Message::KeysRequest { id, .. }
             | Message::KeysReply { id, .. }
+            | Message::Incr { id, .. }
+            | Message::IncrReply { id, .. }
             | Message::Failed { id, .. } => *id,
         }
     }
