@@ -184,9 +184,10 @@ pub struct NodeConfig {
     /// `max_value_bytes + max_key_bytes + 1024`, so the largest SET fits). A longer command is
     /// refused from its declared lengths, before it is buffered.
     pub max_command_bytes: u64,
-    /// Bytes every connection's partly received input (client commands, internode frames) may
-    /// hold together (default 256 MiB; at least `max_command_bytes`). A connection that would go
-    /// over gets an error and is closed.
+    /// Bytes every client connection's partly received input may hold together (default 256
+    /// MiB; at least `max_command_bytes`); internode frames have a pool of this size of their
+    /// own, so clients cannot starve peer traffic. A connection that would go over gets an error
+    /// and is closed.
     pub max_buffered_bytes: u64,
     /// Most client connections at once (default 10,000, as Redis's `maxclients`); one more gets
     /// `-ERR max number of clients reached` and is closed.

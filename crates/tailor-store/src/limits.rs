@@ -6,7 +6,10 @@
 //! buffer one whole command (a 16 MiB value), so many connections each stalled half-way through
 //! a large value would together hold gigabytes. Every connection leases what its input buffer
 //! holds from one [`Budget`] (`max_buffered_bytes`); a connection that cannot grow its lease
-//! gets an error and is closed, and the others keep being served.
+//! gets an error and is closed, and the others keep being served. Client and internode
+//! connections lease from two budgets of that size: clients that fill theirs (stalled half-way
+//! through large values, say) cannot keep a heartbeat or a replica write from being read, which
+//! would make the node look dead to its peers.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};

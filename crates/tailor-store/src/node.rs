@@ -66,8 +66,12 @@ pub struct Node {
     pub hlc: Arc<Hlc>,
     /// Writes peers missed, replayed when they are up (`None`: hinted handoff off).
     pub hints: Option<Arc<Hints>>,
-    /// Bytes all connections' partly received input may hold (`max_buffered_bytes`).
+    /// Bytes all client connections' partly received input may hold (`max_buffered_bytes`).
     pub budget: Arc<Budget>,
+    /// The same for internode connections, a pool of the same size of its own: clients that
+    /// fill theirs cannot keep a peer's heartbeat or replica write from being read, so they
+    /// cannot make this node look dead to its peers.
+    pub peer_budget: Arc<Budget>,
     /// Signs and checks internode frames with the cluster secret.
     pub seal: Seal,
     /// How copies reach replicas (anti-entropy's reads and write-backs).
@@ -190,7 +194,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
         hlc: hlc.clone(),
         hints: hints.clone(),
     });
-    let budget = Budget::new(cfg.max_buffered_bytes);
+    let (budget, peer_budget) = (Budget::new(cfg.max_buffered_bytes), Budget::new(cfg.max_buffered_bytes));
     let seal = Seal::new(cfg.cluster_secret.as_deref());
     let repair_scans = tokio::sync::Semaphore::new(REPAIR_SCANS);
     let max_peer_connections = cfg.max_peer_connections;
@@ -205,6 +209,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
         hlc,
         hints,
         budget,
+        peer_budget,
         seal,
         network: network.clone(),
         repair_scans,

@@ -51,7 +51,7 @@ async fn run(node: Arc<Node>, sock: TcpStream, max_frame: u64, _slot: OwnedSemap
     // the coordinator on the other end, once its hello arrived (its Bloom delta cursor)
     let mut receiver: Option<u32> = None;
     let writer = tokio::spawn(crate::internode::writer::write_frames(rx, wr));
-    let mut lease = node.budget.lease();
+    let mut lease = node.peer_budget.lease();
     let stop = loop {
         let msg = match next_message(&node, &mut rd, max_frame, &mut lease).await {
             Ok(m) => m,

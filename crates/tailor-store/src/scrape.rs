@@ -35,9 +35,14 @@ fn replica(node: &Node, l: &str) -> Vec<Family> {
         Family::gauge("tailor_healthy", "1 while the replica's workers can run requests.", {
             one(l, node.replica.healthy() as u8 as f64)
         }),
-        Family::gauge("tailor_buffered_bytes", "Bytes of partly received input held (max_buffered_bytes).", {
+        Family::gauge("tailor_buffered_bytes", "Bytes of clients' partly received input held (max_buffered_bytes).", {
             one(l, node.budget.used() as f64)
         }),
+        Family::gauge(
+            "tailor_peer_buffered_bytes",
+            "Bytes of peers' partly received frames held (a max_buffered_bytes of their own).",
+            one(l, node.peer_budget.used() as f64),
+        ),
         Family::gauge("tailor_clock_offset_ms", "This node's clock minus its peers' (median), in ms.", {
             one(l, node.hlc.offset_ms() as f64)
         }),

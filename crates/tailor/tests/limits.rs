@@ -207,12 +207,13 @@ fn half_sent_values_and_frames_keep_memory_bounded() {
     eprintln!("RSS: {base:.1} MB before, {little:.1} MB with 40 values + 50 frames half-sent (64 KiB each)");
     assert!(little - base < 100.0, "RSS grew from {base:.1} to {little:.1} MB");
     drop((small_v, small_f));
-    // half of each value or frame: the node-wide budget (64 MiB here) refuses what is beyond it
+    // half of each value or frame: the clients' budget and the peers' (64 MiB each here) refuse
+    // what is beyond them
     let half_v = half_sent(client, 40, &value_head, 7_500_000);
     let half_f = half_sent(peer, 50, &frame_head, 8_500_000);
     let half = settle_rss(&cl);
     eprintln!("RSS: {half:.1} MB with 40 values (7.5 MB each) + 50 frames (8.5 MB each) half-sent");
-    assert!(half - base < 100.0, "RSS grew from {base:.1} to {half:.1} MB");
+    assert!(half - base < 2.0 * 64.0 * 1.048_576 + 40.0, "RSS grew from {base:.1} to {half:.1} MB");
     assert!(cl.metric(0, "tailor_limit_refusals_total", &[]) > 0.0);
     let mut other = cl.conn(0);
     for i in 0..20 {
@@ -221,6 +222,35 @@ fn half_sent_values_and_frames_keep_memory_bounded() {
     set(&mut other, "after", &value(1 << 20, 9)).unwrap();
     assert_eq!(get(&mut other, "after").unwrap(), Some(value(1 << 20, 9)));
     drop((half_v, half_f));
+}
+
+/// Clients that fill the input budget cannot make a node look dead to its peers (issue 36,
+/// item 7): node 0's clients hold every byte of their budget with half-sent values, and still
+/// its peers see it up and a write at ALL, whose copy reaches node 0 as an internode frame,
+/// succeeds. With one budget for both, the frame found it spent and the write failed.
+#[test]
+fn clients_filling_their_budget_leave_peer_traffic_alone() {
+    let all = tailor_store::config::Consistency::All;
+    let opts = ClusterOptions { nodes: 3, replication: 3, write_consistency: all, ..ClusterOptions::default() };
+    let cl = TestCluster::start(opts, |c| c.max_buffered_bytes = 64 << 20);
+    assert!(eventually(10, || cl.metric(1, "tailor_peer_up", &["peer=\"0\""]) == 1.0), "node 1 sees node 0");
+    let head = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$15000000\r\n".to_vec();
+    let stalled = half_sent(cl.cfgs[0].client_addr, 12, &head, 7_500_000);
+    assert!(
+        eventually(10, || cl.metric(0, "tailor_buffered_bytes", &[]) > 56.0 * 1024.0 * 1024.0),
+        "the clients' budget is nearly spent: {}",
+        cl.metric(0, "tailor_buffered_bytes", &[])
+    );
+    let mut via1 = cl.conn(1);
+    for i in 0..5 {
+        set(&mut via1, &format!("all{i}"), &value(1 << 20, i)).unwrap_or_else(|e| panic!("write {i} at ALL: {e}"));
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    assert_eq!(cl.metric(1, "tailor_peer_up", &["peer=\"0\""]), 1.0, "node 1 still sees node 0 up");
+    assert_eq!(cl.metric(2, "tailor_peer_up", &["peer=\"0\""]), 1.0, "node 2 still sees node 0 up");
+    assert_eq!(replica_value(&cl, 0, "all4"), Some(value(1 << 20, 4)), "node 0 stored the copy");
+    assert!(cl.metric(0, "tailor_peer_buffered_bytes", &[]) < 8.0 * 1024.0 * 1024.0, "peers' frames are done");
+    drop(stalled);
 }
 
 /// Read from `s` until it closes or 10 s pass; what arrived and whether it closed.
