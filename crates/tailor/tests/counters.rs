@@ -153,6 +153,11 @@ fn another_leader_takes_over_while_the_first_is_down() {
     let leader = *first.keys().next().unwrap() as usize;
     let (other, third) = ((leader + 1) % 3, (leader + 2) % 3);
     cl.kill(leader);
+    // "while the first is down": once `other` knows it. Before that, an increment sent on a
+    // connection the kill closed may have been applied, so it is answered with an error and
+    // not led elsewhere (docs/redis.md, Counters).
+    let down = eventually(10, || cl.metric(other, "tailor_peer_up", &[&format!("peer=\"{leader}\"")]) == 0.0);
+    assert!(down, "node {other} sees node {leader} down");
     let mut con = cl.conn(other);
     for n in 10..=25 {
         assert_eq!(q::<i64>(&mut con, &["INCR", "k"]), n, "the next replica builds on the first one's shard");
