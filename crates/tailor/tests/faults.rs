@@ -84,25 +84,6 @@ fn a_copy_in_flight_when_the_quorum_answered_is_hinted_when_it_fails() {
     );
 }
 
-/// libfaketime's library, if this machine has it (Debian: `libfaketime`).
-fn libfaketime() -> Option<&'static str> {
-    [
-        "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
-        "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
-        "/usr/lib/faketime/libfaketime.so.1",
-    ]
-    .into_iter()
-    .find(|p| std::path::Path::new(p).exists())
-}
-
-/// Restart node 2 with its clock `skew` off (libfaketime's syntax: "+30s", "-30s").
-fn skew_node_2(cl: &mut TestCluster, lib: &str, skew: &str) {
-    cl.kill(2);
-    let env =
-        [("LD_PRELOAD", lib), ("FAKETIME", skew), ("FAKETIME_DONT_FAKE_MONOTONIC", "1"), ("FAKETIME_NO_CACHE", "1")];
-    cl.restart_with_env(2, &env);
-}
-
 #[test]
 fn a_node_with_a_skewed_clock_stops_coordinating_writes_and_loses_nothing() {
     let Some(lib) = libfaketime() else {
@@ -112,7 +93,7 @@ fn a_node_with_a_skewed_clock_stops_coordinating_writes_and_loses_nothing() {
     let opts = ClusterOptions { nodes: 3, write_consistency: Consistency::Quorum, ..ClusterOptions::default() };
     let mut cl = TestCluster::start(opts, |_| {});
     for (skew, word) in [("+30s", "ahead of"), ("-30s", "behind")] {
-        skew_node_2(&mut cl, lib, skew);
+        skew_node(&mut cl, 2, lib, skew);
         assert!(
             eventually(20, || cl.metric(2, "tailor_clock_skewed", &[]) == 1.0),
             "{skew}: skew never seen: {}",
@@ -143,7 +124,7 @@ fn a_node_with_a_skewed_clock_stops_coordinating_writes_and_loses_nothing() {
         assert!(cl.log(2).contains("does not coordinate writes"), "{skew}: no log line");
     }
     // a small skew, within max_clock_offset_ms: an ordinary node
-    skew_node_2(&mut cl, lib, "+0.2s");
+    skew_node(&mut cl, 2, lib, "+0.2s");
     assert!(eventually(20, || set(&mut cl.conn(2), "small", b"skew").is_ok()));
     assert_eq!(cl.metric(2, "tailor_clock_skewed", &[]), 0.0);
 }

@@ -88,6 +88,12 @@ impl TestCluster {
         self.wait_up(i);
     }
 
+    /// Node `i`'s exit code once its process has exited on its own (`None` while it runs).
+    pub fn exit_code(&mut self, i: usize) -> Option<i32> {
+        let status = self.children[i].as_mut()?.try_wait().ok()??;
+        status.code()
+    }
+
     /// Node `i`'s process id.
     pub fn pid(&self, i: usize) -> u32 {
         self.children[i].as_ref().expect("node running").id()
@@ -203,4 +209,24 @@ pub fn cluster_up_started(mut cmd: std::process::Command) -> Child {
     assert!(!address.trim().is_empty(), "cluster up printed no address");
     child.stdout = Some(out.into_inner());
     child
+}
+
+/// libfaketime's library, if this machine has it (Debian: `libfaketime`).
+pub fn libfaketime() -> Option<&'static str> {
+    [
+        "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",
+        "/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1",
+        "/usr/lib/faketime/libfaketime.so.1",
+    ]
+    .into_iter()
+    .find(|p| std::path::Path::new(p).exists())
+}
+
+/// Restart node `i` with its wall clock `skew` off through libfaketime's library `lib`
+/// (libfaketime's syntax: "+30s", "-30s", "+0.2s"); its monotonic clock stays true.
+pub fn skew_node(cl: &mut TestCluster, i: usize, lib: &str, skew: &str) {
+    cl.kill(i);
+    let env =
+        [("LD_PRELOAD", lib), ("FAKETIME", skew), ("FAKETIME_DONT_FAKE_MONOTONIC", "1"), ("FAKETIME_NO_CACHE", "1")];
+    cl.restart_with_env(i, &env);
 }
