@@ -168,6 +168,10 @@ pub struct NodeConfig {
     pub read_consistency: Consistency,
     /// Journal persistence before a replica acknowledges a write.
     pub durability: Durability,
+    /// What the node does once its disk fails (the engine refuses writes): `restart` (stop
+    /// serving, re-execute once the disk takes writes again), `stop` (stay stopped) or `die`
+    /// (exit), as Cassandra's `disk_failure_policy` (`disk.rs`).
+    pub disk_failure_policy: crate::disk::DiskFailurePolicy,
     /// The storage engine's block cache, in MiB (default 256; fjall's own default is 32, which
     /// sends reads of a 100 MB working set to the OS on most lookups). Allocated as it fills.
     pub cache_mb: u64,
@@ -311,6 +315,7 @@ impl Default for NodeConfig {
             write_consistency: Consistency::Quorum,
             read_consistency: Consistency::One,
             durability: Durability::Sync,
+            disk_failure_policy: Default::default(),
             cache_mb: 256,
             row_cache_mb: 256,
             max_value_bytes: 16 * 1024 * 1024,

@@ -26,6 +26,7 @@ pub mod commit;
 pub mod config;
 pub mod coordinator;
 pub mod counter;
+pub mod disk;
 pub mod emulation;
 pub mod expiry;
 pub mod flush_scope;

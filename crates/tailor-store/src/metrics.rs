@@ -197,6 +197,8 @@ pub struct Metrics {
     pub tombstones_purged: AtomicU64,
     /// Worker panics caught (the worker was replaced, its request answered with an error).
     pub worker_panics: AtomicU64,
+    /// Disk failures seen (the engine refused writes, `disk.rs`): 0 or 1 per process.
+    pub disk_failures: AtomicU64,
     /// Connections refused at a cap (`max_clients`, `max_peer_connections`).
     pub connections_refused: AtomicU64,
     /// Connections closed by the idle or slow-sender timeout.
@@ -259,7 +261,7 @@ impl Metrics {
     pub fn render(&self, node: u32, selector: &str, local: &str, families: &[Family]) -> String {
         let mut o = String::new();
         let l = format!("node=\"{node}\",selector=\"{selector}\",local=\"{local}\"");
-        let counters: [(&str, &str, &AtomicU64); 27] = [
+        let counters: [(&str, &str, &AtomicU64); 28] = [
             ("tailor_reads_served_total", "Reads executed by this replica.", &self.reads_served),
             ("tailor_writes_served_total", "Writes executed by this replica.", &self.writes_served),
             ("tailor_client_commands_total", "RESP commands handled.", &self.client_commands),
@@ -272,6 +274,7 @@ impl Metrics {
             ("tailor_writes_acked_total", "Writes acknowledged to clients.", &self.writes_acked),
             ("tailor_protocol_errors_total", "Malformed inputs rejected.", &self.protocol_errors),
             ("tailor_worker_panics_total", "Worker panics caught (worker replaced).", &self.worker_panics),
+            ("tailor_disk_failures_total", "Disk failures seen (disk_failure_policy).", &self.disk_failures),
             ("tailor_connections_refused_total", "Connections refused at a cap.", &self.connections_refused),
             ("tailor_connections_timed_out_total", "Connections closed idle or slow.", &self.connections_timed_out),
             (

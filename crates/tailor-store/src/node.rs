@@ -245,6 +245,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
     if let Some(h) = node.hints.clone() {
         tasks.push(tokio::spawn(replay_hints(h, network, Duration::from_millis(node.cfg.hint_replay_ms))));
     }
+    tasks.push(tokio::spawn(crate::disk::watch(node.clone())));
     tasks.push(tokio::spawn(crate::client_conn::serve(node.clone(), client, tls_client)));
     tasks.push(tokio::spawn(crate::peer_conn::serve(node.clone(), internode, max_frame)));
     if let Some(l) = metrics_l {

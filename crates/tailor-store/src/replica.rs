@@ -249,10 +249,14 @@ impl Replica {
         self.inject_panics.store(n, Ordering::Relaxed);
     }
 
-    /// Whether this replica's workers can run requests: some worker thread is alive, and its
+    /// Whether this replica can run requests: its disk has not failed (`disk.rs`), some worker
+    /// thread is alive, and its
     /// last jobs (as many as it has workers) did not all panic within [`UNHEALTHY_FOR`].
     /// Heartbeat answers carry it, so peers route around a replica that cannot serve.
     pub fn healthy(&self) -> bool {
+        if self.storage.disk_state().failed() {
+            return false;
+        }
         let h = &self.health;
         let alive = h.alive.load(Ordering::Relaxed);
         if alive == 0 {

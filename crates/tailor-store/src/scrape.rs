@@ -32,8 +32,11 @@ fn replica(node: &Node, l: &str) -> Vec<Family> {
             one(l, node.replica.queue_len() as f64)
         }),
         Family::gauge("tailor_workers", "Replica worker threads.", one(l, node.replica.workers() as f64)),
-        Family::gauge("tailor_healthy", "1 while the replica's workers can run requests.", {
+        Family::gauge("tailor_healthy", "1 while the replica's disk takes writes and its workers can run requests.", {
             one(l, node.replica.healthy() as u8 as f64)
+        }),
+        Family::gauge("tailor_disk_failed", "1 once the storage engine refused writes (disk_failure_policy).", {
+            one(l, node.storage.disk_state().failed() as u8 as f64)
         }),
         Family::gauge("tailor_buffered_bytes", "Bytes of clients' partly received input held (max_buffered_bytes).", {
             one(l, node.budget.used() as f64)

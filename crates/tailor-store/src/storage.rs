@@ -134,6 +134,8 @@ pub struct Storage {
     group: Option<crate::commit::GroupCommit>,
     /// Newest records of recent keys, kept exact under the stripe locks (`row_cache.rs`).
     rows: Arc<RowCache>,
+    /// Whether the engine has refused writes since it opened (`disk.rs`).
+    disk: crate::disk::DiskState,
 }
 
 /// The engine's files at one moment ([`Storage::disk`]).
@@ -277,6 +279,7 @@ impl Storage {
                 Durability::Buffer => None,
             },
             rows: Arc::new(RowCache::new(0)),
+            disk: Default::default(),
             db,
         })
     }
@@ -696,6 +699,17 @@ impl Storage {
         }
         batch.commit()?;
         self.wait_durable()
+    }
+
+    /// Whether the engine still takes writes: a flush of its journal buffer, which fails for
+    /// good once an I/O error poisoned it (`disk.rs`).
+    pub fn check_engine(&self) -> Result<(), String> {
+        self.db.persist(PersistMode::Buffer).map_err(|e| e.to_string())
+    }
+
+    /// The disk's state as the node's watcher found it.
+    pub fn disk_state(&self) -> &crate::disk::DiskState {
+        &self.disk
     }
 
     /// Sync everything (on clean shutdown).

@@ -26,12 +26,14 @@ impl Format {
 }
 
 /// Install the global subscriber (level from `RUST_LOG`; by default `info`, and `warn` for the
-/// CQL driver, whose per-connection info lines are noise in a bench) and export the
-/// format for child nodes.
+/// CQL driver, whose per-connection info lines are noise in a bench, and for the storage
+/// engine, whose `log` records (bridged, so its I/O errors reach the node's log) say `info` at
+/// every open) and export the format for child nodes.
 pub fn init(format: Format) {
     // set before any thread exists (only the main thread runs here), as set_var requires
     std::env::set_var(tailor_store::cluster::LOG_FORMAT_ENV, format.name());
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,scylla=warn".into());
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,scylla=warn,fjall=warn,lsm_tree=warn".into());
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     match format {
         Format::Text => builder.with_ansi(std::io::stderr().is_terminal()).init(),

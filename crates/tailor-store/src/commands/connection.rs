@@ -308,6 +308,8 @@ fn tailor(node: &Arc<Node>, _: &Session) -> String {
             ("clock_offset_ms", node.hlc.offset_ms().to_string()),
             ("clock_skewed", (skewed as u8).to_string()),
             ("coordinates_writes", (!skewed as u8).to_string()),
+            ("disk_failed", (node.storage.disk_state().failed() as u8).to_string()),
+            ("disk_failure_policy", c.disk_failure_policy.name().to_string()),
         ],
     )
 }

@@ -120,6 +120,23 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
     executed
 }
 
+/// Commands a node whose disk failed still answers: an operator's or a client library's look
+/// at it (`disk.rs`); everything else, PING included, is refused with the reason.
+const WHILE_DISK_FAILED: &[&str] = &["auth", "hello", "quit", "info", "client", "command", "config"];
+
+/// The refusal of `name` on a node whose disk failed, naming the cause and the policy.
+fn disk_failed(node: &Node, name: &str) -> Result<(), Reply> {
+    let disk = node.storage.disk_state();
+    if !disk.failed() || WHILE_DISK_FAILED.contains(&name) {
+        return Ok(());
+    }
+    let policy = node.cfg.disk_failure_policy.name();
+    let cause = disk.cause().unwrap_or_default().replace(['\r', '\n'], " ");
+    Err(Reply::Error(format!(
+        "DISKFAIL this node stopped serving: its disk failed ({cause}); disk_failure_policy = {policy}"
+    )))
+}
+
 async fn run(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>) -> Executed {
     node.metrics.client_commands.fetch_add(1, Ordering::Relaxed);
     let reply = |reply| Executed { reply, close: false, lease: None };
@@ -128,7 +145,8 @@ async fn run(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>) -> Exe
     }
     let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
     session.touch(&name);
-    if let Err(refused) = session.may_run(&node.cfg, &name).and_then(|()| check_keys(node, &name, &args)) {
+    let allowed = session.may_run(&node.cfg, &name).and_then(|()| disk_failed(node, &name));
+    if let Err(refused) = allowed.and_then(|()| check_keys(node, &name, &args)) {
         return reply(refused);
     }
     let n = args.len();
