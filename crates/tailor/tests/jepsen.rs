@@ -391,9 +391,13 @@ fn soak() {
     let mut t = Trial::start("soak", cl, load);
     t.progress = Some(Instant::now());
     let mut n = 0;
-    while t.started.elapsed() < Duration::from_secs(secs) {
-        t.run(Duration::from_secs(every).min(Duration::from_secs(secs).saturating_sub(t.started.elapsed())));
-        if t.started.elapsed() + Duration::from_secs(3) >= Duration::from_secs(secs) {
+    let end = Duration::from_secs(secs);
+    loop {
+        // fault n starts at (n + 1) * every s, and none in the last 3 s
+        let next = Duration::from_secs(every * (n as u64 + 1));
+        t.run(next.min(end).saturating_sub(t.started.elapsed()));
+        if next + Duration::from_secs(3) >= end {
+            t.run(end.saturating_sub(t.started.elapsed()));
             break;
         }
         let victim = n % NODES;
@@ -419,6 +423,8 @@ fn soak() {
         n += 1;
     }
     let rss_end = rss(&t.cl);
-    let skewed = skew.map_or("no clock skew".to_string(), |(_, s)| format!("node 2's clock {s}"));
+    let offset = t.cl.metric(2, "tailor_clock_offset_ms", &[]);
+    let skewed =
+        skew.map_or("no clock skew".to_string(), |(_, s)| format!("node 2's clock {s}, offset {offset:.0} ms"));
     t.finish(&format!(" ({n} kills and pauses, every {every} s; {skewed}; RSS MB per node {rss_start} at the start, {rss_end} at the end)"));
 }
