@@ -91,13 +91,14 @@ impl Trial {
         let stopped = Instant::now();
         let healed = self.faults.last().map_or(stopped, |f| f.1);
         let drained = eventually(30, || (0..NODES).all(|i| cl.metric(i, "tailor_hints_pending", &[]) == 0.0));
-        let hints_s = healed.elapsed().as_secs_f64();
+        let since = |t: Instant| (t.elapsed().as_secs_f64(), stopped.elapsed().as_secs_f64());
+        let hints_s = since(healed);
         let keys: Vec<String> = (0..self.load.keys).map(|k| format!("k{k}")).collect();
         let replicas = |k: &String| -> Vec<Option<Vec<u8>>> { (0..NODES).map(|i| replica_value(cl, i, k)).collect() };
         let equal = || keys.iter().all(|k| replicas(k).windows(2).all(|w| w[0] == w[1]));
         // by hints alone (a write whose coordinator died before sending its copies has none)
         let by_hints = eventually(5, equal);
-        let mut converge_s = healed.elapsed().as_secs_f64();
+        let mut converge_s = since(healed);
         // every key at ALL through every node (a read at ALL writes the newest version back)
         let mut at_all: Vec<BTreeMap<String, Option<String>>> = Vec::new();
         for i in 0..NODES {
@@ -120,7 +121,7 @@ impl Trial {
         }
         let converged = by_hints || eventually(30, equal);
         if !by_hints {
-            converge_s = healed.elapsed().as_secs_f64();
+            converge_s = since(healed);
         }
         let how = if by_hints { "by hints alone" } else { "once read at ALL" };
         let finals: BTreeMap<String, Option<String>> = keys
@@ -131,14 +132,19 @@ impl Trial {
         let verdict = checker::check(&history, &finals);
         let (p50, p99, n) = latency_outside(&history, &self.faults);
         eprintln!(
-            "jepsen[{}]: {} ops in {:.1} s with {} faults{note}; {}; hints drained {hints_s:.1} s and replicas equal \
-             {converge_s:.1} s ({how}) after the last fault healed; ALL reads that disagreed with the replicas: {disagree} of {NODES} nodes; \
-             latency outside faults p50 {p50:.1} ms, p99 {p99:.1} ms ({n} ops)",
+            "jepsen[{}]: {} ops in {:.1} s with {} faults{note}; {}; hints drained {:.1} s and replicas equal \
+             {:.1} s ({how}) after the last fault healed ({:.1} s and {:.1} s after the load stopped); ALL reads \
+             that disagreed with the replicas: {disagree} of {NODES} nodes; latency outside faults p50 {p50:.1} \
+             ms, p99 {p99:.1} ms ({n} ops)",
             self.name,
             history.len(),
             ran.as_secs_f64(),
             self.faults.len(),
-            verdict.counts()
+            verdict.counts(),
+            hints_s.0,
+            converge_s.0,
+            hints_s.1,
+            converge_s.1,
         );
         assert!(drained, "{}: hints never drained", self.name);
         assert!(converged, "{}: replicas still differ 30 s after healing", self.name);
