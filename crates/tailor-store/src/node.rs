@@ -129,12 +129,17 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
     let every = (cfg.bloom_rebuild_ms > 0).then(|| Duration::from_millis(cfg.bloom_rebuild_ms));
     replica.start_bloom_rebuilds(every);
     let max_frame = cfg.max_value_bytes + FRAME_SLACK;
+    let mut hlc = Hlc::new(cfg.id, Duration::from_millis(cfg.max_clock_offset_ms));
+    if m > 1 {
+        hlc = hlc.expecting_peers();
+    }
+    let hlc = Arc::new(hlc);
     let peers: Vec<Option<Arc<Peer>>> = cfg
         .members
         .iter()
         .map(|mem| {
             (mem.id != cfg.id).then(|| {
-                let seal = Seal::new(cfg.cluster_secret.as_deref());
+                let seal = Seal::new(cfg.cluster_secret.as_deref()).stamped(hlc.clone());
                 Arc::new(Peer::new(cfg.id, mem.id, mem.peer, max_frame, cfg.down_after_misses, seal))
             })
         })
@@ -151,11 +156,6 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
     let core = coordinator_core(&cfg, &env, &emulation)?;
     let ids = Arc::new(AtomicU64::new(1));
     let timeout = Duration::from_millis(cfg.request_timeout_ms);
-    let mut hlc = Hlc::new(cfg.id, Duration::from_millis(cfg.max_clock_offset_ms));
-    if m > 1 {
-        hlc = hlc.expecting_peers();
-    }
-    let hlc = Arc::new(hlc);
     let hints = match cfg.hint_max_bytes {
         0 => None,
         max => Some(Arc::new(Hints::open(storage.clone(), m, max)?)),
@@ -195,7 +195,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
         hints: hints.clone(),
     });
     let (budget, peer_budget) = (Budget::new(cfg.max_buffered_bytes), Budget::new(cfg.max_buffered_bytes));
-    let seal = Seal::new(cfg.cluster_secret.as_deref());
+    let seal = Seal::new(cfg.cluster_secret.as_deref()).stamped(hlc.clone());
     let repair_scans = tokio::sync::Semaphore::new(REPAIR_SCANS);
     let max_peer_connections = cfg.max_peer_connections;
     let node = Arc::new(Node {

@@ -11,7 +11,7 @@ use tailor_core::model::Tags;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Protocol version carried by every frame.
-pub const VERSION: u8 = 4;
+pub const VERSION: u8 = 5;
 
 /// Bytes reserved for a frame's body before any of it arrived; the body then grows (doubling)
 /// with the bytes that came, so a frame that declares 17 MB and stalls costs at most this.
