@@ -255,6 +255,10 @@ pub struct NodeConfig {
     pub hint_max_bytes: u64,
     /// How often hints are replayed to peers that are up, in ms.
     pub hint_replay_ms: u64,
+    /// A node of a cluster starts *recovering*: coordinators do not read it at ONE while another
+    /// replica that is up has caught up, until every peer said it holds no hint for it, or this
+    /// many seconds passed since it started (default 60; 0: never recovering; `recovery.rs`).
+    pub recovery_max_s: u64,
     /// Run an anti-entropy pass (Merkle trees of every token range this node replicates
     /// compared with the other replicas', differing keys repaired) every this many seconds;
     /// 0: only on demand (`TAILOR.REPAIR`, `tailor cluster repair`).
@@ -342,6 +346,7 @@ impl Default for NodeConfig {
             max_clock_offset_ms: 500,
             hint_max_bytes: 64 << 20,
             hint_replay_ms: 1000,
+            recovery_max_s: 60,
             repair_every_s: 0,
             repair_keys_per_s: 1000,
             merkle_depth: 10,
@@ -419,6 +424,9 @@ impl NodeConfig {
         self.validate_peer_port()?;
         if self.hint_replay_ms == 0 {
             return bad("hint_replay_ms", "must be > 0".into());
+        }
+        if self.recovery_max_s > 86_400 {
+            return bad("recovery_max_s", format!("must be 0 (off) to 86400 (a day), got {}", self.recovery_max_s));
         }
         if !(1..=3_600_000).contains(&self.max_clock_offset_ms) {
             return bad("max_clock_offset_ms", "must be between 1 and 3600000 (one hour)".into());
@@ -639,6 +647,9 @@ mod tests {
         cfg.selector = "heron".into();
         cfg.bloom.false_positive_rate = 0.0;
         assert!(cfg.validate().unwrap_err().to_string().contains("bloom"));
+        cfg.bloom = BloomConfig::default();
+        cfg.recovery_max_s = 86_401;
+        assert!(cfg.validate().unwrap_err().to_string().contains("`recovery_max_s`"));
     }
 
     #[test]

@@ -16,6 +16,10 @@
 //!   peer, a queued copy) becomes a task.
 //! - The failure detector's verdicts reach the core before each event (`set_up` per member: a
 //!   cluster has a handful of nodes, and the verdict is then never stale by more than a call).
+//! - A read at ONE is handed to the core without the key's replicas that are up but recovering
+//!   (restarted, their peers' hints for them not yet replayed: `recovery.rs`), as long as one
+//!   that is up and caught up remains ([`Coordinator::readable_at_one`]): which replicas may
+//!   answer alone is the engine's knowledge, like liveness; the core still chooses among them.
 //! - The clock is tokio's (the real monotonic clock in a node; a paused, virtual one in tests),
 //!   and so is the wake-up timer: it fires on tokio's 1 ms timer ticks, so a parked read is
 //!   offered again up to 1 ms after the time the core asked for.
@@ -42,7 +46,7 @@ use std::time::Duration;
 use tailor_core::coordinator::{Action, Answer, ClientRequest, CoordinatorCore, Failure, Send, SendKind, Ticket};
 use tailor_core::facts::Feedback;
 use tailor_core::model::{Consistency, NodeId, RequestId, SizeHint};
-use tailor_core::ring::Ring;
+use tailor_core::ring::{ReplicaSet, Ring};
 use tailor_core::selector::Blind;
 use tailor_core::time::Nanos;
 use tokio::sync::{oneshot, Notify};
@@ -573,7 +577,9 @@ impl Coordinator {
             f.newest = level != Consistency::One;
             let is_write = f.write.is_some();
             inner.in_flight.insert(id, f);
-            let req = ClientRequest { id, key: h, replicas, size };
+            let candidates =
+                if is_write || level != Consistency::One { replicas } else { self.readable_at_one(replicas) };
+            let req = ClientRequest { id, key: h, replicas: candidates, size };
             let parked = inner.core.stats().parked;
             if is_write {
                 inner.core.write_at(now, req, level, &mut out);
@@ -667,6 +673,22 @@ impl Coordinator {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         Ok(self.hlc.skew()?)
+    }
+
+    /// The candidates of a read at ONE: `replicas` without those that are up but recovering,
+    /// if one that is up and caught up remains (counted); else all of them.
+    fn readable_at_one(&self, replicas: ReplicaSet) -> ReplicaSet {
+        let t = &self.transport;
+        let held_back = |n| t.recovering(n) && t.is_up(n);
+        if !replicas.iter().any(|&n| held_back(n)) {
+            return replicas;
+        }
+        let caught_up = replicas.retain_up(held_back);
+        if !caught_up.iter().any(|&n| t.is_up(n)) {
+            return replicas;
+        }
+        self.metrics.reads_avoided_recovering.fetch_add(1, Ordering::Relaxed);
+        caught_up
     }
 
     fn some_peer_up(&self) -> bool {
@@ -776,6 +798,7 @@ mod tests {
                 ids: Arc::new(AtomicU64::new(1)),
                 timeout: Duration::from_secs(5),
                 metrics: metrics.clone(),
+                recovery: Arc::new(crate::recovery::Recovery::off()),
             }),
             ids: Arc::new(AtomicU64::new(1)),
             timeout: Duration::from_secs(5),
@@ -821,6 +844,102 @@ mod tests {
         assert_eq!(c.metrics.park_rejected.load(Ordering::Relaxed), 1);
         assert_eq!(c.metrics.decisions(ReadOutcome::Refused), 1, "refused before any copy left");
         first.abort();
+    }
+
+    /// Three replicas of every key; node 2 missed the write (it answers nil, the others the
+    /// value) and may be recovering or down; reads counted per replica.
+    #[derive(Default)]
+    struct Three {
+        recovering: [std::sync::atomic::AtomicBool; 3],
+        down: [std::sync::atomic::AtomicBool; 3],
+        reads: [AtomicU64; 3],
+    }
+
+    impl Transport for Three {
+        fn members(&self) -> usize {
+            3
+        }
+
+        fn is_up(&self, node: NodeId) -> bool {
+            !self.down[node as usize].load(Ordering::Relaxed)
+        }
+
+        fn recovering(&self, node: NodeId) -> bool {
+            self.recovering[node as usize].load(Ordering::Relaxed)
+        }
+
+        fn exchange(&self, node: NodeId, work: Work, _: Send) -> crate::transport::Exchange<'_> {
+            let outcome = match work {
+                Work::Read { .. } => {
+                    self.reads[node as usize].fetch_add(1, Ordering::Relaxed);
+                    let missed = node == 2;
+                    Outcome::Read(Versioned { version: !missed as u64, value: (!missed).then(|| b"v".to_vec()) })
+                }
+                Work::Write { .. } => Outcome::Written(true),
+            };
+            Box::pin(async move { Ok((outcome, Feedback::default())) })
+        }
+    }
+
+    fn three(transport: Arc<Three>) -> Arc<Coordinator> {
+        let env = tailor_core::selector::SelectorEnv {
+            coordinator: 0,
+            coordinators: 3,
+            servers: 3,
+            replication: 3,
+            workers: 2,
+            seed: 1,
+        };
+        let selector = tailor_core::selector::build("round-robin", &Default::default(), &env).unwrap();
+        let cfg = CoordinatorConfig {
+            id: 0,
+            read_consistency: Consistency::One,
+            write_consistency: Consistency::Quorum,
+            read_repair: 0.0,
+            park_capacity: 8,
+            park_timeout: Some(5_000 * tailor_core::time::MS),
+            seed: 1,
+        };
+        let core = CoordinatorCore::new(cfg, selector, Box::new(SeenSizes::new(16, 1000, None)));
+        Coordinator::start(CoordinatorParts {
+            clock: Instant::now(),
+            ring: Ring::new(3, 3, 1).unwrap(),
+            core,
+            transport,
+            ids: Arc::new(AtomicU64::new(1)),
+            timeout: Duration::from_secs(5),
+            metrics: Arc::new(Metrics::new(3)),
+            hlc: Arc::new(Hlc::new(0, Duration::from_millis(500))),
+            hints: None,
+        })
+    }
+
+    #[tokio::test]
+    async fn a_recovering_replica_is_read_at_one_only_when_no_caught_up_one_is_up() {
+        let t = Arc::new(Three::default());
+        let c = three(t.clone());
+        let reads = |i: usize| t.reads[i].load(Ordering::Relaxed);
+        let avoided = || c.metrics.reads_avoided_recovering.load(Ordering::Relaxed);
+        // caught up: round-robin reads node 2 too, and gets its nil
+        let nil = futures_util::future::join_all((0..6).map(|_| c.read(b"k", None))).await;
+        assert!(reads(2) > 0 && nil.iter().any(|v| v.as_ref().unwrap().value.is_none()), "node 2 read");
+        // recovering: never at ONE while node 0 or 1 is up
+        t.recovering[2].store(true, Ordering::Relaxed);
+        let before = reads(2);
+        for _ in 0..30 {
+            assert_eq!(c.read(b"k", None).await.unwrap().value.as_deref(), Some(&b"v"[..]));
+        }
+        assert_eq!((reads(2) - before, avoided()), (0, 30));
+        // at QUORUM it takes part (and the newest version wins)
+        let v = c.read(b"k", Some(Consistency::Quorum)).await.unwrap();
+        assert_eq!((v.value.as_deref(), reads(2) - before, avoided()), (Some(&b"v"[..]), 1, 30));
+        // the only replica up: read rather than none
+        t.down[0].store(true, Ordering::Relaxed);
+        t.down[1].store(true, Ordering::Relaxed);
+        assert_eq!(c.read(b"k", None).await.unwrap().value, None);
+        assert_eq!((reads(2) - before, avoided()), (2, 30), "not counted as avoided");
+        // writes still reach it
+        c.write(b"k", Some(b"w".to_vec()), Some(Consistency::One)).await.unwrap();
     }
 
     #[tokio::test]

@@ -278,7 +278,8 @@ impl Hints {
         Ok(())
     }
 
-    fn waiting_for(&self, target: NodeId) -> u64 {
+    /// Hints waiting for `target` (a heartbeat's answer tells it: `recovery.rs`).
+    pub fn waiting_for(&self, target: NodeId) -> u64 {
         self.waiting.lock().unwrap_or_else(|p| p.into_inner()).get(target as usize).map_or(0, |w| w.0)
     }
 

@@ -41,6 +41,7 @@ pub mod node;
 pub mod peer;
 pub mod peer_conn;
 pub mod process;
+pub mod recovery;
 pub mod repair;
 pub mod replica;
 pub mod resp;

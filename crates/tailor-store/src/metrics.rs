@@ -183,6 +183,8 @@ pub struct Metrics {
     /// Write copies a replica refused for good or as from the future (never hinted:
     /// `coordinator.rs`).
     pub refused_copies: AtomicU64,
+    /// Reads at ONE whose recovering replicas were left out for caught-up ones (`recovery.rs`).
+    pub reads_avoided_recovering: AtomicU64,
     /// Client writes refused because this node's clock is too far from its peers' (`hlc.rs`).
     pub skew_refusals: AtomicU64,
     /// Token ranges whose Merkle trees anti-entropy compared.

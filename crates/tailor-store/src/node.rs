@@ -175,6 +175,8 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
         Some(a) => Some(bind(a).await?),
         None => None,
     };
+    // recovering from now on (a node with peers), until they replayed their hints for it
+    let recovery = crate::recovery::Recovery::start(cfg.id, m, Duration::from_secs(cfg.recovery_max_s), clock);
     let network = Arc::new(Network {
         id: cfg.id,
         replica: replica.clone(),
@@ -182,6 +184,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
         ids: ids.clone(),
         timeout,
         metrics: metrics.clone(),
+        recovery: Arc::new(recovery),
     });
     let coordinator = Coordinator::start(CoordinatorParts {
         clock: tokio::time::Instant::from_std(clock),
@@ -221,8 +224,11 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
         let hb = Duration::from_millis(node.cfg.heartbeat_ms);
         let (c, from) = (node.coordinator.clone(), p.id);
         let learn = move |fb: &tailor_core::facts::Feedback| c.facts(from, fb.clone());
-        let hlc = node.hlc.clone();
-        tasks.push(tokio::spawn(p.clone().heartbeat(ids.clone(), hlc, hb, timeout.max(hb * 2), learn)));
+        let (hlc, recovery) = (node.hlc.clone(), node.network.recovery.clone());
+        tasks.push(tokio::spawn(p.clone().heartbeat(ids.clone(), hlc, recovery, hb, timeout.max(hb * 2), learn)));
+    }
+    if node.network.recovery.is_recovering() {
+        tasks.push(tokio::spawn(node.network.recovery.clone().bounded()));
     }
     if bloom_on {
         // the local replica's deltas reach this coordinator at heartbeat pace too, not only on

@@ -9,10 +9,16 @@
 //!
 //! Every new connection starts with a [`Message::Hello`] naming this node, so the remote replica
 //! knows which coordinator's Bloom delta to piggyback on its replies.
+//!
+//! A heartbeat's answer also says whether the peer is recovering (restarted, not caught up:
+//! kept here, set before the answer marks the peer up, so a peer back from a crash is never
+//! taken for caught up) and how many hints it holds for this node (handed to this node's
+//! [`Recovery`]).
 
 use crate::hlc::Hlc;
 use crate::internode::{read_frame, Message, Seal};
 use crate::limits::Budget;
+use crate::recovery::Recovery;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -56,6 +62,8 @@ pub struct Peer {
     misses: AtomicU32,
     up: AtomicBool,
     down_after: u32,
+    /// Whether its last heartbeat answer said it is recovering.
+    recovering: AtomicBool,
 }
 
 impl Peer {
@@ -72,6 +80,20 @@ impl Peer {
             misses: AtomicU32::new(0),
             up: AtomicBool::new(true),
             down_after: down_after.max(1),
+            recovering: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether the peer said it is recovering (it is then not read at ONE: `recovery.rs`).
+    pub fn recovering(&self) -> bool {
+        self.recovering.load(Ordering::Relaxed)
+    }
+
+    /// The peer's answer said whether it is recovering.
+    fn set_recovering(&self, recovering: bool) {
+        if self.recovering.swap(recovering, Ordering::Relaxed) != recovering {
+            let state = if recovering { "is recovering (not read at ONE)" } else { "caught up" };
+            tracing::info!(peer = self.id, addr = %self.addr, "peer {state}");
         }
     }
 
@@ -188,12 +210,14 @@ impl Peer {
     }
 
     /// Heartbeat forever: ping every `every`, counting misses, measuring the peer's clock
-    /// against `hlc` (and moving `hlc` past the peer's), and handing each answer's facts to
-    /// `on_feedback` (the coordinator's size oracle).
+    /// against `hlc` (and moving `hlc` past the peer's), keeping whether the peer is recovering,
+    /// telling `recovery` how many hints it holds for this node, and handing each answer's facts
+    /// to `on_feedback` (the coordinator's size oracle).
     pub async fn heartbeat(
         self: Arc<Self>,
         ids: Arc<AtomicU64>,
         hlc: Arc<Hlc>,
+        recovery: Arc<Recovery>,
         every: Duration,
         timeout: Duration,
         on_feedback: impl Fn(&Feedback) + Send + 'static,
@@ -205,9 +229,12 @@ impl Peer {
             let id = ids.fetch_add(1, Ordering::Relaxed);
             let sent = hlc.wall_us();
             let answer = self.call(Message::Ping { id, clock: hlc.peek_us() }, timeout).await;
-            if let Ok(Message::Pong { clock, wall, .. }) = &answer {
+            if let Ok(Message::Pong { clock, wall, hints, recovering, .. }) = &answer {
                 hlc.sample(self.id, *wall, sent, hlc.wall_us());
                 hlc.observe_micros(*clock);
+                // before `answered` may mark it up
+                self.set_recovering(*recovering);
+                recovery.heard(self.id, *hints, std::time::Instant::now());
             }
             match answer {
                 Ok(Message::Pong { feedback, healthy: true, .. }) => {

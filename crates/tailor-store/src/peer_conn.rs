@@ -67,7 +67,11 @@ async fn run(node: Arc<Node>, sock: TcpStream, max_frame: u64, _slot: OwnedSemap
                 let feedback = node.replica.feedback_for(receiver);
                 let healthy = node.replica.healthy();
                 let (clock, wall) = (node.hlc.peek_us(), node.hlc.wall_us());
-                let _ = tx.send(node.seal.encode(&Message::Pong { id, feedback, healthy, clock, wall })).await;
+                // what this node holds for the pinging one, and whether it is itself recovering
+                let hints = node.hints.as_ref().zip(receiver).map_or(0, |(h, to)| h.waiting_for(to));
+                let recovering = node.network.recovery.is_recovering();
+                let pong = Message::Pong { id, feedback, healthy, clock, wall, hints, recovering };
+                let _ = tx.send(node.seal.encode(&pong)).await;
             }
             Message::Read { id, key, tags, age } => request(&node, &tx, id, Work::Read { key }, tags, age, receiver),
             Message::Write { id, key, version, value, tags, age } => {

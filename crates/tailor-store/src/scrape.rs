@@ -14,6 +14,7 @@ pub fn render(node: &Node) -> String {
     let l = format!("node=\"{}\"", node.cfg.id);
     let mut families = replica(node, &l);
     families.extend(hints(node, &l));
+    families.extend(recovery(node, &l));
     families.extend(connections(node, &l));
     families.extend(process());
     families.extend(storage(node, &l));
@@ -69,13 +70,32 @@ fn hints(node: &Node, l: &str) -> Vec<Family> {
     ]
 }
 
+fn recovery(node: &Node, l: &str) -> Vec<Family> {
+    vec![
+        Family::gauge("tailor_recovering", "1 while this node is recovering: not read at ONE (recovery_max_s).", {
+            one(l, node.network.recovery.is_recovering() as u8 as f64)
+        }),
+        Family::counter(
+            "tailor_reads_avoided_recovering_total",
+            "Reads at ONE steered away from recovering replicas.",
+            one(l, node.metrics.reads_avoided_recovering.load(Ordering::Relaxed) as f64),
+        ),
+    ]
+}
+
 fn connections(node: &Node, l: &str) -> Vec<Family> {
     let peers = node.peers.iter().flatten();
     let up = peers.clone().map(|p| (format!("{l},peer=\"{}\"", p.id), p.is_up() as u8 as f64)).collect();
+    let recovering = peers.clone().map(|p| (format!("{l},peer=\"{}\"", p.id), p.recovering() as u8 as f64)).collect();
     let outgoing = peers.filter(|p| p.connected()).count();
     let incoming = node.cfg.max_peer_connections - node.peer_slots.available_permits();
     vec![
         Family::gauge("tailor_peer_up", "1 while the failure detector considers the peer up.", up),
+        Family::gauge(
+            "tailor_peer_recovering",
+            "1 while the peer said it is recovering (not read at ONE).",
+            recovering,
+        ),
         Family::gauge("tailor_client_connections", "Client connections open (plain and TLS).", {
             one(l, node.clients.open.load(Ordering::Relaxed) as f64)
         }),

@@ -6,6 +6,7 @@
 use crate::internode::{Failure, Message};
 use crate::metrics::Metrics;
 use crate::peer::{Peer, PeerError};
+use crate::recovery::Recovery;
 use crate::replica::{Outcome, Replica, Work};
 use crate::storage::Versioned;
 use std::future::Future;
@@ -91,6 +92,12 @@ pub trait Transport: std::marker::Send + Sync + 'static {
     /// The failure detector's verdict on member `node`.
     fn is_up(&self, node: NodeId) -> bool;
 
+    /// Whether member `node` is recovering (restarted, its peers' hints for it not yet
+    /// replayed: `recovery.rs`): a read at ONE goes elsewhere while a caught-up replica is up.
+    fn recovering(&self, _node: NodeId) -> bool {
+        false
+    }
+
     /// Execute `work` at `node` as the core's send `s` says; resolves with the answer, an error,
     /// or a timeout (every exchange ends).
     fn exchange(&self, node: NodeId, work: Work, s: Send) -> Exchange<'_>;
@@ -120,6 +127,8 @@ pub struct Network {
     pub timeout: Duration,
     /// Counters.
     pub metrics: Arc<Metrics>,
+    /// This node's recovery state (its own replica's answer to [`Transport::recovering`]).
+    pub recovery: Arc<Recovery>,
 }
 
 impl Transport for Network {
@@ -132,6 +141,14 @@ impl Transport for Network {
             Some(Some(p)) => p.is_up(),
             // this node's own replica: up while its workers can run (its heartbeats say the same)
             Some(None) => self.replica.healthy(),
+            None => false,
+        }
+    }
+
+    fn recovering(&self, node: NodeId) -> bool {
+        match self.peers.get(node as usize) {
+            Some(Some(p)) => p.recovering(),
+            Some(None) => self.recovery.is_recovering(),
             None => false,
         }
     }

@@ -305,6 +305,7 @@ fn tailor(node: &Arc<Node>, _: &Session) -> String {
             ("local", c.local.to_string()),
             ("workers", node.replica.workers().to_string()),
             ("queue_len", node.replica.queue_len().to_string()),
+            ("recovering", (node.network.recovery.is_recovering() as u8).to_string()),
             ("clock_offset_ms", node.hlc.offset_ms().to_string()),
             ("clock_skewed", (skewed as u8).to_string()),
             ("coordinates_writes", (!skewed as u8).to_string()),

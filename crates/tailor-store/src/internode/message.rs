@@ -86,6 +86,12 @@ pub enum Message {
         /// The answering node's wall clock when it answered, in µs since the Unix epoch: the
         /// pinging node measures its clock's offset from it (`hlc.rs`).
         wall: u64,
+        /// Hints the answering node holds for the pinging one: a node restarted after a crash
+        /// is recovering until every peer answered 0 (`recovery.rs`).
+        hints: u64,
+        /// Whether the answering node is recovering (restarted, its peers' hints for it not
+        /// yet replayed): coordinators do not read it at ONE meanwhile.
+        recovering: bool,
     },
     /// Anti-entropy: the Merkle tree of the replica's keys whose token is in `first..=last`
     /// (a repairing node → a replica of that range).
