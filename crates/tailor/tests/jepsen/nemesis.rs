@@ -66,13 +66,25 @@ impl Partition {
         if let Err(e) = std::fs::create_dir_all(&probe) {
             return Some(format!("cannot create a cgroup under {} ({e})", root.display()));
         }
+        // a process can be moved into it (a container may not delegate its cgroups)
+        let moved = Command::new("sleep").arg("30").spawn().map_err(|e| e.to_string()).and_then(|mut child| {
+            let r = std::fs::write(probe.join("cgroup.procs"), child.id().to_string()).map_err(|e| e.to_string());
+            let _ = child.kill();
+            let _ = child.wait();
+            r
+        });
+        if let Err(e) = moved {
+            let _ = std::fs::remove_dir(&probe);
+            return Some(format!("cannot move a process into a cgroup under {} ({e})", root.display()));
+        }
         let path = probe.strip_prefix(&root).expect("under the root").display().to_string();
         let rule = ["OUTPUT", "-p", "tcp", "-m", "cgroup", "--path", &path, "--dport", "1", "-j", "DROP"];
         let added = run("iptables", &[&["-A"][..], &rule].concat());
         if added.is_ok() {
             let _ = run("iptables", &[&["-D"][..], &rule].concat());
         }
-        let _ = std::fs::remove_dir(&probe);
+        // (the probe process leaves the cgroup a moment after it is reaped)
+        crate::common::eventually(5, || std::fs::remove_dir(&probe).is_ok());
         added.err().map(|e| format!("iptables cannot match a cgroup v2 path ({e}; the xt_cgroup/nft_socket module)"))
     }
 
@@ -135,7 +147,7 @@ impl Drop for Partition {
         }
         // back to the root cgroup (fails harmlessly when the node is gone)
         let _ = std::fs::write(self.root.join("cgroup.procs"), self.pid.to_string());
-        let _ = std::fs::remove_dir(&self.cgroup);
+        crate::common::eventually(5, || std::fs::remove_dir(&self.cgroup).is_ok());
     }
 }
 
