@@ -36,7 +36,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use tailor_core::model::NodeId;
+use tailor_core::model::{NodeId, Tags};
 use tailor_core::ring::{Ring, TokenRange};
 use tokio::sync::mpsc;
 
@@ -309,7 +309,7 @@ impl Pass<'_> {
                 Err(e) => return self.failed(holder, &e),
             },
         };
-        if write_back(self.network(), key, &value, &stale).await > 0 {
+        if write_back(self.network(), key, &value, &stale, self.tags(key, &value)).await > 0 {
             self.report.repaired += 1;
         }
     }
@@ -326,7 +326,7 @@ impl Pass<'_> {
             }
         }
         let Some((value, differ)) = crate::repair::reconcile(answers) else { return };
-        if !differ.is_empty() && write_back(self.network(), key, &value, &differ).await > 0 {
+        if !differ.is_empty() && write_back(self.network(), key, &value, &differ, self.tags(key, &value)).await > 0 {
             self.report.repaired += 1;
         }
     }
@@ -340,9 +340,15 @@ impl Pass<'_> {
         tracing::warn!(peer, "anti-entropy: {error}");
     }
 
+    /// The core's tags for a write-back of `value` to `key` (`repair::side_send`).
+    fn tags(&self, key: &[u8], value: &Versioned) -> Tags {
+        self.node.coordinator.side_tags(key, value.value.as_ref().map(|v| v.len() as u64))
+    }
+
     async fn read(&self, holder: NodeId, key: &[u8]) -> Result<Versioned, String> {
         let work = Work::Read { key: key.to_vec() };
-        match self.network().exchange(holder, work, side_send(holder)).await? {
+        let tags = self.node.coordinator.side_tags(key, None);
+        match self.network().exchange(holder, work, side_send(holder, tags)).await? {
             (Outcome::Read(v), _) => Ok(v),
             _ => Err(format!("node {holder} answered a read with a write's reply")),
         }

@@ -45,7 +45,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tailor_core::coordinator::{Action, Answer, ClientRequest, CoordinatorCore, Failure, Send, SendKind, Ticket};
 use tailor_core::facts::Feedback;
-use tailor_core::model::{Consistency, NodeId, RequestId, SizeHint};
+use tailor_core::model::{Consistency, NodeId, RequestId, SizeHint, Tags};
 use tailor_core::ring::{ReplicaSet, Ring};
 use tailor_core::selector::Blind;
 use tailor_core::time::Nanos;
@@ -291,6 +291,12 @@ impl Coordinator {
         (inner.in_flight.len() + inner.trailing.len(), inner.core.in_flight(), inner.core.parked())
     }
 
+    /// The tags of a copy of `key` that goes around scheduling (a repair, a hint replay; `size`:
+    /// the value's, if known): the core's (`CoordinatorCore::side_tags`).
+    pub fn side_tags(&self, key: &[u8], size: Option<u64>) -> Tags {
+        self.lock().core.side_tags(crate::key_hash(key), size)
+    }
+
     /// The size hint this coordinator's oracle gives for `key` (admin command `size_class`).
     pub fn size_hint(&self, key: &[u8]) -> SizeHint {
         self.lock().core.hint(crate::key_hash(key))
@@ -457,7 +463,8 @@ impl Coordinator {
 
     /// Write `newest` of `key` back to the `stale` replicas, counting those that acknowledged.
     async fn write_back(&self, key: &[u8], newest: &Versioned, stale: &[NodeId]) {
-        let repaired = repair::write_back(self.transport.as_ref(), key, newest, stale).await;
+        let tags = self.side_tags(key, newest.value.as_ref().map(|v| v.len() as u64));
+        let repaired = repair::write_back(self.transport.as_ref(), key, newest, stale, tags).await;
         self.metrics.read_repairs.fetch_add(repaired as u64, Ordering::Relaxed);
         tracing::info!(stale = ?stale, repaired, version = newest.version, "read repair wrote the newest version back");
     }

@@ -15,6 +15,7 @@
 //! went down again) ends the pass for that replica and is retried in the next. `TAILOR.HINTS`
 //! lists a node's hints per replica and drops them (`commands/hints.rs`).
 
+use crate::repair::SideTags;
 use crate::replica::{Outcome, Work};
 use crate::storage::{Storage, StorageError};
 use crate::transport::{CopyFailure, Exchanged, Transport};
@@ -258,7 +259,8 @@ impl Hints {
 
     /// One replay pass: to every replica that is up and has hints, send them oldest first until
     /// none is left or one fails (the replica is probably down again; the next pass retries).
-    pub async fn replay(&self, transport: &dyn Transport) -> Result<(), StorageError> {
+    /// Each copy carries the core's `tags` for its key (`repair::side_send`).
+    pub async fn replay(&self, transport: &dyn Transport, tags: SideTags<'_>) -> Result<(), StorageError> {
         for target in 0..transport.members() as NodeId {
             let pending = self.waiting_for(target);
             if pending == 0 || !transport.is_up(target) {
@@ -268,7 +270,7 @@ impl Hints {
             let replayed = self.replayed.load(Ordering::Relaxed);
             while self.waiting_for(target) > 0 && transport.is_up(target) {
                 let batch = self.oldest(target, REPLAY_BATCH)?;
-                if batch.is_empty() || !self.send_all(transport, target, batch).await? {
+                if batch.is_empty() || !self.send_all(transport, target, batch, tags).await? {
                     break;
                 }
             }
@@ -290,11 +292,13 @@ impl Hints {
         transport: &dyn Transport,
         target: NodeId,
         batch: Vec<([u8; 12], Hint)>,
+        tags: SideTags<'_>,
     ) -> Result<bool, StorageError> {
         let copies = batch.iter().map(|(_, hint)| {
             let work =
                 Work::Write { key: hint.key.clone(), version: hint.version, value: hint.value.clone().map(Arc::new) };
-            transport.exchange(target, work, crate::repair::side_send(target))
+            let tags = tags(&hint.key, hint.value.as_ref().map(|v| v.len() as u64));
+            transport.exchange(target, work, crate::repair::side_send(target, tags))
         });
         let answers = futures_util::future::join_all(copies).await;
         let mut all_delivered = true;
@@ -371,12 +375,12 @@ mod tests {
             assert!(h.add(1, &hint(k)).unwrap());
         }
         let replica = Picky { taken: Mutex::default() };
-        h.replay(&replica).await.unwrap();
+        h.replay(&replica, &|_, _| Default::default()).await.unwrap();
         assert_eq!(*replica.taken.lock().unwrap(), vec![b"a".to_vec(), b"b".to_vec()], "delivered past the bad two");
         let st = h.stats();
         assert_eq!((st.pending, st.replayed, st.undeliverable), (1, 2, 1), "the refused one is gone, `f` waits");
         for pass in 2..=MAX_FAILED_REPLAYS {
-            h.replay(&replica).await.unwrap();
+            h.replay(&replica, &|_, _| Default::default()).await.unwrap();
             assert_eq!(h.stats().pending, (pass < MAX_FAILED_REPLAYS) as u64, "pass {pass}");
         }
         assert_eq!(h.stats().undeliverable, 2, "a hint failed {MAX_FAILED_REPLAYS} times is dropped");

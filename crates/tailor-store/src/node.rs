@@ -249,7 +249,8 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
         tasks.push(tokio::spawn(crate::gc::periodically(node.clone())));
     }
     if let Some(h) = node.hints.clone() {
-        tasks.push(tokio::spawn(replay_hints(h, network, Duration::from_millis(node.cfg.hint_replay_ms))));
+        let every = Duration::from_millis(node.cfg.hint_replay_ms);
+        tasks.push(tokio::spawn(replay_hints(h, network, node.coordinator.clone(), every)));
     }
     tasks.push(tokio::spawn(crate::disk::watch(node.clone())));
     tasks.push(tokio::spawn(crate::client_conn::serve(node.clone(), client, tls_client)));
@@ -309,11 +310,12 @@ async fn repair_periodically(node: Arc<Node>) {
 }
 
 /// Replay hints to peers that are up, every `every`.
-async fn replay_hints(hints: Arc<Hints>, network: Arc<Network>, every: Duration) {
+async fn replay_hints(hints: Arc<Hints>, network: Arc<Network>, coordinator: Arc<Coordinator>, every: Duration) {
     let mut tick = tokio::time::interval(every);
+    let tags = |key: &[u8], size: Option<u64>| coordinator.side_tags(key, size);
     loop {
         tick.tick().await;
-        if let Err(e) = hints.replay(network.as_ref()).await {
+        if let Err(e) = hints.replay(network.as_ref(), &tags).await {
             tracing::error!("hint replay failed: {e}");
         }
     }

@@ -20,7 +20,7 @@ use crate::storage::Versioned;
 use crate::transport::Transport;
 use std::sync::Arc;
 use tailor_core::coordinator::{Send, SendKind, Ticket};
-use tailor_core::model::NodeId;
+use tailor_core::model::{NodeId, Tags};
 
 /// The index of the newest of `answers` (a higher version; at one version, a value over a
 /// tombstone), if there is one.
@@ -61,9 +61,15 @@ fn merge(answers: &[(NodeId, Versioned)]) -> Option<Versioned> {
     Some(Versioned { version, value })
 }
 
-/// A write copy that goes around the coordinator core (a read repair, a hint replay).
-pub fn side_send(replica: NodeId) -> Send {
-    Send { ticket: Ticket { slot: u32::MAX, id: 0 }, replica, tags: Default::default(), age: 0, kind: SendKind::Write }
+/// The tags the coordinator core gives a side copy of a key (`Coordinator::side_tags`), for
+/// code that sends copies of many keys (hint replay).
+pub type SideTags<'a> = &'a (dyn Fn(&[u8], Option<u64>) -> Tags + Sync);
+
+/// A copy that goes around the coordinator core's scheduling (a read repair, an anti-entropy
+/// read or write-back, a hint replay), with the `tags` the core gives it (`side_tags`: a
+/// client write's), so its replica queues it as it would the write it repairs; age 0.
+pub fn side_send(replica: NodeId, tags: Tags) -> Send {
+    Send { ticket: Ticket { slot: u32::MAX, id: 0 }, replica, tags, age: 0, kind: SendKind::Write }
 }
 
 /// Whether `s` is a copy [`side_send`] made (no scheduling decision stands behind it).
@@ -71,12 +77,19 @@ pub fn is_side_send(s: &Send) -> bool {
     s.ticket.slot == u32::MAX
 }
 
-/// Write `newest` of `key` back to each of `stale`, concurrently; returns how many acknowledged.
-pub async fn write_back(transport: &dyn Transport, key: &[u8], newest: &Versioned, stale: &[NodeId]) -> usize {
+/// Write `newest` of `key` back to each of `stale` with the core's `tags`, concurrently;
+/// returns how many acknowledged.
+pub async fn write_back(
+    transport: &dyn Transport,
+    key: &[u8],
+    newest: &Versioned,
+    stale: &[NodeId],
+    tags: Tags,
+) -> usize {
     let copies = stale.iter().map(|&r| {
         let work =
             Work::Write { key: key.to_vec(), version: newest.version, value: newest.value.clone().map(Arc::new) };
-        transport.exchange(r, work, side_send(r))
+        transport.exchange(r, work, side_send(r, tags))
     });
     let mut acked = 0;
     for copy in copies.collect::<Vec<_>>() {

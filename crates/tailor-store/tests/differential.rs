@@ -47,6 +47,8 @@ struct ScriptedReplicas {
     origin: Instant,
     next: AtomicU64,
     sent: Mutex<Vec<Sent>>,
+    /// Copies that went around the core's scheduling (read repairs' write-backs): key, tags.
+    side: Mutex<Vec<(Vec<u8>, Tags)>>,
     waiting: Mutex<HashMap<u64, oneshot::Sender<Exchanged>>>,
 }
 
@@ -59,9 +61,11 @@ impl Transport for ScriptedReplicas {
         true
     }
 
-    fn exchange(&self, node: NodeId, _work: Work, s: Send) -> Exchange<'_> {
+    fn exchange(&self, node: NodeId, work: Work, s: Send) -> Exchange<'_> {
         if repair::is_side_send(&s) {
             // a read repair's write-back: the store's own, not a decision of the core
+            let (Work::Read { key } | Work::Write { key, .. }) = work;
+            self.side.lock().unwrap().push((key, s.tags));
             return Box::pin(async { Ok((Outcome::Written(true), Feedback::default())) });
         }
         let handle = self.next.fetch_add(1, Ordering::Relaxed);
@@ -96,6 +100,7 @@ impl StoreDriver {
             origin,
             next: AtomicU64::new(0),
             sent: Mutex::new(Vec::new()),
+            side: Mutex::new(Vec::new()),
             waiting: Mutex::new(HashMap::new()),
         });
         let ids = Arc::new(AtomicU64::new(1));
@@ -262,4 +267,27 @@ fn parked_reads_wake_on_the_stores_timer_ticks() {
     };
     assert!(early < late && *late <= early.div_ceil(MS) * MS, "the store's send is the tick after: {early} → {late}");
     assert_eq!(a, b, "the same parked read, sent later");
+}
+
+/// A read repair's write-back goes around the core's scheduling but not around its tag rule:
+/// it carries the tags the core gave the client writes of its key (the size class of a 64 KiB
+/// value included), so a replica queues it as it would queue the write it repairs. Before,
+/// write-backs carried default tags: every large key's repair went to the small class.
+#[test]
+fn read_repair_write_backs_carry_their_keys_write_tags() {
+    let script = Script::generate("lor", OracleKind::Exact, 7, 400, tailor_store::key_hash);
+    let mut driver = StoreDriver::new(&script);
+    let decisions = script::run(&script, &mut driver);
+    let mut write_tags: HashMap<&[u8], Tags> = HashMap::new();
+    for d in &decisions {
+        if let Decision::Send { request, kind: SendKind::Write, tags, .. } = d {
+            write_tags.insert(&script.requests[*request].key, *tags);
+        }
+    }
+    let side = driver.replicas.side.lock().unwrap();
+    let large = side.iter().filter(|(_, t)| t.size_class > 0).count();
+    assert!(large > 0 && large < side.len(), "repairs of large and small keys: {large} of {}", side.len());
+    for (key, tags) in side.iter() {
+        assert_eq!(Some(tags), write_tags.get(key.as_slice()), "{}", String::from_utf8_lossy(key));
+    }
 }

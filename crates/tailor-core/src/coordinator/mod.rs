@@ -17,7 +17,8 @@
 //!   group whose backlog is full refuses new reads (`Busy`).
 //! - **Tag rule.** A read carries the selector's priority and size class, the size class raised
 //!   to 1 when the oracle says the value is large (RML's sub-queue, Héron's classes). Writes
-//!   carry the oracle's size class.
+//!   carry the oracle's size class, and so do an engine's side copies (repairs, hint replays:
+//!   [`CoordinatorCore::side_tags`]).
 //! - **Freshness.** Every feedback passes the gate (newest timestamp per replica; an engine that
 //!   delivers facts in timestamp order, the simulator, asserts that order instead); a stale one
 //!   still counts the response at the selector but its facts are not applied. Every feedback,
@@ -338,6 +339,17 @@ impl CoordinatorCore {
         if let Routed::Wait = self.route(now, t, world, out) {
             self.park(now, t, group, out);
         }
+    }
+
+    /// The tags of a copy of `key` that no scheduling decision stands behind — a read repair's
+    /// or anti-entropy's write-back or read, a hint replay — (`size`: the value's, if known):
+    /// those a client write of the key gets (tag rule), so a replica queues it as it would
+    /// queue the write it repairs, in every engine. Its age is 0: it is new work, released now.
+    pub fn side_tags(&mut self, key: u64, size: Option<u64>) -> Tags {
+        if let Some(bytes) = size {
+            self.oracle.observe(key, bytes);
+        }
+        write_tags(self.oracle.hint(key).large)
     }
 
     /// A client write arrived (`size` is the value's, `None` for a delete), at the configured
@@ -689,7 +701,7 @@ impl CoordinatorCore {
             let failure = if up.is_empty() { Failure::NoReplica } else { Failure::NotEnough { need, got: 0 } };
             return out.push(Action::Fail { request: p.id, failure });
         }
-        let tags = Tags { priority: 0, size_class: p.large() as u8 };
+        let tags = write_tags(p.large());
         p.mode = Mode::FanOut { need: need as u8, answered: 0, outstanding: up.len() as u8, done: false };
         let t = self.pending.insert(p);
         self.check(t);
@@ -715,6 +727,11 @@ impl CoordinatorCore {
         self.check(t);
         self.forget_if_settled(t);
     }
+}
+
+/// A write copy's tags (tag rule): the oracle's size class, priority 0.
+fn write_tags(large: bool) -> Tags {
+    Tags { priority: 0, size_class: large as u8 }
 }
 
 /// A read's tags: the selector's, the size class raised to 1 when the oracle says large.
