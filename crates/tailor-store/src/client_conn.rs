@@ -13,7 +13,12 @@
 //!   more, and the parser refuses an argument above `max_value_bytes` or a command above
 //!   `max_command_bytes` from its declared length, before buffering it (its bytes are then
 //!   skipped as they arrive). The buffer grows with the bytes that arrived, never to a declared
-//!   length, and its capacity is leased from the node's `max_buffered_bytes` budget.
+//!   length, and its capacity is leased from the node's `max_buffered_bytes` budget; beyond its
+//!   idle 16 KiB, also from its client's share (`max_buffered_bytes_per_client`, the bytes all
+//!   connections from one source address hold at once; [`crate::limits::Shares`]). A connection
+//!   whose client's share is spent stops reading until the client's other connections give
+//!   bytes back, or until its slow-sender deadline, when it gets an error and is closed; one
+//!   that finds the budget spent gets the error at once.
 //! - `slow_sender_timeout_ms`: a command that started arriving must be complete within it, or
 //!   the client gets an error and is disconnected (slowloris); `idle_timeout_ms` (0 = off)
 //!   closes a connection that sends nothing, as Redis's `timeout`. A client that takes none of
@@ -28,7 +33,7 @@
 
 use crate::commands;
 use crate::flush_scope::poll_scoped;
-use crate::limits::{accept_capped, Exhausted, Lease};
+use crate::limits::{accept_capped, Exhausted, Lease, COMMAND_SLACK};
 use crate::node::Node;
 use crate::resp::{parse_bulk_header, parse_command, Limits, Parsed, Protocol, Reply, TooLarge};
 use crate::session::Session;
@@ -178,7 +183,10 @@ async fn run<S: AsyncRead + AsyncWrite + Unpin>(
         out: Vec::new(),
         out_leases: Vec::new(),
         discard: None,
-        lease: node.budget.lease(),
+        lease: match addr {
+            Some(a) => node.budget.lease_shared(node.client_shares.of(a.ip()), IDLE_BUFFER as u64),
+            None => node.budget.lease(),
+        },
         partial_since: None,
         idle: (cfg.idle_timeout_ms > 0).then(|| Duration::from_millis(cfg.idle_timeout_ms)),
         slow: Duration::from_millis(cfg.slow_sender_timeout_ms),
@@ -368,9 +376,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
 
     /// Read more bytes within the idle or slow-sender deadline; false when the connection ends.
     async fn fill(&mut self) -> bool {
-        if let Err(e) = self.make_room() {
+        if let Err(e) = self.make_room().await {
             self.node.metrics.limit_refusals.fetch_add(1, Ordering::Relaxed);
-            Reply::err(format!("{e}; closing the connection")).encode(self.session.protocol(), &mut self.out);
+            let waited = match e {
+                Exhausted::Client { .. } => format!(" for {} ms (slow_sender_timeout_ms)", self.slow.as_millis()),
+                Exhausted::Node { .. } => String::new(),
+            };
+            Reply::err(format!("{e}{waited}; closing the connection")).encode(self.session.protocol(), &mut self.out);
             return false;
         }
         let deadline = self.deadline();
@@ -403,14 +415,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         false
     }
 
-    /// Ensure [`MIN_SPARE`] free bytes, growing the buffer (doubling, leased) when needed.
-    fn make_room(&mut self) -> Result<(), Exhausted> {
+    /// Ensure [`MIN_SPARE`] free bytes, growing the buffer (doubling, leased, never beyond one
+    /// command and [`COMMAND_SLACK`]) when needed; waits while the client's share is spent, at
+    /// most until the command's slow-sender deadline.
+    async fn make_room(&mut self) -> Result<(), Exhausted> {
         let (len, cap) = (self.buf.len(), self.buf.capacity());
         if cap - len >= MIN_SPARE {
             return Ok(());
         }
-        let want = (cap * 2).max(len + MIN_SPARE).max(IDLE_BUFFER);
-        self.lease.resize(want as u64)?;
+        let most = (self.limits.max_command + COMMAND_SLACK) as usize;
+        let want = (cap * 2).min(most).max(len + MIN_SPARE).max(IDLE_BUFFER);
+        let until = self.partial_since.unwrap_or_else(Instant::now) + self.slow;
+        self.lease.resize_or_wait(want as u64, until).await?;
         self.buf.reserve_exact(want - len);
         Ok(())
     }

@@ -193,6 +193,16 @@ pub struct NodeConfig {
     /// own, so clients cannot starve peer traffic. A connection that would go over gets an error
     /// and is closed.
     pub max_buffered_bytes: u64,
+    /// Bytes all client connections from one source address (an IPv6 one's /64) may hold of
+    /// `max_buffered_bytes` at once, beyond each connection's idle 16 KiB (default 64 MiB, a
+    /// quarter of the default budget: room for 32 connections each part-way through a 1 MiB
+    /// value; 0 = no bound of its own, as is any value from `max_buffered_bytes` up; else at
+    /// least `max_command_bytes` + 128 KiB, so the largest command fits). A connection whose
+    /// client's share is spent stops reading until the client's other connections give bytes
+    /// back, or gets an error and is closed at its `slow_sender_timeout_ms` deadline, so one
+    /// client cannot hold the whole budget and stall the others. All loopback clients are one
+    /// address, and so share one share.
+    pub max_buffered_bytes_per_client: u64,
     /// Most client connections at once (default 10,000, as Redis's `maxclients`); one more gets
     /// `-ERR max number of clients reached` and is closed.
     pub max_clients: usize,
@@ -326,6 +336,7 @@ impl Default for NodeConfig {
             max_key_bytes: crate::limits::ENGINE_MAX_KEY,
             max_command_bytes: 32 * 1024 * 1024,
             max_buffered_bytes: 256 * 1024 * 1024,
+            max_buffered_bytes_per_client: 64 * 1024 * 1024,
             max_clients: 10_000,
             max_peer_connections: 1_024,
             idle_timeout_ms: 300_000,
@@ -521,6 +532,15 @@ impl NodeConfig {
                 format!("{} must be at least max_command_bytes ({})", self.max_buffered_bytes, self.max_command_bytes);
             return bad("max_buffered_bytes", reason);
         }
+        let least = self.max_command_bytes + crate::limits::COMMAND_SLACK;
+        if (1..least).contains(&self.max_buffered_bytes_per_client) {
+            let reason = format!(
+                "{} must be 0 (no bound of its own) or at least {least} (max_command_bytes + 128 KiB: one \
+                 client's largest command must fit)",
+                self.max_buffered_bytes_per_client
+            );
+            return bad("max_buffered_bytes_per_client", reason);
+        }
         for (field, n) in [
             ("max_clients", self.max_clients),
             ("max_peer_connections", self.max_peer_connections),
@@ -692,6 +712,8 @@ mod tests {
         assert!(field(&|c| c.max_key_bytes = 0).contains("`max_key_bytes`"));
         assert!(field(&|c| c.max_command_bytes = c.max_value_bytes).contains("`max_command_bytes`"));
         assert!(field(&|c| c.max_buffered_bytes = 1).contains("`max_buffered_bytes`"));
+        let share = field(&|c| c.max_buffered_bytes_per_client = c.max_command_bytes);
+        assert!(share.contains("`max_buffered_bytes_per_client`") && share.contains("0 (no bound"), "{share}");
         assert!(field(&|c| c.max_clients = 0).contains("`max_clients`"));
         assert!(field(&|c| c.max_peer_connections = 0).contains("`max_peer_connections`"));
         assert!(field(&|c| c.max_queue = 0).contains("`max_queue`"));

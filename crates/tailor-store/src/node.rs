@@ -7,7 +7,7 @@ use crate::emulation::Emulation;
 use crate::hints::Hints;
 use crate::hlc::Hlc;
 use crate::internode::Seal;
-use crate::limits::Budget;
+use crate::limits::{Budget, Shares};
 use crate::metrics::Metrics;
 use crate::peer::Peer;
 use crate::replica::Replica;
@@ -72,6 +72,9 @@ pub struct Node {
     /// fill theirs cannot keep a peer's heartbeat or replica write from being read, so they
     /// cannot make this node look dead to its peers.
     pub peer_budget: Arc<Budget>,
+    /// Each client's share of `budget`: what all connections from one source address may hold
+    /// at once (`max_buffered_bytes_per_client`), so one client cannot stall the others.
+    pub client_shares: Arc<Shares>,
     /// Signs and checks internode frames with the cluster secret.
     pub seal: Seal,
     /// How copies reach replicas (anti-entropy's reads and write-backs).
@@ -201,6 +204,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
     let seal = Seal::new(cfg.cluster_secret.as_deref()).stamped(hlc.clone());
     let repair_scans = tokio::sync::Semaphore::new(REPAIR_SCANS);
     let max_peer_connections = cfg.max_peer_connections;
+    let max_buffered_bytes_per_client = cfg.max_buffered_bytes_per_client;
     let node = Arc::new(Node {
         cfg,
         storage,
@@ -213,6 +217,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
         hints,
         budget,
         peer_budget,
+        client_shares: Shares::new(max_buffered_bytes_per_client),
         seal,
         network: network.clone(),
         repair_scans,

@@ -47,6 +47,16 @@ fn replica(node: &Node, l: &str) -> Vec<Family> {
             "Bytes of peers' partly received frames held (a max_buffered_bytes of their own).",
             one(l, node.peer_budget.used() as f64),
         ),
+        Family::gauge(
+            "tailor_client_buffered_bytes_max",
+            "Bytes the client (source address) holding the most holds beyond idle buffers (max_buffered_bytes_per_client).",
+            one(l, node.client_shares.largest().0 as f64),
+        ),
+        Family::counter(
+            "tailor_client_budget_waits_total",
+            "Times a client connection stopped reading to wait for its client's share (max_buffered_bytes_per_client).",
+            one(l, node.client_shares.waits() as f64),
+        ),
         Family::gauge("tailor_clock_offset_ms", "This node's clock minus its peers' (median), in ms.", {
             one(l, node.hlc.offset_ms() as f64)
         }),

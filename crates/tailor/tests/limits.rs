@@ -257,6 +257,116 @@ fn clients_filling_their_budget_leave_peer_traffic_alone() {
     drop(stalled);
 }
 
+/// A connection to `to` from the source address `from` (on Linux, all of 127.0.0.0/8 is
+/// loopback, so a test can be several clients).
+fn connect_from(from: std::net::IpAddr, to: SocketAddr) -> TcpStream {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_io().build().unwrap();
+    let s = rt.block_on(async {
+        let sock = tokio::net::TcpSocket::new_v4()?;
+        sock.bind(SocketAddr::new(from, 0))?;
+        sock.connect(to).await?.into_std()
+    });
+    let s = s.unwrap_or_else(|e| panic!("connect from {from} to {to}: {e}"));
+    s.set_nonblocking(false).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s
+}
+
+/// Send one command written out in RESP and read its reply: a bulk string's bytes, or the line
+/// of any other reply (`+OK`, `-ERR ...`), or what arrived before the connection ended.
+fn call(s: &mut TcpStream, args: &[&[u8]]) -> Vec<u8> {
+    let mut cmd = format!("*{}\r\n", args.len()).into_bytes();
+    for a in args {
+        cmd.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        cmd.extend_from_slice(a);
+        cmd.extend_from_slice(b"\r\n");
+    }
+    // a refusal is read even when the node closed before taking the whole command
+    let wrote = s.write_all(&cmd);
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while !line.ends_with(b"\r\n") {
+        match (s.read(&mut byte), &wrote) {
+            (Ok(1), _) => line.push(byte[0]),
+            (_, Err(e)) if line.is_empty() => return format!("write failed: {e}").into_bytes(),
+            _ => return line,
+        }
+    }
+    let Some(len) = line.strip_prefix(b"$").and_then(|l| std::str::from_utf8(&l[..l.len() - 2]).ok()?.parse().ok())
+    else {
+        return line;
+    };
+    let mut body = vec![0u8; len + 2];
+    s.read_exact(&mut body).unwrap();
+    body.truncate(len);
+    body
+}
+
+/// One client cannot stall the others (issue 36, item 7): a client at 127.0.0.1 whose 23
+/// connections stall part-way through 15 MB values holds at most its 64 MiB share of the
+/// clients' 128 MiB budget (the connections beyond it wait, reading nothing), and a client at
+/// 127.0.0.2 still writes and reads a 1 MiB value at once. With the budget alone
+/// (`max_buffered_bytes_per_client = 0`), the first client held all of it but 32 KiB and the
+/// other was refused.
+#[test]
+fn one_client_filling_its_share_leaves_the_other_clients_served() {
+    let cl = one(|c| {
+        c.max_buffered_bytes = 128 << 20;
+        // the greedy connections hold their bytes for the whole test
+        c.slow_sender_timeout_ms = 60_000;
+    });
+    assert_eq!(cl.cfgs[0].max_buffered_bytes_per_client, 64 << 20, "the default share");
+    let addr = cl.cfgs[0].client_addr;
+    let head = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$15000000\r\n";
+    let chunk = vec![b'x'; 7_500_000];
+    // 15 half-sent values (8 MiB buffers), then smaller parts down to a 32 KiB buffer, one
+    // after the other so they fill what they may exactly; a connection the node stops reading
+    // is left after half a second
+    let sizes = [7_500_000; 15].into_iter().chain((0..8).map(|i| 3_000_000 >> i));
+    let greedy: Vec<TcpStream> = sizes
+        .map(|n| {
+            let mut s = TcpStream::connect(addr).unwrap();
+            s.set_write_timeout(Some(Duration::from_millis(500))).unwrap();
+            let _ = s.write_all(head);
+            let _ = s.write_all(&chunk[..n]);
+            s
+        })
+        .collect();
+    // the node reads what the kernel buffered for the greedy connections after their writes
+    // returned: wait until what they hold stops growing
+    let buffered = || cl.metric(0, "tailor_buffered_bytes", &["node="]);
+    let settled = || {
+        let before = buffered();
+        std::thread::sleep(Duration::from_millis(500));
+        before > 60.0 * 1048576.0 && buffered() == before
+    };
+    assert!(eventually(20, settled), "the greedy client holds {} bytes", buffered());
+    let mut other = connect_from([127, 0, 0, 2].into(), addr);
+    let started = Instant::now();
+    let v = value(1 << 20, 7);
+    let reply = call(&mut other, &[b"SET", b"other", &v]);
+    assert_eq!(String::from_utf8_lossy(&reply), "+OK\r\n", "the client at 127.0.0.2 was refused");
+    assert!(call(&mut other, &[b"GET", b"other"]) == v, "the client at 127.0.0.2 read another value");
+    let took = started.elapsed();
+    // the greedy client's own new connection still runs a small command (idle buffers are not
+    // counted in its share)
+    let mut own = cl.conn(0);
+    set(&mut own, "small", b"v").unwrap();
+    assert_eq!(get(&mut own, "small").unwrap(), Some(b"v".to_vec()));
+    let (share, total) = (cl.metric(0, "tailor_client_buffered_bytes_max", &[]), buffered());
+    let waits = cl.metric(0, "tailor_client_budget_waits_total", &[]);
+    eprintln!(
+        "greedy share {:.1} MiB, budget used {:.1} MiB, {waits} waits; the other client's 1 MiB SET and GET took {took:?}",
+        share / 1048576.0,
+        total / 1048576.0
+    );
+    assert!(took < Duration::from_secs(5), "the other client waited {took:?}");
+    assert!(share <= 64.0 * 1048576.0 && share > 56.0 * 1048576.0, "share {share}");
+    assert!(total < 100.0 * 1048576.0, "the budget holds {total} bytes");
+    assert!(waits >= 1.0, "no greedy connection waited for its share");
+    drop(greedy);
+}
+
 /// Read from `s` until it closes or 10 s pass; what arrived and whether it closed.
 fn read_to_close(s: &mut TcpStream) -> (String, bool) {
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
