@@ -9,7 +9,8 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::{Duration, Instant};
 use tailor_store::cluster::ClusterOptions;
-use tailor_store::internode::{decode, encode, Failure, Message};
+use tailor_store::config::NodeConfig;
+use tailor_store::internode::{Failure, Message, Seal};
 
 fn one(tweak: impl Fn(&mut tailor_store::config::NodeConfig)) -> TestCluster {
     TestCluster::start(ClusterOptions { nodes: 1, replication: 1, ..ClusterOptions::default() }, tweak)
@@ -73,24 +74,26 @@ fn overflowing_knobs_are_refused_and_the_node_keeps_serving() {
     }
 }
 
-/// Send a frame to a node's internode port as a peer would, and read the one reply.
-fn internode_call(addr: SocketAddr, msgs: &[Message]) -> Message {
-    let mut s = TcpStream::connect(addr).unwrap();
+/// Send frames to a node's internode port as a peer would (sealed as its peers seal them),
+/// and read the one reply.
+fn internode_call(cfg: &NodeConfig, msgs: &[Message]) -> Message {
+    let seal = Seal::new(cfg.cluster_secret.as_deref());
+    let mut s = TcpStream::connect(cfg.peer_listen()).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     for m in msgs {
-        s.write_all(&encode(m)).unwrap();
+        s.write_all(&seal.encode(m)).unwrap();
     }
     let mut len = [0u8; 4];
     s.read_exact(&mut len).unwrap();
     let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
     s.read_exact(&mut body).unwrap();
-    decode(&body).unwrap()
+    seal.decode(&body).unwrap()
 }
 
 #[test]
 fn a_peer_frame_with_a_key_over_the_limit_gets_failed() {
     let cl = one(|_| {});
-    let peer = cl.cfgs[0].peer_listen();
+    let peer = &cl.cfgs[0];
     let hello = Message::Hello { id: 0, from: 0 };
     let key = vec![b'k'; 70_000];
     let write = Message::Write { id: 7, key, version: 1, value: Some(b"v".to_vec()), tags: Default::default(), age: 0 };
