@@ -27,8 +27,12 @@
 //!   the median offset), so a node whose clock runs behind still takes its peers' copies
 //!   instead of refusing each of them as from the future.
 //!
-//! Every ping and pong also carries the sender's HLC time, and the receiver moves past it (when
-//! admissible), as HLC's message rule asks.
+//! - versions are issued on that corrected clock too ([`Hlc::cluster_us`]), so a node whose
+//!   clock is off by less than `max_offset` orders its writes with its peers' by real time, up
+//!   to the offset's measurement error, instead of by its own clock's error.
+//!
+//! Every internode frame also carries the sender's HLC time (`internode/seal.rs`), and the
+//! receiver moves past it (when admissible), as HLC's message rule asks.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -148,9 +152,18 @@ impl Hlc {
         (self.wall)()
     }
 
+    /// The cluster's time as this node measures it, in µs since the Unix epoch: its wall clock
+    /// plus the median offset of its peers' (the correction). Versions are issued on it, so a
+    /// node whose clock runs ahead within `max_offset` no longer issues versions that beat
+    /// later writes through its peers, nor one behind versions that lose to earlier ones: what
+    /// remains is the offset's measurement error (half a heartbeat's round trip).
+    pub fn cluster_us(&self) -> u64 {
+        self.wall_us().saturating_add_signed(self.correction_us.load(Ordering::Relaxed))
+    }
+
     /// The clock's time now, in µs, without issuing a version (carried in pings and pongs).
     pub fn peek_us(&self) -> u64 {
-        self.last.load(Ordering::Relaxed).max(self.wall_us())
+        self.last.load(Ordering::Relaxed).max(self.cluster_us())
     }
 
     /// Move past a peer's HLC time `micros` carried in a ping or pong (when admissible).
@@ -217,7 +230,7 @@ impl Hlc {
 
     /// A new version, above every version this clock issued or saw.
     pub fn now(&self) -> u64 {
-        let wall = (self.wall)();
+        let wall = self.cluster_us();
         let prev = self.last.fetch_max(wall, Ordering::Relaxed);
         let time = if wall > prev { wall } else { self.last.fetch_add(1, Ordering::Relaxed) + 1 };
         (time << NODE_BITS) | self.node
@@ -243,8 +256,7 @@ impl Hlc {
     }
 
     fn check(&self, version: u64) -> Result<(), FromTheFuture> {
-        let correction = self.correction_us.load(Ordering::Relaxed);
-        let wall = self.wall_us().saturating_add_signed(correction);
+        let wall = self.cluster_us();
         let time = version >> NODE_BITS;
         let max_us = self.max_offset.as_micros() as u64;
         if time > wall.saturating_add(max_us) {
@@ -332,6 +344,22 @@ mod tests {
         let peers_now = first_version_at(frozen() + 30_000_000) | 1;
         assert!(c.admit(peers_now).is_ok(), "a peer's fresh version is not from the future");
         assert!(c.admit(first_version_at(frozen() + 40_000_000)).is_err(), "10 s past the cluster's clock is");
+    }
+
+    /// A node 0.2 s ahead (within the bound: not skewed) issues versions on the cluster's
+    /// clock, so a write through a peer 0.1 s after one through it still wins (the Jepsen soak's
+    /// one stale QUORUM read: before, its versions were 0.2 s in the future, and a peer's write
+    /// in the next 0.2 s lost to its earlier one).
+    #[test]
+    fn a_node_ahead_within_the_bound_issues_versions_on_the_clusters_clock() {
+        let ahead = Hlc::with_wall(0, Duration::from_millis(500), frozen);
+        measured(&ahead, &[(1, -200), (2, -200)]);
+        assert!(ahead.skew().is_ok());
+        let v = ahead.now();
+        assert_eq!(micros_of(v), frozen() - 200_000, "the cluster's time, not its own");
+        assert_eq!(ahead.peek_us(), frozen() - 200_000, "what its frames carry");
+        let peer = Hlc::with_wall(1, Duration::from_millis(500), || frozen() - 200_000 + 100_000);
+        assert!(peer.now() > v, "a write 0.1 s later through a peer wins");
     }
 
     #[test]
