@@ -16,9 +16,9 @@
 //!   peer, a queued copy) becomes a task.
 //! - The failure detector's verdicts reach the core before each event (`set_up` per member: a
 //!   cluster has a handful of nodes, and the verdict is then never stale by more than a call).
-//! - A read at ONE is handed to the core without the key's replicas that are up but recovering
-//!   (restarted, their peers' hints for them not yet replayed: `recovery.rs`), as long as one
-//!   that is up and caught up remains ([`Coordinator::readable_at_one`]): which replicas may
+//! - A read at ONE is handed to the core without the key's up replicas whose recovery level
+//!   (restarted, their peers' hints for them not yet replayed: `recovery.rs`) is above the
+//!   lowest among its up replicas ([`Coordinator::readable_at_one`]): which replicas may
 //!   answer alone is the engine's knowledge, like liveness; the core still chooses among them.
 //! - The clock is tokio's (the real monotonic clock in a node; a paused, virtual one in tests),
 //!   and so is the wake-up timer: it fires on tokio's 1 ms timer ticks, so a parked read is
@@ -682,20 +682,19 @@ impl Coordinator {
         Ok(self.hlc.skew()?)
     }
 
-    /// The candidates of a read at ONE: `replicas` without those that are up but recovering,
-    /// if one that is up and caught up remains (counted); else all of them.
+    /// The candidates of a read at ONE: `replicas` without the up ones whose recovery level is
+    /// above the lowest of the up ones (counted when some are left out); down ones stay (the
+    /// core skips them).
     fn readable_at_one(&self, replicas: ReplicaSet) -> ReplicaSet {
         let t = &self.transport;
-        let held_back = |n| t.recovering(n) && t.is_up(n);
-        if !replicas.iter().any(|&n| held_back(n)) {
-            return replicas;
-        }
-        let caught_up = replicas.retain_up(held_back);
-        if !caught_up.iter().any(|&n| t.is_up(n)) {
+        let level = |n| if t.is_up(n) { t.recovering(n) } else { u8::MAX };
+        let best = replicas.iter().map(|&n| level(n)).min().unwrap_or(u8::MAX);
+        let worse = |n| level(n) > best && level(n) < u8::MAX;
+        if !replicas.iter().any(|&n| worse(n)) {
             return replicas;
         }
         self.metrics.reads_avoided_recovering.fetch_add(1, Ordering::Relaxed);
-        caught_up
+        replicas.retain_up(worse)
     }
 
     fn some_peer_up(&self) -> bool {
@@ -857,7 +856,7 @@ mod tests {
     /// value) and may be recovering or down; reads counted per replica.
     #[derive(Default)]
     struct Three {
-        recovering: [std::sync::atomic::AtomicBool; 3],
+        recovering: [std::sync::atomic::AtomicU8; 3],
         down: [std::sync::atomic::AtomicBool; 3],
         reads: [AtomicU64; 3],
     }
@@ -871,7 +870,7 @@ mod tests {
             !self.down[node as usize].load(Ordering::Relaxed)
         }
 
-        fn recovering(&self, node: NodeId) -> bool {
+        fn recovering(&self, node: NodeId) -> u8 {
             self.recovering[node as usize].load(Ordering::Relaxed)
         }
 
@@ -931,7 +930,7 @@ mod tests {
         let nil = futures_util::future::join_all((0..6).map(|_| c.read(b"k", None))).await;
         assert!(reads(2) > 0 && nil.iter().any(|v| v.as_ref().unwrap().value.is_none()), "node 2 read");
         // recovering: never at ONE while node 0 or 1 is up
-        t.recovering[2].store(true, Ordering::Relaxed);
+        t.recovering[2].store(2, Ordering::Relaxed);
         let before = reads(2);
         for _ in 0..30 {
             assert_eq!(c.read(b"k", None).await.unwrap().value.as_deref(), Some(&b"v"[..]));
@@ -940,11 +939,18 @@ mod tests {
         // at QUORUM it takes part (and the newest version wins)
         let v = c.read(b"k", Some(Consistency::Quorum)).await.unwrap();
         assert_eq!((v.value.as_deref(), reads(2) - before, avoided()), (Some(&b"v"[..]), 1, 30));
+        // every replica recovering: the one not known behind (node 2 is) is read
+        t.recovering[0].store(1, Ordering::Relaxed);
+        t.recovering[1].store(1, Ordering::Relaxed);
+        for _ in 0..4 {
+            assert_eq!(c.read(b"k", None).await.unwrap().value.as_deref(), Some(&b"v"[..]));
+        }
+        assert_eq!((reads(2) - before, avoided()), (1, 34));
         // the only replica up: read rather than none
         t.down[0].store(true, Ordering::Relaxed);
         t.down[1].store(true, Ordering::Relaxed);
         assert_eq!(c.read(b"k", None).await.unwrap().value, None);
-        assert_eq!((reads(2) - before, avoided()), (2, 30), "not counted as avoided");
+        assert_eq!((reads(2) - before, avoided()), (2, 34), "not counted as avoided");
         // writes still reach it
         c.write(b"k", Some(b"w".to_vec()), Some(Consistency::One)).await.unwrap();
     }

@@ -21,7 +21,7 @@ use crate::limits::Budget;
 use crate::recovery::Recovery;
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tailor_core::facts::Feedback;
@@ -62,8 +62,8 @@ pub struct Peer {
     misses: AtomicU32,
     up: AtomicBool,
     down_after: u32,
-    /// Whether its last heartbeat answer said it is recovering.
-    recovering: AtomicBool,
+    /// The recovery level its last heartbeat answer said (0: caught up; `recovery.rs`).
+    recovering: AtomicU8,
 }
 
 impl Peer {
@@ -80,19 +80,22 @@ impl Peer {
             misses: AtomicU32::new(0),
             up: AtomicBool::new(true),
             down_after: down_after.max(1),
-            recovering: AtomicBool::new(false),
+            // not heard yet: recovering as far as this node knows (`recovery.rs`)
+            recovering: AtomicU8::new(1),
         }
     }
 
-    /// Whether the peer said it is recovering (it is then not read at ONE: `recovery.rs`).
-    pub fn recovering(&self) -> bool {
+    /// The recovery level the peer said (0: caught up; else it is not read at ONE while a
+    /// replica of a lower level is up: `recovery.rs`).
+    pub fn recovering(&self) -> u8 {
         self.recovering.load(Ordering::Relaxed)
     }
 
-    /// The peer's answer said whether it is recovering.
-    fn set_recovering(&self, recovering: bool) {
-        if self.recovering.swap(recovering, Ordering::Relaxed) != recovering {
-            let state = if recovering { "is recovering (not read at ONE)" } else { "caught up" };
+    /// The peer's answer said its recovery level.
+    fn set_recovering(&self, level: u8) {
+        let was = self.recovering.swap(level, Ordering::Relaxed);
+        if (was == 0) != (level == 0) {
+            let state = if level > 0 { "is recovering (not read at ONE)" } else { "caught up" };
             tracing::info!(peer = self.id, addr = %self.addr, "peer {state}");
         }
     }

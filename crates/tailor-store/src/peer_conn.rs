@@ -69,7 +69,7 @@ async fn run(node: Arc<Node>, sock: TcpStream, max_frame: u64, _slot: OwnedSemap
                 let (clock, wall) = (node.hlc.peek_us(), node.hlc.wall_us());
                 // what this node holds for the pinging one, and whether it is itself recovering
                 let hints = node.hints.as_ref().zip(receiver).map_or(0, |(h, to)| h.waiting_for(to));
-                let recovering = node.network.recovery.is_recovering();
+                let recovering = node.network.recovery.level();
                 let pong = Message::Pong { id, feedback, healthy, clock, wall, hints, recovering };
                 let _ = tx.send(node.seal.encode(&pong)).await;
             }

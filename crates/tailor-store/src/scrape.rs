@@ -96,14 +96,14 @@ fn recovery(node: &Node, l: &str) -> Vec<Family> {
 fn connections(node: &Node, l: &str) -> Vec<Family> {
     let peers = node.peers.iter().flatten();
     let up = peers.clone().map(|p| (format!("{l},peer=\"{}\"", p.id), p.is_up() as u8 as f64)).collect();
-    let recovering = peers.clone().map(|p| (format!("{l},peer=\"{}\"", p.id), p.recovering() as u8 as f64)).collect();
+    let recovering = peers.clone().map(|p| (format!("{l},peer=\"{}\"", p.id), p.recovering() as f64)).collect();
     let outgoing = peers.filter(|p| p.connected()).count();
     let incoming = node.cfg.max_peer_connections - node.peer_slots.available_permits();
     vec![
         Family::gauge("tailor_peer_up", "1 while the failure detector considers the peer up.", up),
         Family::gauge(
             "tailor_peer_recovering",
-            "1 while the peer said it is recovering (not read at ONE).",
+            "The peer's recovery level: 0 caught up, 1 recovering, 2 also behind (hints wait for it).",
             recovering,
         ),
         Family::gauge("tailor_client_connections", "Client connections open (plain and TLS).", {

@@ -92,10 +92,10 @@ pub trait Transport: std::marker::Send + Sync + 'static {
     /// The failure detector's verdict on member `node`.
     fn is_up(&self, node: NodeId) -> bool;
 
-    /// Whether member `node` is recovering (restarted, its peers' hints for it not yet
-    /// replayed: `recovery.rs`): a read at ONE goes elsewhere while a caught-up replica is up.
-    fn recovering(&self, _node: NodeId) -> bool {
-        false
+    /// Member `node`'s recovery level (0: caught up; `recovery.rs`): a read at ONE goes to the
+    /// up replicas of the lowest level.
+    fn recovering(&self, _node: NodeId) -> u8 {
+        0
     }
 
     /// Execute `work` at `node` as the core's send `s` says; resolves with the answer, an error,
@@ -145,11 +145,11 @@ impl Transport for Network {
         }
     }
 
-    fn recovering(&self, node: NodeId) -> bool {
+    fn recovering(&self, node: NodeId) -> u8 {
         match self.peers.get(node as usize) {
             Some(Some(p)) => p.recovering(),
-            Some(None) => self.recovery.is_recovering(),
-            None => false,
+            Some(None) => self.recovery.level(),
+            None => 0,
         }
     }
 

@@ -258,7 +258,7 @@ pub fn encode(msg: &Message) -> Vec<u8> {
             w.u64(*clock);
             w.u64(*wall);
             w.u64(*hints);
-            w.u8(*recovering as u8);
+            w.u8(*recovering);
         }
         Message::TreeRequest { id, first, last, depth, cutoff } => {
             w.u8(TREE_REQUEST);
@@ -350,7 +350,7 @@ pub fn decode(body: &[u8]) -> Result<Message, DecodeError> {
             clock: r.u64()?,
             wall: r.u64()?,
             hints: r.u64()?,
-            recovering: r.u8()? != 0,
+            recovering: r.u8()?,
         },
         TREE_REQUEST => {
             Message::TreeRequest { id: r.u64()?, first: r.u64()?, last: r.u64()?, depth: r.u8()?, cutoff: r.u64()? }
@@ -455,25 +455,9 @@ mod tests {
             Message::Hello { id: 0, from: 3 },
             Message::ReadReply { id: 5, version: 3, value: Some(b"v".to_vec()), feedback: fb() },
             Message::WriteAck { id: 6, applied: true, feedback: fb() },
-            Message::Pong { id: 7, feedback: fb(), healthy: true, clock: 5, wall: 6, hints: 0, recovering: false },
-            Message::Pong {
-                id: 9,
-                feedback: fb(),
-                healthy: false,
-                clock: u64::MAX,
-                wall: 0,
-                hints: 3,
-                recovering: true,
-            },
-            Message::Pong {
-                id: 10,
-                feedback: fb(),
-                healthy: true,
-                clock: 1,
-                wall: 2,
-                hints: u64::MAX,
-                recovering: true,
-            },
+            Message::Pong { id: 7, feedback: fb(), healthy: true, clock: 5, wall: 6, hints: 0, recovering: 0 },
+            Message::Pong { id: 9, feedback: fb(), healthy: false, clock: u64::MAX, wall: 0, hints: 3, recovering: 2 },
+            Message::Pong { id: 10, feedback: fb(), healthy: true, clock: 1, wall: 2, hints: u64::MAX, recovering: 1 },
             Message::Failed { id: 8, reason: "disk".into(), failure: Failure::Now },
             Message::Failed { id: 15, reason: "empty key".into(), failure: Failure::ForGood },
             Message::Failed { id: 16, reason: "ahead".into(), failure: Failure::FromTheFuture },

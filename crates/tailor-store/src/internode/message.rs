@@ -89,9 +89,10 @@ pub enum Message {
         /// Hints the answering node holds for the pinging one: a node restarted after a crash
         /// is recovering until every peer answered 0 (`recovery.rs`).
         hints: u64,
-        /// Whether the answering node is recovering (restarted, its peers' hints for it not
-        /// yet replayed): coordinators do not read it at ONE meanwhile.
-        recovering: bool,
+        /// Whether the answering node is recovering (`recovery.rs`'s level: 0 caught up, 1
+        /// recovering, 2 recovering and a peer holds hints for it): coordinators read the up
+        /// replicas of the lowest level at ONE.
+        recovering: u8,
     },
     /// Anti-entropy: the Merkle tree of the replica's keys whose token is in `first..=last`
     /// (a repairing node → a replica of that range).
