@@ -12,7 +12,7 @@ use tailor_store::cluster::ClusterOptions;
 use tailor_store::config::NodeConfig;
 use tailor_store::internode::{Failure, Message, Seal};
 
-fn one(tweak: impl Fn(&mut tailor_store::config::NodeConfig)) -> TestCluster {
+fn one(tweak: impl Fn(&mut NodeConfig)) -> TestCluster {
     TestCluster::start(ClusterOptions { nodes: 1, replication: 1, ..ClusterOptions::default() }, tweak)
 }
 
@@ -488,7 +488,7 @@ fn raise_fd_limit(want: u64) -> bool {
 
 #[test]
 fn ten_thousand_clients_are_served_at_the_default_cap() {
-    let cap = tailor_store::config::NodeConfig::default().max_clients;
+    let cap = NodeConfig::default().max_clients;
     if !raise_fd_limit(cap as u64 + 1_000) {
         eprintln!("skipped: the open-file hard limit is below {} (ulimit -Hn)", cap + 1_000);
         return;
