@@ -40,11 +40,25 @@ fn nodes_waiting_for_a_cpu_make_the_run_invalid_and_a_quiet_run_is_not() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let (_, quiet) = light_run(&dir.path().join("quiet"));
     let starved = |r: &[String]| r.iter().any(|s| s.starts_with("nodes starved of CPU"));
-    eprintln!("quiet: {:?} {:?}", quiet["extra"], reasons(&quiet));
+    // the quiet half needs a quiet host: a run whose VM lost CPU to its hypervisor (seen in CI:
+    // 26 % stolen, and the nodes waited 0.14 ms) says the host was not, so it is run again, and
+    // judged only once the host was quiet through it
+    let stolen = |r: &[String]| r.iter().any(|s| s.starts_with("the VM's hypervisor took"));
+    let mut quiet = serde_json::Value::Null;
+    for attempt in 1..=3 {
+        quiet = light_run(&dir.path().join(format!("quiet{attempt}"))).1;
+        eprintln!("quiet {attempt}: {:?} {:?}", quiet["extra"], reasons(&quiet));
+        if !stolen(&reasons(&quiet)) {
+            break;
+        }
+    }
     assert!(figure(&quiet, "node_cpu_delay_ms") >= 0.0 && figure(&quiet, "host_busy_pct") >= 0.0);
-    assert!(!starved(&reasons(&quiet)), "a quiet host's nodes ran when they had work: {:?}", reasons(&quiet));
+    if stolen(&reasons(&quiet)) {
+        eprintln!("the host was never quiet (its hypervisor took CPU in 3 runs): the quiet half is not judged");
+    } else {
+        assert!(!starved(&reasons(&quiet)), "a quiet host's nodes ran when they had work: {:?}", reasons(&quiet));
+    }
 
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let hogs = Hogs::start(2 * cores);
