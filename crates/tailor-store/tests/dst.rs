@@ -3,7 +3,8 @@
 //! runtime with a paused clock, talking through a simulated network that delays and loses
 //! messages, to replicas run by tailor-core's replica core; half of them hedge late reads
 //! (speculative retry); one node crashes and the others'
-//! failure detectors learn it later. A run is a function of its seed; a failure prints the
+//! failure detectors learn it later. Every selector runs over FCFS replicas, and every local
+//! policy once behind one selector. A run is a function of its seed; a failure prints the
 //! seed, and `TAILOR_DST_SEED=<seed> cargo test --release -p tailor-store --test dst` replays it.
 //!
 //! Invariants: every client request at a live coordinator ends (a reply or a failure) within the
@@ -20,6 +21,7 @@ use std::time::Duration;
 use tailor_core::coordinator::speculation::{SpeculationConfig, SpeculativeRetry};
 use tailor_core::coordinator::{CoordinatorConfig, CoordinatorCore, Send};
 use tailor_core::facts::Feedback;
+use tailor_core::local::LOCALS;
 use tailor_core::oracle::bloom::BloomConfig;
 use tailor_core::oracle::size::{self, Knowledge, OracleKind};
 use tailor_core::replica::{Arrival, ReplicaCore};
@@ -343,6 +345,11 @@ async fn heartbeats(world: Shared, nodes: Vec<Arc<Coordinator>>) {
 }
 
 fn run(selector: &str, seed: u64, requests: u32) -> Result<Report, String> {
+    run_with_local(selector, "fcfs", seed, requests)
+}
+
+/// A run whose replicas queue their work with local policy `local`.
+fn run_with_local(selector: &str, local: &str, seed: u64, requests: u32) -> Result<Report, String> {
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().start_paused(true).build().unwrap();
     rt.block_on(async {
         let origin = Instant::now();
@@ -350,7 +357,7 @@ fn run(selector: &str, seed: u64, requests: u32) -> Result<Report, String> {
         let crash = (rng.random_range(0..NODES) as NodeId, rng.random_range(50..400) * MS);
         let replicas = (0..NODES)
             .map(|n| {
-                let q = tailor_core::local::build("fcfs", &Default::default(), seed).unwrap();
+                let q = tailor_core::local::build(local, &Default::default(), seed).unwrap();
                 Replica { core: ReplicaCore::new(n as NodeId, q, 2, 32 * 1024), data: HashMap::new(), next_id: 0 }
             })
             .collect();
@@ -374,7 +381,7 @@ fn run(selector: &str, seed: u64, requests: u32) -> Result<Report, String> {
             }
         }
         if let Some(v) = violations.first() {
-            return Err(format!("seed {seed}, selector {selector}: {v} ({} violations)", violations.len()));
+            return Err(format!("seed {seed}, {selector}+{local}: {v} ({} violations)", violations.len()));
         }
         let replied = outcomes.iter().filter(|o| o.2).count() as u64;
         let hedges = nodes.iter().map(|c| c.hedges()).sum();
@@ -403,12 +410,32 @@ fn the_stores_coordinator_keeps_the_invariants_under_loss_delay_and_a_crash() {
     assert!(hedges > 0, "speculative retry was exercised");
 }
 
+/// Every local policy queues the replicas' work under the same faults (a new policy is in
+/// `LOCALS` once registered, so it is adopted here without editing this test); the selector
+/// varies with the policy so that each pairing of a few differs.
+#[test]
+fn every_local_policy_keeps_the_invariants_under_loss_delay_and_a_crash() {
+    let selectors: Vec<&str> = SELECTORS.iter().copied().filter(|s| !selector::probing(s)).collect();
+    for (i, local) in LOCALS.iter().enumerate() {
+        for seed in seeds() {
+            let selector = selectors[(i + seed as usize) % selectors.len()];
+            let report = run_with_local(selector, local, seed, 300)
+                .unwrap_or_else(|v| panic!("{v}\nreplay: TAILOR_DST_SEED={seed}"));
+            assert!(report.replied > report.failed * 3, "seed {seed}, {selector}+{local}: most succeed: {report:?}");
+            assert!(report.failed > 0, "seed {seed}, {selector}+{local}: the faults were exercised");
+        }
+    }
+}
+
 #[test]
 fn a_run_is_a_function_of_its_seed() {
     for selector in ["c3", "heron", "lor"] {
         assert_eq!(run(selector, 7, 150), run(selector, 7, 150), "{selector}");
     }
     assert_ne!(run("c3", 7, 150), run("c3", 8, 150));
+    for local in LOCALS {
+        assert_eq!(run_with_local("lor", local, 7, 150), run_with_local("lor", local, 7, 150), "{local}");
+    }
 }
 #[test]
 #[ignore = "prints one line per selector; run with --ignored --nocapture"]
