@@ -8,6 +8,7 @@ use crate::model::JobMeta;
 use crate::time::Nanos;
 use serde::{Deserialize, Serialize};
 
+pub mod audit;
 mod fifo;
 #[cfg(test)]
 mod template;
@@ -29,14 +30,15 @@ macro_rules! register {
             cfg: &LocalConfig,
             seed: u64,
         ) -> Result<Box<dyn LocalQueue<T>>, crate::selector::UnknownStrategy> {
-            $(if name == $module::REGISTRATION.name {
-                return Ok($module::build(cfg, seed));
-            })*
-            crate::plugin::local::build(name, seed).ok_or_else(|| crate::selector::UnknownStrategy {
-                kind: "local policy",
-                name: name.to_string(),
-                known: known_names(),
-            })
+            let queue = None$(.or_else(|| (name == $module::REGISTRATION.name).then(|| $module::build(cfg, seed))))*
+                .or_else(|| crate::plugin::local::build(name, seed))
+                .ok_or_else(|| crate::selector::UnknownStrategy {
+                    kind: "local policy",
+                    name: name.to_string(),
+                    known: known_names(),
+                })?;
+            // a debug build watches every policy's invariants (`audit`); a release build runs it bare
+            Ok(if cfg!(debug_assertions) { Box::new(audit::Audited::new(queue)) } else { queue })
         }
     };
 }
