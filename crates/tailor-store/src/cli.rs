@@ -10,7 +10,7 @@ use std::path::PathBuf;
 pub enum CliError {
     /// The node failed (boxed: its errors are large).
     #[error(transparent)]
-    Node(Box<crate::node::NodeError>),
+    Node(Box<crate::start::NodeError>),
     /// Bad configuration.
     #[error(transparent)]
     Config(Box<crate::config::ConfigError>),
@@ -22,8 +22,8 @@ pub enum CliError {
     Runtime(std::io::Error),
 }
 
-impl From<crate::node::NodeError> for CliError {
-    fn from(e: crate::node::NodeError) -> Self {
+impl From<crate::start::NodeError> for CliError {
+    fn from(e: crate::start::NodeError) -> Self {
         CliError::Node(Box::new(e))
     }
 }
@@ -138,7 +138,7 @@ pub enum ClusterCommand {
 pub fn run_node(args: &NodeArgs) -> Result<(), CliError> {
     let cfg = NodeConfig::load(&args.config)?;
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(CliError::Runtime)?;
-    rt.block_on(crate::node::run(cfg, shutdown_signal()))?;
+    rt.block_on(crate::start::run(cfg, shutdown_signal()))?;
     Ok(())
 }
 

@@ -10,7 +10,8 @@
 //!
 //! One job per module: [`config`], [`storage`], [`resp`], [`client_conn`] (with [`clients`]), [`tls`], [`commands`],
 //! [`internode`], [`peer`], [`peer_conn`], [`limits`], [`coordinator`], [`replica`],
-//! [`emulation`], [`metrics`], [`node`], [`cli`], [`cluster`]; repair in [`hints`], [`repair`],
+//! [`emulation`], [`metrics`], [`node`] (a running node's shared state; [`start`] builds it and
+//! runs it), [`cli`], [`cluster`]; repair in [`hints`], [`repair`],
 //! [`anti_entropy`] (over [`merkle`] trees) and [`gc`] (tombstones and expired values); expiry
 //! replicated as an absolute time in [`expiry`].
 
@@ -27,6 +28,7 @@ pub mod config;
 pub mod coordinator;
 pub mod counter;
 pub mod disk;
+pub mod disk_watch;
 pub mod emulation;
 pub mod expiry;
 pub mod flush_scope;
@@ -50,6 +52,7 @@ pub mod scrape;
 pub mod session;
 pub mod size_cache;
 pub mod staged;
+pub mod start;
 pub mod storage;
 pub mod tls;
 pub mod transport;
