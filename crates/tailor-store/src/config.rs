@@ -118,6 +118,49 @@ impl Default for EmulationConfig {
     }
 }
 
+impl EmulationConfig {
+    /// Check the knobs against their ranges ([`crate::knobs::RANGES`]).
+    pub fn validate(&self) -> Result<(), String> {
+        let values = [
+            ("alpha_ns_per_byte", self.alpha_ns_per_byte),
+            ("beta_us", self.beta_us),
+            ("fluct_factor", self.fluct_factor),
+            ("fluct_period_ms", self.fluct_period_ms as f64),
+            ("stall_every_ms", self.stall_every_ms as f64),
+            ("stall_ms", self.stall_ms as f64),
+        ];
+        for (knob, v) in values {
+            crate::knobs::check(knob, &v.to_string())?;
+        }
+        Ok(())
+    }
+}
+
+/// What a node does once its storage engine refuses writes (`disk.rs` says how it finds out,
+/// `disk_watch.rs` applies it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DiskFailurePolicy {
+    /// Stop serving; re-execute the node once the disk takes writes again.
+    #[default]
+    Restart,
+    /// Stop serving and stay stopped (as Cassandra's `stop`).
+    Stop,
+    /// Exit at once (as Cassandra's `die`).
+    Die,
+}
+
+impl DiskFailurePolicy {
+    /// Its configuration name.
+    pub fn name(self) -> &'static str {
+        match self {
+            DiskFailurePolicy::Restart => "restart",
+            DiskFailurePolicy::Stop => "stop",
+            DiskFailurePolicy::Die => "die",
+        }
+    }
+}
+
 /// A node's whole configuration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -171,7 +214,7 @@ pub struct NodeConfig {
     /// What the node does once its disk fails (the engine refuses writes): `restart` (stop
     /// serving, re-execute once the disk takes writes again), `stop` (stay stopped) or `die`
     /// (exit), as Cassandra's `disk_failure_policy` (`disk.rs`).
-    pub disk_failure_policy: crate::disk::DiskFailurePolicy,
+    pub disk_failure_policy: DiskFailurePolicy,
     /// The storage engine's block cache, in MiB (default 256; fjall's own default is 32, which
     /// sends reads of a 100 MB working set to the OS on most lookups). Allocated as it fills.
     pub cache_mb: u64,
@@ -456,7 +499,7 @@ impl NodeConfig {
         }
         self.validate_limits()?;
         self.validate_tls()?;
-        if let Err(reason) = crate::emulation::validate(&self.emulation) {
+        if let Err(reason) = self.emulation.validate() {
             return bad("emulation", reason);
         }
         if let Err(e) = BloomFilter::from_config(&self.bloom) {

@@ -479,7 +479,7 @@ impl Coordinator {
         let (Some(hints), Some(f)) = (&self.hints, inner.in_flight.get(&id)) else { return };
         let Some(hint) = f.hint() else { return };
         let missed = replicas.iter().filter(|r| !f.sent.contains(r)).map(|&r| (r, hint.clone())).collect();
-        repair::keep(hints, missed);
+        crate::hints::keep(hints, missed);
     }
 
     /// Keep `hint` for `replica`, whose copy of it failed with `e`, unless the replica refused
@@ -493,7 +493,7 @@ impl Coordinator {
             tracing::warn!(replica, version = hint.version, "write copy refused, not hinted: {}", e.reason);
             return;
         }
-        repair::keep(hints, vec![(replica, hint)]);
+        crate::hints::keep(hints, vec![(replica, hint)]);
     }
 
     /// One copy's exchange ended.

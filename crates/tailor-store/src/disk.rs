@@ -21,7 +21,6 @@
 //! - `stop`: stays up, stopped, for an operator to inspect (its metrics port still answers);
 //! - `die`: exits with [`DIE_EXIT_CODE`] at once, for a supervisor that restarts it.
 
-use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -39,29 +38,7 @@ pub const PROBE_BYTES: usize = 4 << 20;
 /// Exit code of a node that `die`s on a disk failure.
 pub const DIE_EXIT_CODE: i32 = 70;
 
-/// What a node does once its storage engine refuses writes.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DiskFailurePolicy {
-    /// Stop serving; re-execute the node once the disk takes writes again.
-    #[default]
-    Restart,
-    /// Stop serving and stay stopped (as Cassandra's `stop`).
-    Stop,
-    /// Exit at once (as Cassandra's `die`).
-    Die,
-}
-
-impl DiskFailurePolicy {
-    /// Its configuration name.
-    pub fn name(self) -> &'static str {
-        match self {
-            DiskFailurePolicy::Restart => "restart",
-            DiskFailurePolicy::Stop => "stop",
-            DiskFailurePolicy::Die => "die",
-        }
-    }
-}
+pub use crate::config::DiskFailurePolicy;
 
 /// A node's disk state: healthy until the first failure, then failed for the life of the
 /// process (a fresh open is the only way back, see the module doc).
@@ -133,6 +110,7 @@ pub fn probe(dir: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::Deserialize;
 
     #[test]
     fn a_failure_is_recorded_once_with_its_first_cause() {

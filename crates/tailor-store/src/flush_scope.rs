@@ -20,17 +20,13 @@
 //! commits, flushes and answers every deferred write; a failed commit or flush fails them.
 
 use crate::staged::Staged;
-use fjall::{Database, PersistMode};
+
 use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
-/// What an acknowledgement learns: the journal reached the OS, or why not.
-pub type Flushed = Result<(), String>;
-
-/// An acknowledgement waiting for the scope's flush.
-pub type Ack = Box<dyn FnOnce(Flushed) + Send>;
+pub use crate::staged::{flush, Ack, Flushed};
 
 /// An exchange that waited at its first poll.
 pub type Parked = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -137,11 +133,6 @@ pub fn start(mut exchange: Parked) {
     }
 }
 
-/// Move `db`'s journal to the OS: what a `buffer` write's acknowledgement waits for.
-pub fn flush(db: &Database) -> Flushed {
-    db.persist(PersistMode::Buffer).map_err(|e| format!("journal flush failed: {e}"))
-}
-
 /// Run `f` in a scope; true if the scope released acknowledgements at its end. Inside a scope
 /// already, `f` just runs (the outer scope covers it).
 pub(crate) fn run<R>(f: impl FnOnce() -> R) -> (R, bool) {
@@ -208,6 +199,7 @@ impl Drop for End {
 mod tests {
     use super::*;
     use crate::row_cache::RowCache;
+    use fjall::Database;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
 

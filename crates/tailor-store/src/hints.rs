@@ -327,6 +327,21 @@ impl Hints {
     }
 }
 
+/// Keep `hints` (replica, write) durably, off the async threads (a hint may wait for an fsync).
+pub fn keep(hints: &Arc<Hints>, missed: Vec<(NodeId, Hint)>) {
+    if missed.is_empty() {
+        return;
+    }
+    let hints = hints.clone();
+    tokio::task::spawn_blocking(move || {
+        for (target, hint) in missed {
+            if let Err(e) = hints.add(target, &hint) {
+                tracing::error!("cannot keep a hint for node {target}: {e}");
+            }
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -36,6 +36,7 @@ pub mod gc;
 pub mod hints;
 pub mod hlc;
 pub mod internode;
+pub mod knobs;
 pub mod limits;
 pub mod merkle;
 pub mod metrics;

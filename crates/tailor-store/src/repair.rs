@@ -14,7 +14,6 @@
 //! a second copy too) answers its client at once, and once every copy is in, the replicas that
 //! answered older get the newest version, with no one waiting (`coordinator.rs`).
 
-use crate::hints::{Hint, Hints};
 use crate::replica::Work;
 use crate::storage::Versioned;
 use crate::transport::Transport;
@@ -96,19 +95,4 @@ pub async fn write_back(
         acked += copy.await.is_ok() as usize;
     }
     acked
-}
-
-/// Keep `hints` (replica, write) durably, off the async threads (a hint may wait for an fsync).
-pub fn keep(hints: &Arc<Hints>, missed: Vec<(NodeId, Hint)>) {
-    if missed.is_empty() {
-        return;
-    }
-    let hints = hints.clone();
-    tokio::task::spawn_blocking(move || {
-        for (target, hint) in missed {
-            if let Err(e) = hints.add(target, &hint) {
-                tracing::error!("cannot keep a hint for node {target}: {e}");
-            }
-        }
-    });
 }

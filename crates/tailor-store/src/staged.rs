@@ -15,11 +15,21 @@
 //! journal buffer before); a failed commit takes those rows out again.
 
 use crate::commit::SyncAcks;
-use crate::flush_scope::{flush, Ack};
 use crate::row_cache::RowCache;
-use fjall::{Database, OwnedWriteBatch};
+use fjall::{Database, OwnedWriteBatch, PersistMode};
 use parking_lot::{ArcMutexGuard, RawMutex};
 use std::sync::Arc;
+
+/// What an acknowledgement learns: the journal reached the OS, or why not.
+pub type Flushed = Result<(), String>;
+
+/// An acknowledgement waiting for the scope's flush.
+pub type Ack = Box<dyn FnOnce(Flushed) + Send>;
+
+/// Move `db`'s journal to the OS: what a `buffer` write's acknowledgement waits for.
+pub fn flush(db: &Database) -> Flushed {
+    db.persist(PersistMode::Buffer).map_err(|e| format!("journal flush failed: {e}"))
+}
 
 /// A held key stripe (see `Storage::lock_stripe`).
 pub type StripeGuard = ArcMutexGuard<RawMutex, ()>;
