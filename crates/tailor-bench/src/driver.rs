@@ -43,7 +43,7 @@ pub async fn run<T: Target>(cfg: &BenchConfig, target: Arc<T>) -> Result<DriverO
         rate: cfg.rate,
         load: cfg.load,
         duration: cfg.duration.map(nanos),
-        trace_text: cfg.trace_text.as_deref(),
+        trace: cfg.trace.as_deref(),
     };
     let schedule = schedule::generate(&input)?;
     let warmup = cfg.warmup.map(nanos).unwrap_or_else(|| from_ms(spec.workload.warmup_ms));

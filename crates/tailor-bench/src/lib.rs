@@ -42,6 +42,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Duration;
 use tailor_core::results::{Results, RunResult, RESULTS_FORMAT};
+use tailor_core::workload::TraceRecord;
 use tailor_spec::Spec;
 
 pub use record::SecondStats;
@@ -94,8 +95,8 @@ pub struct BenchConfig {
     pub local_label: Option<String>,
     /// Swept parameters of this point, echoed into the run's `params`.
     pub params: BTreeMap<String, String>,
-    /// Content of the trace file, when the spec replays one.
-    pub trace_text: Option<String>,
+    /// The trace's requests, when the spec replays one ([`tailor_spec::trace::load`]).
+    pub trace: Option<Vec<TraceRecord>>,
     /// Tokio worker threads of the client.
     pub threads: usize,
     /// Print load-phase progress and a progress line each second on stderr.
@@ -119,7 +120,7 @@ impl BenchConfig {
             selector_label: None,
             local_label: None,
             params: BTreeMap::new(),
-            trace_text: None,
+            trace: None,
             threads: 2,
             progress: false,
         }

@@ -14,7 +14,7 @@ use tailor_core::workload::clients::ClientSampler;
 use tailor_core::workload::ops::OpMix;
 use tailor_core::workload::popularity::KeySampler;
 use tailor_core::workload::sizes::SizeModel;
-use tailor_core::workload::trace::parse_trace;
+use tailor_core::workload::trace::TraceRecord;
 use tailor_core::Op;
 use tailor_spec::{ArrivalKind, Spec};
 
@@ -60,8 +60,8 @@ pub struct ScheduleInput<'a> {
     pub load: Option<f64>,
     /// Run length including warm-up, ns; `None` = `workload.requests / rate` (or the trace's span).
     pub duration: Option<Nanos>,
-    /// Trace file content, when the spec's arrival is `trace` and no rate or load is forced.
-    pub trace_text: Option<&'a str>,
+    /// The trace's requests, when the spec's arrival is `trace` and no rate or load is forced.
+    pub trace: Option<&'a [TraceRecord]>,
 }
 
 /// The generated run.
@@ -164,9 +164,7 @@ pub fn generate(input: &ScheduleInput) -> Result<Schedule, BenchError> {
             Ok(Schedule { requests, offered_rps: rate, duration })
         }
         None => {
-            let text =
-                input.trace_text.ok_or_else(|| BenchError::Config("workload.trace: no trace text given".into()))?;
-            let trace = parse_trace(text).map_err(|e| bad("trace", &e))?;
+            let trace = input.trace.ok_or_else(|| BenchError::Config("workload.trace: no trace given".into()))?;
             let span = trace.last().map_or(0, |r| r.time + 1);
             let duration = input.duration.unwrap_or(span);
             for r in trace.iter().take_while(|r| r.time < duration) {
@@ -223,15 +221,7 @@ mod tests {
     }
 
     fn input(spec: &Spec) -> ScheduleInput<'_> {
-        ScheduleInput {
-            spec,
-            seed: 7,
-            nodes: 3,
-            rate: Some(2000.0),
-            load: None,
-            duration: Some(10 * SEC),
-            trace_text: None,
-        }
+        ScheduleInput { spec, seed: 7, nodes: 3, rate: Some(2000.0), load: None, duration: Some(10 * SEC), trace: None }
     }
 
     #[test]
@@ -286,14 +276,15 @@ mod tests {
         let mut s = spec();
         s.workload.arrival = ArrivalKind::Trace;
         let text = "time,key,op,size\n0,5,read,10\n1.5,6,write,20\n3,5,get,10\n";
-        let inp = ScheduleInput { rate: None, duration: None, trace_text: Some(text), ..input(&s) };
+        let records = tailor_core::workload::parse_trace(text).unwrap();
+        let inp = ScheduleInput { rate: None, duration: None, trace: Some(&records), ..input(&s) };
         let sch = generate(&inp).unwrap();
         let got: Vec<(Nanos, u64, Op, u64)> = sch.requests.iter().map(|r| (r.at, r.key, r.op, r.size)).collect();
         assert_eq!(got, vec![(0, 5, Op::Read, 10), (1_500_000, 6, Op::Write, 20), (3_000_000, 5, Op::Read, 10)]);
         assert_eq!(sch.duration, 3_000_001);
         let cut = generate(&ScheduleInput { duration: Some(2_000_000), ..inp.clone() }).unwrap();
         assert_eq!(cut.requests.len(), 2);
-        assert!(generate(&ScheduleInput { trace_text: None, ..inp }).is_err());
+        assert!(generate(&ScheduleInput { trace: None, ..inp }).is_err());
     }
 
     #[test]

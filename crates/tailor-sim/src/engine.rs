@@ -25,6 +25,7 @@ use tailor_core::replica::{Arrival, ReplicaCore};
 use tailor_core::ring::{ReplicaSet, Ring};
 use tailor_core::selector::{self, Reach, ReplicaSelector, SelectorEnv};
 use tailor_core::time::{from_ms, round_nonneg, Nanos};
+use tailor_core::workload::TraceRecord;
 use tailor_core::{local, Consistency, NodeId, Op, RequestId};
 use tailor_spec::{ArrivalKind, RunPlan, ServiceModel, Spec};
 
@@ -152,12 +153,12 @@ const PREFETCH_FROM_SERVERS: usize = 2_000;
 
 impl<'a> Engine<'a> {
     /// Build the cluster, clients and workload of `plan`.
-    pub fn new(plan: &'a RunPlan, trace_text: Option<&str>) -> Result<Self, SimError> {
+    pub fn new(plan: &'a RunPlan, trace: Option<&[TraceRecord]>) -> Result<Self, SimError> {
         let spec = &plan.spec;
         let c = &spec.cluster;
         let bad = |e: &dyn std::fmt::Display| SimError::Spec(e.to_string());
         let ring = Ring::new(c.servers, c.replication, c.vnodes).map_err(|e| bad(&e))?;
-        let gen = Generator::new(spec, plan.seed, trace_text)?;
+        let gen = Generator::new(spec, plan.seed, trace)?;
         let large = spec.workload.large_threshold;
         let mut servers = Vec::with_capacity(c.servers);
         for s in 0..c.servers {

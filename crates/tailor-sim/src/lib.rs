@@ -22,6 +22,7 @@ use rayon::prelude::*;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tailor_core::results::{Results, RunResult, RESULTS_FORMAT};
 use tailor_core::time::Nanos;
+use tailor_core::workload::TraceRecord;
 use tailor_spec::{RunPlan, Spec};
 
 /// A run that could not start.
@@ -82,9 +83,10 @@ pub struct RequestRecord {
     pub done: Nanos,
 }
 
-/// Run one plan. `trace_text` is the trace file's content when the workload replays one.
-pub fn run(plan: &RunPlan, trace_text: Option<&str>) -> Result<RunOutput, SimError> {
-    run_observed(plan, trace_text, &mut |_| {})
+/// Run one plan. `trace` holds the trace's requests when the workload replays one
+/// ([`tailor_spec::trace::load`]).
+pub fn run(plan: &RunPlan, trace: Option<&[TraceRecord]>) -> Result<RunOutput, SimError> {
+    run_observed(plan, trace, &mut |_| {})
 }
 
 /// Run one plan, calling `finished(n)` each time `n` more requests are done (every
@@ -92,10 +94,10 @@ pub fn run(plan: &RunPlan, trace_text: Option<&str>) -> Result<RunOutput, SimErr
 /// the run.
 pub fn run_observed(
     plan: &RunPlan,
-    trace_text: Option<&str>,
+    trace: Option<&[TraceRecord]>,
     finished: &mut dyn FnMut(u64),
 ) -> Result<RunOutput, SimError> {
-    Ok(engine::Engine::new(plan, trace_text)?.run(finished))
+    Ok(engine::Engine::new(plan, trace)?.run(finished))
 }
 
 /// Requests a run finishes between two progress reports: often enough for a display (a few
@@ -107,7 +109,7 @@ pub const PROGRESS_EVERY: u64 = 1 << 16;
 /// [`PROGRESS_EVERY`] requests inside a run.
 pub fn run_all(
     plans: &[RunPlan],
-    trace_text: Option<&str>,
+    trace: Option<&[TraceRecord]>,
     progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Result<Vec<RunOutput>, SimError> {
     let runs = AtomicU64::new(0);
@@ -116,7 +118,7 @@ pub fn run_all(
         .par_iter()
         .map(|plan| {
             let mut reported = 0;
-            let mut out = run_observed(plan, trace_text, &mut |n| {
+            let mut out = run_observed(plan, trace, &mut |n| {
                 reported += n;
                 progress(runs.load(Ordering::Relaxed), reqs.fetch_add(n, Ordering::Relaxed) + n);
             })?;
@@ -145,13 +147,10 @@ pub fn simulate_outputs(
     progress: &(dyn Fn(u64, u64) + Sync),
 ) -> Result<Vec<RunOutput>, SimError> {
     let trace = match spec.workload.arrival {
-        tailor_spec::ArrivalKind::Trace => Some(
-            std::fs::read_to_string(&spec.workload.trace)
-                .map_err(|e| SimError::Spec(format!("reading trace {}: {e}", spec.workload.trace)))?,
-        ),
+        tailor_spec::ArrivalKind::Trace => Some(tailor_spec::trace::load(&spec.workload).map_err(SimError::Spec)?),
         _ => None,
     };
-    run_all(plans, trace.as_deref(), progress)
+    run_all(plans, trace.as_ref().map(|t| &t.records[..]), progress)
 }
 
 /// Why `results` of `spec` carry no figure, when every run measured nothing after the warm-up

@@ -9,7 +9,7 @@ use tailor_core::workload::clients::ClientSampler;
 use tailor_core::workload::ops::OpMix;
 use tailor_core::workload::popularity::KeySampler;
 use tailor_core::workload::sizes::SizeModel;
-use tailor_core::workload::trace::{parse_trace, TraceRecord};
+use tailor_core::workload::trace::TraceRecord;
 use tailor_core::Op;
 use tailor_spec::{ArrivalKind, Spec};
 
@@ -43,8 +43,8 @@ pub struct Generator {
 }
 
 impl Generator {
-    /// The generator for `spec` and `seed`; `trace_text` holds the trace file when replaying one.
-    pub fn new(spec: &Spec, seed: u64, trace_text: Option<&str>) -> Result<Self, SimError> {
+    /// The generator for `spec` and `seed`; `trace` holds the trace's requests when replaying one.
+    pub fn new(spec: &Spec, seed: u64, trace: Option<&[TraceRecord]>) -> Result<Self, SimError> {
         let w = &spec.workload;
         let bad = |field: &str, e: &dyn std::fmt::Display| SimError::Spec(format!("invalid `workload.{field}`: {e}"));
         let sizes = SizeModel::new(&w.sizes).map_err(|e| bad("sizes", &e))?;
@@ -63,9 +63,9 @@ impl Generator {
             }
             _ => (None, 0.0),
         };
-        let trace = match (w.arrival, trace_text) {
-            (ArrivalKind::Trace, Some(text)) => parse_trace(text).map_err(|e| bad("trace", &e))?,
-            (ArrivalKind::Trace, None) => return Err(SimError::Spec("workload.trace: no trace text given".into())),
+        let trace = match (w.arrival, trace) {
+            (ArrivalKind::Trace, Some(records)) => records.to_vec(),
+            (ArrivalKind::Trace, None) => return Err(SimError::Spec("workload.trace: no trace given".into())),
             _ => Vec::new(),
         };
         Ok(Generator {

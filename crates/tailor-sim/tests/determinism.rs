@@ -88,7 +88,8 @@ fn closed_loop_and_trace_replay_run() {
             "workload.requests=10",
         ])
         .unwrap();
-    let outs = tailor_sim::run_all(&expand(&spec).unwrap(), Some(trace), &|_, _| {}).unwrap();
+    let records = tailor_core::workload::parse_trace(trace).unwrap();
+    let outs = tailor_sim::run_all(&expand(&spec).unwrap(), Some(&records), &|_, _| {}).unwrap();
     assert_eq!(outs[0].result.requests, 3);
 }
 
@@ -113,4 +114,27 @@ fn a_long_run_reports_progress_as_it_goes_without_changing_it() {
     let seen_cell = std::sync::Mutex::new(&mut seen);
     tailor_sim::run_all(&[plan], None, &|runs, reqs| seen_cell.lock().unwrap().push((runs, reqs))).unwrap();
     assert_eq!(seen, [(0, 65_536), (0, 131_072), (0, 196_608), (1, 200_000)]);
+}
+
+/// A Twitter cache trace (the zstd-compressed sample under examples/traces) replays in the
+/// simulator request for request, the same for a seed.
+#[test]
+fn a_compressed_twitter_trace_replays_the_same_for_a_seed() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/traces/twitter-sample.csv.zst");
+    let spec = tailor_spec::Spec::default()
+        .with_overrides(&[
+            "workload.arrival=trace",
+            &format!("workload.trace={file}"),
+            "compare.selectors=c3,lor",
+            "workload.requests=5000",
+        ])
+        .unwrap();
+    let trace = tailor_spec::trace::load(&spec.workload).unwrap();
+    let run = || tailor_sim::run_all(&expand(&spec).unwrap(), Some(&trace.records), &|_, _| {}).unwrap();
+    let (a, b) = (run(), run());
+    assert_eq!(a[0].result.requests, trace.records.len() as u64, "every request of the trace ran");
+    assert_eq!(
+        a.iter().map(|o| serde_json::to_string(&o.result).unwrap()).collect::<Vec<_>>(),
+        b.iter().map(|o| serde_json::to_string(&o.result).unwrap()).collect::<Vec<_>>()
+    );
 }

@@ -24,7 +24,8 @@ fn plans_of(preset_name: &str, overrides: &[&str]) -> Vec<tailor_spec::RunPlan> 
 }
 
 fn results(plans: &[tailor_spec::RunPlan], trace: Option<&str>) -> Vec<serde_json::Value> {
-    let outs = tailor_sim::run_all(plans, trace, &|_, _| {}).unwrap();
+    let records = trace.map(|t| tailor_core::workload::parse_trace(t).unwrap());
+    let outs = tailor_sim::run_all(plans, records.as_deref(), &|_, _| {}).unwrap();
     outs.iter().map(|o| serde_json::to_value(&o.result).unwrap()).collect()
 }
 

@@ -11,6 +11,7 @@ mod plan;
 pub mod presets;
 mod schema;
 pub mod shard;
+pub mod trace;
 mod validate;
 
 pub use overrides::apply_override;

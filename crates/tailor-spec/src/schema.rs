@@ -310,8 +310,13 @@ pub struct WorkloadSpec {
     pub outstanding: u32,
     /// Think time between a response and the next request (closed loop), in ms.
     pub think_ms: f64,
-    /// CSV trace `time,key,op,size` to replay (arrival = "trace").
+    /// Trace file to replay (arrival = "trace"), possibly zstd-compressed (docs/traces.md).
     pub trace: String,
+    /// The trace's format: "auto" (told by the file), "tailor" (`time,key,op,size`),
+    /// "twitter" (Twitter's cache traces) or "oracle-general" (libCacheSim's binary records).
+    /// Written into a spec only when not "auto", so every existing spec reads as before.
+    #[serde(skip_serializing_if = "is_auto")]
+    pub trace_format: TraceFormat,
     /// Demand skew across clients (e.g. 20 % of clients issue 80 % of requests).
     pub skew: Option<DemandSkew>,
     /// Values above this many bytes are "large" (Héron's THR_L, RML's tag, small-behind-large).
@@ -335,6 +340,7 @@ impl Default for WorkloadSpec {
             outstanding: 1,
             think_ms: 0.0,
             trace: String::new(),
+            trace_format: TraceFormat::Auto,
             skew: None,
             large_threshold: 256 * 1024,
             oracle: OracleKind::Exact,
@@ -355,6 +361,11 @@ pub enum ArrivalKind {
 }
 
 pub use tailor_core::oracle::size::OracleKind;
+pub use tailor_core::workload::TraceFormat;
+
+fn is_auto(f: &TraceFormat) -> bool {
+    *f == TraceFormat::Auto
+}
 
 /// The strategies to compare.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

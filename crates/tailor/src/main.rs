@@ -74,6 +74,8 @@ enum Command {
     Reproduce(cmd::reproduce::ReproduceArgs),
     /// Start a new selector or local policy from a template, registered, with the commands to try it.
     New(cmd::new::NewArgs),
+    /// What a trace file holds (format, operations, keys, rate, sizes) and how to replay it.
+    Trace(cmd::trace::TraceArgs),
 }
 
 fn main() {
@@ -99,6 +101,7 @@ fn main() {
         Command::Report(args) => cmd::report::run(args),
         Command::Reproduce(args) => cmd::reproduce::run(args),
         Command::New(args) => cmd::new::run(args),
+        Command::Trace(args) => cmd::trace::run(args),
     };
     if let Err(e) = outcome {
         eprintln!("error: {}", describe(&e));

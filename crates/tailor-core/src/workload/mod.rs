@@ -20,7 +20,7 @@ pub use clients::{ClientSampler, DemandSkew};
 pub use ops::OpMix;
 pub use popularity::{KeySampler, PopularityConfig};
 pub use sizes::{SizeConfig, SizeModel};
-pub use trace::{parse_trace, TraceRecord};
+pub use trace::{parse_trace, Trace, TraceFormat, TraceRecord};
 
 /// Why a workload config, trace or CDF file was rejected.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -42,6 +42,14 @@ pub enum WorkloadError {
         name: String,
         /// Comma-separated known names.
         known: String,
+    },
+    /// A trace file that cannot be read in its format (binary or compressed).
+    #[error("{format} trace: {message}")]
+    Format {
+        /// The format it was read as.
+        format: &'static str,
+        /// What is wrong with it.
+        message: String,
     },
     /// A line of a text input (trace or CDF file) that cannot be used.
     #[error("line {line}: {message}")]

@@ -106,11 +106,10 @@ pub fn run(args: BenchArgs) -> Result<()> {
         bail!("--timeout-ms must be > 0");
     }
     reachable(&nodes)?;
-    let trace_text = match (spec.workload.arrival, args.rate, args.load) {
-        (ArrivalKind::Trace, None, None) => Some(
-            std::fs::read_to_string(&spec.workload.trace)
-                .with_context(|| format!("reading trace {}", spec.workload.trace))?,
-        ),
+    let trace = match (spec.workload.arrival, args.rate, args.load) {
+        (ArrivalKind::Trace, None, None) => {
+            Some(tailor_spec::trace::load(&spec.workload).map_err(anyhow::Error::msg)?.records)
+        }
         _ => None,
     };
     let mut cfg = BenchConfig::new(nodes, spec);
@@ -124,7 +123,7 @@ pub fn run(args: BenchArgs) -> Result<()> {
     cfg.load_keys = args.load_keys;
     cfg.selector_label = args.label_selector;
     cfg.local_label = args.label_local;
-    cfg.trace_text = trace_text;
+    cfg.trace = trace;
     cfg.threads = args.threads;
     cfg.progress = !args.quiet;
     let out = match args.engine {

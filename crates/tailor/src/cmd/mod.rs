@@ -11,3 +11,4 @@ pub mod presets;
 pub mod report;
 pub mod reproduce;
 pub mod sim;
+pub mod trace;

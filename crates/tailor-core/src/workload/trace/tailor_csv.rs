@@ -1,33 +1,9 @@
-//! Trace replay: requests read from a CSV file instead of generated.
+//! Tailor's own trace format: CSV lines of `time,key,op,size`.
 
-use super::WorkloadError;
+use super::{string_key, TraceRecord};
 use crate::model::Op;
-use crate::ring::hash_key;
 use crate::time::{from_ms, Nanos};
-
-/// One request of a trace.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TraceRecord {
-    /// Arrival time since the start of the trace.
-    pub time: Nanos,
-    /// Key (an integer key as written, or [`string_key`] of a textual one).
-    pub key: u64,
-    /// Read or write.
-    pub op: Op,
-    /// Value size in bytes, as written (0 allowed).
-    pub size: u64,
-}
-
-/// The integer key for a textual key: `ring::hash_key` of the 64-bit FNV-1a hash of its bytes.
-///
-/// Engines that receive string keys from clients use the same function, so a trace and a live
-/// run name the same keys.
-pub fn string_key(bytes: &[u8]) -> u64 {
-    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let fnv = bytes.iter().fold(OFFSET, |h, &b| (h ^ u64::from(b)).wrapping_mul(PRIME));
-    hash_key(fnv)
-}
+use crate::workload::WorkloadError;
 
 /// Parses a CSV trace of `time,key,op,size` lines.
 ///
@@ -102,6 +78,7 @@ fn parse_line(line: &str) -> Result<TraceRecord, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ring::hash_key;
 
     fn line_error(text: &str) -> (usize, String) {
         match parse_trace(text).unwrap_err() {
