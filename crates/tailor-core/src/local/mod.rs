@@ -43,7 +43,7 @@ macro_rules! register {
     };
 }
 
-register!(fcfs, max_stretch, rml, sjf, max_wait_over_size);
+register!(fcfs, max_stretch, rml, sjf, max_wait_over_size, fair_share);
 
 /// Whether a local policy called `name` exists, built in or registered as a plugin.
 pub fn is_known(name: &str) -> bool {
@@ -94,6 +94,15 @@ pub trait LocalQueue<T>: Send {
 pub struct LocalConfig {
     /// Random Multi-Level.
     pub rml: rml::RmlConfig,
+    /// Share-based fair queueing (written into a spec only when set, so older specs serialise
+    /// as before).
+    #[serde(skip_serializing_if = "is_default")]
+    pub fair_share: fair_share::FairShareConfig,
+}
+
+/// Whether a tunables table holds its defaults (then a spec need not write it).
+fn is_default<T: Default + PartialEq>(t: &T) -> bool {
+    *t == T::default()
 }
 
 impl LocalConfig {
@@ -101,7 +110,10 @@ impl LocalConfig {
     pub fn validate(&self) -> Result<(), crate::selector::InvalidSetting> {
         self.rml
             .validate()
-            .map_err(|e| crate::selector::InvalidSetting { field: "local.rml".into(), reason: e.to_string() })
+            .map_err(|e| crate::selector::InvalidSetting { field: "local.rml".into(), reason: e.to_string() })?;
+        self.fair_share
+            .validate()
+            .map_err(|reason| crate::selector::InvalidSetting { field: "local.fair_share.shares".into(), reason })
     }
 }
 
