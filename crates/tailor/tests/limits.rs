@@ -134,7 +134,7 @@ fn a_worker_panic_is_answered_counted_and_the_worker_replaced() {
     assert!(log.contains("job panicked; answered with an error, the worker carries on: injected worker panic"));
     // the panic itself is a log event naming where it happened, not the default hook's text
     let event = log.lines().find(|l| l.contains("panicked: injected worker panic")).expect("panic event");
-    assert!(event.contains("ERROR") && event.contains("replica.rs"), "{event}");
+    assert!(event.contains("ERROR") && event.contains("replica/execute.rs"), "{event}");
     let healthy: String = redis::cmd("TAILOR.GET").arg("healthy").query(&mut con).unwrap();
     assert_eq!(healthy, "true");
 }
