@@ -70,6 +70,7 @@ async fn the_policy_routes_reads_feeds_its_selector_benches_and_avoids_a_killed_
         servers: 2,
         workers: 32,
         seed: 1,
+        attempt_bound: tailor_cql::policy::attempt_bound(Duration::from_secs(30)), // the driver's default timeout
     };
     let policy = Arc::new(TailorPolicy::new(&cfg).expect("lor runs on Cassandra"));
     let session = Arc::new(connect(&cluster, policy.clone()).await);
