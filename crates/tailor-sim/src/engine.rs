@@ -21,7 +21,7 @@ use tailor_core::coordinator::{
 use tailor_core::facts::ProbeReply;
 use tailor_core::oracle::bloom::BloomConfig;
 use tailor_core::oracle::size::{self, Knowledge};
-use tailor_core::replica::{Arrival, ReplicaCore};
+use tailor_core::replica::{Arrival, ReplicaCore, ServiceEstimate};
 use tailor_core::ring::{ReplicaSet, Ring};
 use tailor_core::selector::{self, Reach, ReplicaSelector, SelectorEnv};
 use tailor_core::time::{from_ms, round_nonneg, Nanos};
@@ -34,9 +34,11 @@ fn world<'s>(servers: &'s [Server], now: Nanos, spec: &Spec, base_service_ns: f6
     SimWorld { servers, now, workers: spec.cluster.workers, base_service_ns }
 }
 
-/// The nominal processing time of a `size`-byte request under `(alpha, beta_ms)`, at least 1 ns.
-fn nominal_of((alpha, beta_ms): (f64, f64), size: u64) -> Nanos {
-    round_nonneg(alpha * size as f64 + beta_ms * 1e6).max(1.0) as Nanos
+/// The spec's nominal processing model `(alpha, beta_ms)` as the replica core's service-time
+/// estimate: a request's nominal time (for stretch, and the service model's time before
+/// slowdowns) is the estimate its replica gives it.
+fn nominal_estimate((alpha, beta_ms): (f64, f64)) -> ServiceEstimate {
+    ServiceEstimate { alpha_ns_per_byte: alpha, beta_ns: beta_ms * 1e6 }
 }
 
 /// The spec's nominal processing model as the size oracle's `p = alpha * size + beta`.
@@ -118,8 +120,9 @@ pub struct Engine<'a> {
     finished: u64,
     trace_pos: usize,
     base_service_ns: f64,
-    /// The spec's `nominal_linear()`, constant for the run and needed for every request.
-    nominal_linear: (f64, f64),
+    /// The spec's `nominal_linear()` as the replica core's estimate, constant for the run and
+    /// needed for every request.
+    nominal: ServiceEstimate,
     /// The nominal time of every request when it does not depend on the size (`alpha` = 0:
     /// the exponential and cache models), computed once.
     fixed_nominal: Option<Nanos>,
@@ -211,7 +214,7 @@ impl<'a> Engine<'a> {
             clients.push(SimCoordinator::new(core));
         }
         let base_service_ns = mean_service_ns(spec, &gen.sizes);
-        let nominal_linear = c.nominal_linear();
+        let nominal = nominal_estimate(c.nominal_linear());
         let rec = Recorder::new(spec, plan, c.servers);
         Ok(Engine {
             spec,
@@ -235,8 +238,8 @@ impl<'a> Engine<'a> {
             finished: 0,
             trace_pos: 0,
             base_service_ns,
-            nominal_linear,
-            fixed_nominal: (nominal_linear.0 == 0.0).then(|| nominal_of(nominal_linear, 0)),
+            nominal,
+            fixed_nominal: nominal.is_fixed().then(|| nominal.of(0)),
             prefetching: c.servers >= PREFETCH_FROM_SERVERS,
             after_next: None,
             heap_watch: Cell::new((0, 0)),
@@ -531,7 +534,7 @@ impl<'a> Engine<'a> {
 
     #[inline]
     fn nominal(&self, size: u64) -> Nanos {
-        self.fixed_nominal.unwrap_or_else(|| nominal_of(self.nominal_linear, size))
+        self.fixed_nominal.unwrap_or_else(|| self.nominal.of(size))
     }
 
     /// Carry out what `client`'s core asked for, then arm its next wake-up.

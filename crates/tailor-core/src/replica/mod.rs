@@ -13,12 +13,14 @@
 //! comparable, a duration is; the one-way network delay is not counted.
 
 pub mod accountant;
+pub mod estimate;
 
 use crate::facts::Feedback;
 use crate::local::LocalQueue;
 use crate::model::{JobMeta, NodeId, RequestId, Tags};
 use crate::time::Nanos;
 pub use accountant::{Accountant, ProbeReply, RifLatency};
+pub use estimate::ServiceEstimate;
 
 /// A request as it reaches a replica.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -27,7 +29,8 @@ pub struct Arrival {
     pub id: RequestId,
     /// Time the request spent at its coordinator before being sent.
     pub age: Nanos,
-    /// Estimated processing time from the replica's exact size, at least 1 ns.
+    /// Estimated processing time from the replica's exact size, at least 1 ns
+    /// ([`ServiceEstimate::of`]).
     pub service: Nanos,
     /// Exact value size in bytes.
     pub size: u64,
