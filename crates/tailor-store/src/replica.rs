@@ -27,7 +27,7 @@ use tailor_core::local::LocalQueue;
 use tailor_core::model::{JobMeta, NodeId, Tags};
 use tailor_core::oracle::bloom::LargeKeyIndex;
 use tailor_core::replica::{Arrival, ReplicaCore};
-use tailor_core::time::{Nanos, US};
+use tailor_core::time::Nanos;
 use tokio::sync::oneshot;
 
 /// Most worker threads `TAILOR.SET workers` may ask for.
@@ -294,16 +294,11 @@ impl Replica {
         }
     }
 
-    /// Estimated processing time of a value of `size` bytes: the emulated model if set, else
-    /// 1 ns per byte + 20 µs (a rough local-SSD figure): orders the local policies and feeds
-    /// `pending_work`, EFT's estimate in the store.
+    /// Estimated processing time of a value of `size` bytes, the replica core's
+    /// (`tailor_core::replica::ServiceEstimate`) with this node's model: orders the local
+    /// policies and feeds `pending_work`, EFT's estimate in the store.
     fn estimate(&self, size: u64) -> Nanos {
-        let model = self.emulation.model_time(size);
-        if model > 0 {
-            model
-        } else {
-            size + 20 * US
-        }
+        self.emulation.estimate().of(size)
     }
 
     /// Current facts without Bloom fields (metrics, tests).
@@ -473,7 +468,7 @@ impl Replica {
             Work::Write { key, value, .. } => (value.as_ref().map_or(0, |v| v.len() as u64), crate::key_hash(key)),
         };
         let now = self.now();
-        let service = self.estimate(size).max(1);
+        let service = self.estimate(size);
         let mut s = self.lock();
         let max = self.max_queue.load(Ordering::Relaxed);
         if s.core.waiting() >= max {
