@@ -65,6 +65,9 @@ enum Event {
     /// A server's answer (read, shadow or write ack) reaches the coordinator; its facts are the
     /// front of [`Engine::answers`] (a probe's reply: the front of [`Engine::probe_replies`]).
     Answer { server: NodeId, job: Job },
+    /// A server's refusal (its queue cap, [`ReplicaCore::admits`]) reaches the coordinator: the
+    /// copy failed.
+    Refused { server: NodeId, job: Job },
     /// A coordinator's wake-up time.
     Wake { client: u32 },
     /// Every server redraws its fluctuation state.
@@ -167,6 +170,7 @@ impl<'a> Engine<'a> {
             let queue = local::build::<Job>(&plan.local, &spec.local, plan.seed ^ (s as u64).wrapping_mul(0x9E37))
                 .map_err(|e| bad(&e))?;
             let mut core = ReplicaCore::new(s as NodeId, queue, c.workers, large);
+            core.set_max_queue(c.max_queue);
             if selector::probing(&plan.selector) {
                 core = core.with_probe_estimates();
             }
@@ -306,6 +310,10 @@ impl<'a> Engine<'a> {
         }
         if let Some(ratio) = probe_ratio {
             out.result.extra.insert("probes_per_read".into(), ratio);
+        }
+        if self.spec.cluster.max_queue.is_some() {
+            let refused: u64 = self.servers.iter().map(|s| s.core.refused()).sum();
+            out.result.extra.insert("refused_copies".into(), refused as f64);
         }
         out
     }
@@ -461,7 +469,8 @@ impl<'a> Engine<'a> {
                     _ => {}
                 }
             }
-            _ => unreachable!("only arrivals at servers and answers travel the hops lane"),
+            Event::Refused { .. } => {}
+            _ => unreachable!("only arrivals at servers, answers and refusals travel the hops lane"),
         }
     }
 
@@ -478,6 +487,7 @@ impl<'a> Engine<'a> {
             Event::ServerArrive { server, job } => self.on_server_arrive(server, job),
             Event::ServiceDone { server, job, service } => self.on_service_done(server, job, service),
             Event::Answer { server, job } => self.on_answer(server, job),
+            Event::Refused { server, job } => self.on_refused(server, job),
             Event::Wake { client } => {
                 let world = world(&self.servers, self.now, self.spec, self.base_service_ns);
                 if self.clients[client as usize].wake(self.now, &world, &mut self.actions) {
@@ -554,7 +564,11 @@ impl<'a> Engine<'a> {
                 }
                 Action::Reply { request, .. } => self.completed(request),
                 Action::Fail { request, failure } => {
-                    unreachable!("request {request} failed ({failure}): the simulator injects no failures")
+                    assert!(
+                        self.spec.cluster.max_queue.is_some(),
+                        "request {request} failed ({failure}): the simulator injects no failures but refusals"
+                    );
+                    self.gave_up(request);
                 }
             }
         }
@@ -586,9 +600,23 @@ impl<'a> Engine<'a> {
         self.closed_loop_next(client);
     }
 
+    /// The client got request `req`'s failure (every replica it could try refused it).
+    #[cold]
+    fn gave_up(&mut self, req: RequestId) {
+        let client = self.reqs.get(req).client;
+        self.rec.failed();
+        self.reqs.replied(req);
+        self.finished += 1;
+        self.closed_loop_next(client);
+    }
+
     fn on_server_arrive(&mut self, server: NodeId, job: Job) {
         if job.kind == SendKind::Probe {
             return self.on_probe_arrive(server, job);
+        }
+        if !self.servers[server as usize].core.admits() {
+            // refused at once, like the store's busy replica: the failure goes back
+            return self.events.push_in_order(HOPS, self.now + self.net, Event::Refused { server, job });
         }
         let r = self.reqs.get(job.ticket.id);
         let arrival = Arrival { id: job.ticket.id, age: job.age, service: r.nominal, size: r.size, tags: job.tags };
@@ -688,6 +716,17 @@ impl<'a> Engine<'a> {
         let world = world(&self.servers, self.now, self.spec, self.base_service_ns);
         self.clients[client as usize].answered(self.now, job.ticket, answer, &world, &mut self.actions);
         self.answers.pop_front();
+        self.carry_out(client);
+        self.reqs.answered(job.ticket.id);
+    }
+
+    /// A server's refusal reached the coordinator: the copy failed there (the core retries it
+    /// among the untried replicas, or fails the request).
+    #[cold]
+    fn on_refused(&mut self, server: NodeId, job: Job) {
+        let client = self.reqs.get(job.ticket.id).client;
+        let world = world(&self.servers, self.now, self.spec, self.base_service_ns);
+        self.clients[client as usize].core.failed(self.now, job.ticket, server, &world, &mut self.actions);
         self.carry_out(client);
         self.reqs.answered(job.ticket.id);
     }
