@@ -12,7 +12,8 @@
 //! alive, or while its last jobs, as many as it has workers, all panicked within
 //! [`UNHEALTHY_FOR`]; peers then route around it.
 //!
-//! Queue bound: above `max_queue` waiting requests, a new one is answered "busy" at once.
+//! Queue bound: the replica core's rule (`ReplicaCore::admits`): above `max_queue` waiting
+//! requests, a new one is answered "busy" at once.
 
 use crate::emulation::Emulation;
 use crate::metrics::Metrics;
@@ -147,8 +148,6 @@ pub struct Replica {
     bloom_cv: Condvar,
     /// Mirror of the index's generation, read without the Bloom lock on every feedback.
     generation: AtomicU32,
-    /// Most waiting requests (`max_queue`).
-    max_queue: AtomicUsize,
     /// Worker supervision and health.
     health: Health,
     /// Jobs still to panic on purpose (`TAILOR.SET debug_panic_next`, test hook).
@@ -197,7 +196,6 @@ impl Replica {
             bloom: bloom.map(|index| Mutex::new(BloomState { index, during_scan: None, target: 0, last_rebuild: 0 })),
             bloom_cv: Condvar::new(),
             generation: AtomicU32::new(0),
-            max_queue: AtomicUsize::new(usize::MAX),
             health: Health::default(),
             inject_panics: AtomicU64::new(0),
         });
@@ -241,7 +239,7 @@ impl Replica {
     /// Answer "busy" rather than queue more than `n` waiting requests (`max_queue`).
     pub fn set_max_queue(&self, n: usize) {
         assert!(n > 0, "a replica must queue at least one request");
-        self.max_queue.store(n, Ordering::Relaxed);
+        self.lock().core.set_max_queue(Some(n));
     }
 
     /// Make the next `n` jobs panic on their worker (test hook behind `debug_hooks`).
@@ -470,8 +468,9 @@ impl Replica {
         let now = self.now();
         let service = self.estimate(size);
         let mut s = self.lock();
-        let max = self.max_queue.load(Ordering::Relaxed);
-        if s.core.waiting() >= max {
+        // the replica core's queue cap (`max_queue`): refused requests are answered "busy" at once
+        if !s.core.admits() {
+            let max = s.core.max_queue().unwrap_or(usize::MAX);
             let feedback = s.core.facts(now);
             drop(s);
             self.metrics.busy_refusals.fetch_add(1, Ordering::Relaxed);
