@@ -304,6 +304,8 @@ pub async fn run(cfg: &BenchConfig, opts: &CqlBench) -> Result<BenchOutput, Benc
         let s = p.stats();
         run.extra.insert("policy_forced_picks".into(), s.forced as f64);
         run.extra.insert("policy_fact_polls".into(), s.polls as f64);
+        run.extra.insert("policy_expired_attempts".into(), s.expired as f64);
+        run.extra.insert("policy_unmatched_answers".into(), s.unmatched as f64);
     }
     Ok(bench)
 }
