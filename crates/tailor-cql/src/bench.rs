@@ -152,6 +152,7 @@ fn build_policy(policy: &Policy, cfg: &BenchConfig, polled: bool) -> Result<Poli
             servers: cfg.nodes.len(),
             workers: 32,
             seed: cfg.seed.unwrap_or(1),
+            attempt_bound: crate::policy::attempt_bound(REQUEST_TIMEOUT),
         };
         let p = Arc::new(TailorPolicy::new(&pc).map_err(|e| BenchError::Config(e.to_string()))?);
         Ok((p.clone() as Arc<dyn LoadBalancingPolicy>, Some(p)))
@@ -166,11 +167,14 @@ fn build_policy(policy: &Policy, cfg: &BenchConfig, polled: bool) -> Result<Poli
     })
 }
 
+/// The driver's client timeout of a request.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
 async fn connect(nodes: &[SocketAddr], policy: Arc<dyn LoadBalancingPolicy>) -> Result<Session, BenchError> {
     let profile = ExecutionProfile::builder()
         .load_balancing_policy(policy)
         .consistency(Consistency::One)
-        .request_timeout(Some(Duration::from_secs(10)))
+        .request_timeout(Some(REQUEST_TIMEOUT))
         .build();
     let mut builder = SessionBuilder::new().default_execution_profile_handle(profile.into_handle());
     for &addr in nodes {
@@ -300,6 +304,8 @@ pub async fn run(cfg: &BenchConfig, opts: &CqlBench) -> Result<BenchOutput, Benc
         let s = p.stats();
         run.extra.insert("policy_forced_picks".into(), s.forced as f64);
         run.extra.insert("policy_fact_polls".into(), s.polls as f64);
+        run.extra.insert("policy_expired_attempts".into(), s.expired as f64);
+        run.extra.insert("policy_unmatched_answers".into(), s.unmatched as f64);
     }
     Ok(bench)
 }

@@ -70,6 +70,7 @@ async fn the_policy_routes_reads_feeds_its_selector_benches_and_avoids_a_killed_
         servers: 2,
         workers: 32,
         seed: 1,
+        attempt_bound: tailor_cql::policy::attempt_bound(Duration::from_secs(30)), // the driver's default timeout
     };
     let policy = Arc::new(TailorPolicy::new(&cfg).expect("lor runs on Cassandra"));
     let session = Arc::new(connect(&cluster, policy.clone()).await);
@@ -100,6 +101,7 @@ async fn the_policy_routes_reads_feeds_its_selector_benches_and_avoids_a_killed_
     let stats = policy.stats();
     assert!(stats.polls >= 2, "polled facts reached the policy: {stats:?}");
     assert_eq!(stats.forced, 0, "lor never waits");
+    assert_eq!((stats.unmatched, stats.expired), (0, 0), "every answer found the attempt it ends: {stats:?}");
     bench_c3(&cluster).await;
 
     // a node killed mid-run: reads keep succeeding and, once the driver sees it gone, none is sent there
@@ -157,6 +159,7 @@ async fn bench_c3(cluster: &LocalCassandra) {
     assert_eq!((r.errors, r.extra["read_misses"]), (0, 0.0), "every loaded key is read back");
     assert_eq!((r.selector.as_str(), r.local.as_str()), ("c3", "cassandra"));
     assert!(r.extra["policy_fact_polls"] >= 20.0, "facts reached c3 every 100 ms");
+    assert_eq!(r.extra["policy_unmatched_answers"], 0.0, "every answer found the attempt it ends");
     let shares = r.extra["node0_read_share"] + r.extra["node1_read_share"];
     assert!((shares - 1.0).abs() < 0.01, "the nodes' shares add up: {shares}");
     // the same counts sampled every 100 ms: one row per node, nearly every read in some window

@@ -21,7 +21,7 @@ use tailor_core::coordinator::{
 use tailor_core::facts::ProbeReply;
 use tailor_core::oracle::bloom::BloomConfig;
 use tailor_core::oracle::size::{self, Knowledge};
-use tailor_core::replica::{Arrival, ReplicaCore};
+use tailor_core::replica::{Arrival, ReplicaCore, ServiceEstimate};
 use tailor_core::ring::{ReplicaSet, Ring};
 use tailor_core::selector::{self, Reach, ReplicaSelector, SelectorEnv};
 use tailor_core::time::{from_ms, round_nonneg, Nanos};
@@ -35,9 +35,11 @@ fn world<'s>(servers: &'s [Server], now: Nanos, spec: &Spec, base_service_ns: f6
     SimWorld { servers, now, workers: spec.cluster.workers, base_service_ns }
 }
 
-/// The nominal processing time of a `size`-byte request under `(alpha, beta_ms)`, at least 1 ns.
-fn nominal_of((alpha, beta_ms): (f64, f64), size: u64) -> Nanos {
-    round_nonneg(alpha * size as f64 + beta_ms * 1e6).max(1.0) as Nanos
+/// The spec's nominal processing model `(alpha, beta_ms)` as the replica core's service-time
+/// estimate: a request's nominal time (for stretch, and the service model's time before
+/// slowdowns) is the estimate its replica gives it.
+fn nominal_estimate((alpha, beta_ms): (f64, f64)) -> ServiceEstimate {
+    ServiceEstimate { alpha_ns_per_byte: alpha, beta_ns: beta_ms * 1e6 }
 }
 
 /// The spec's nominal processing model as the size oracle's `p = alpha * size + beta`.
@@ -64,6 +66,9 @@ enum Event {
     /// A server's answer (read, shadow or write ack) reaches the coordinator; its facts are the
     /// front of [`Engine::answers`] (a probe's reply: the front of [`Engine::probe_replies`]).
     Answer { server: NodeId, job: Job },
+    /// A server's refusal (its queue cap, [`ReplicaCore::admits`]) reaches the coordinator: the
+    /// copy failed.
+    Refused { server: NodeId, job: Job },
     /// A coordinator's wake-up time.
     Wake { client: u32 },
     /// Every server redraws its fluctuation state.
@@ -119,8 +124,9 @@ pub struct Engine<'a> {
     finished: u64,
     trace_pos: usize,
     base_service_ns: f64,
-    /// The spec's `nominal_linear()`, constant for the run and needed for every request.
-    nominal_linear: (f64, f64),
+    /// The spec's `nominal_linear()` as the replica core's estimate, constant for the run and
+    /// needed for every request.
+    nominal: ServiceEstimate,
     /// The nominal time of every request when it does not depend on the size (`alpha` = 0:
     /// the exponential and cache models), computed once.
     fixed_nominal: Option<Nanos>,
@@ -165,6 +171,7 @@ impl<'a> Engine<'a> {
             let queue = local::build::<Job>(&plan.local, &spec.local, plan.seed ^ (s as u64).wrapping_mul(0x9E37))
                 .map_err(|e| bad(&e))?;
             let mut core = ReplicaCore::new(s as NodeId, queue, c.workers, large);
+            core.set_max_queue(c.max_queue);
             if selector::probing(&plan.selector) {
                 core = core.with_probe_estimates();
             }
@@ -212,7 +219,7 @@ impl<'a> Engine<'a> {
             clients.push(SimCoordinator::new(core));
         }
         let base_service_ns = mean_service_ns(spec, &gen.sizes);
-        let nominal_linear = c.nominal_linear();
+        let nominal = nominal_estimate(c.nominal_linear());
         let rec = Recorder::new(spec, plan, c.servers);
         Ok(Engine {
             spec,
@@ -236,8 +243,8 @@ impl<'a> Engine<'a> {
             finished: 0,
             trace_pos: 0,
             base_service_ns,
-            nominal_linear,
-            fixed_nominal: (nominal_linear.0 == 0.0).then(|| nominal_of(nominal_linear, 0)),
+            nominal,
+            fixed_nominal: nominal.is_fixed().then(|| nominal.of(0)),
             prefetching: c.servers >= PREFETCH_FROM_SERVERS,
             after_next: None,
             heap_watch: Cell::new((0, 0)),
@@ -304,6 +311,10 @@ impl<'a> Engine<'a> {
         }
         if let Some(ratio) = probe_ratio {
             out.result.extra.insert("probes_per_read".into(), ratio);
+        }
+        if self.spec.cluster.max_queue.is_some() {
+            let refused: u64 = self.servers.iter().map(|s| s.core.refused()).sum();
+            out.result.extra.insert("refused_copies".into(), refused as f64);
         }
         out
     }
@@ -459,7 +470,8 @@ impl<'a> Engine<'a> {
                     _ => {}
                 }
             }
-            _ => unreachable!("only arrivals at servers and answers travel the hops lane"),
+            Event::Refused { .. } => {}
+            _ => unreachable!("only arrivals at servers, answers and refusals travel the hops lane"),
         }
     }
 
@@ -476,6 +488,7 @@ impl<'a> Engine<'a> {
             Event::ServerArrive { server, job } => self.on_server_arrive(server, job),
             Event::ServiceDone { server, job, service } => self.on_service_done(server, job, service),
             Event::Answer { server, job } => self.on_answer(server, job),
+            Event::Refused { server, job } => self.on_refused(server, job),
             Event::Wake { client } => {
                 let world = world(&self.servers, self.now, self.spec, self.base_service_ns);
                 if self.clients[client as usize].wake(self.now, &world, &mut self.actions) {
@@ -532,7 +545,7 @@ impl<'a> Engine<'a> {
 
     #[inline]
     fn nominal(&self, size: u64) -> Nanos {
-        self.fixed_nominal.unwrap_or_else(|| nominal_of(self.nominal_linear, size))
+        self.fixed_nominal.unwrap_or_else(|| self.nominal.of(size))
     }
 
     /// Carry out what `client`'s core asked for, then arm its next wake-up.
@@ -552,7 +565,11 @@ impl<'a> Engine<'a> {
                 }
                 Action::Reply { request, .. } => self.completed(request),
                 Action::Fail { request, failure } => {
-                    unreachable!("request {request} failed ({failure}): the simulator injects no failures")
+                    assert!(
+                        self.spec.cluster.max_queue.is_some(),
+                        "request {request} failed ({failure}): the simulator injects no failures but refusals"
+                    );
+                    self.gave_up(request);
                 }
             }
         }
@@ -584,9 +601,23 @@ impl<'a> Engine<'a> {
         self.closed_loop_next(client);
     }
 
+    /// The client got request `req`'s failure (every replica it could try refused it).
+    #[cold]
+    fn gave_up(&mut self, req: RequestId) {
+        let client = self.reqs.get(req).client;
+        self.rec.failed();
+        self.reqs.replied(req);
+        self.finished += 1;
+        self.closed_loop_next(client);
+    }
+
     fn on_server_arrive(&mut self, server: NodeId, job: Job) {
         if job.kind == SendKind::Probe {
             return self.on_probe_arrive(server, job);
+        }
+        if !self.servers[server as usize].core.admits() {
+            // refused at once, like the store's busy replica: the failure goes back
+            return self.events.push_in_order(HOPS, self.now + self.net, Event::Refused { server, job });
         }
         let r = self.reqs.get(job.ticket.id);
         let arrival = Arrival { id: job.ticket.id, age: job.age, service: r.nominal, size: r.size, tags: job.tags };
@@ -686,6 +717,17 @@ impl<'a> Engine<'a> {
         let world = world(&self.servers, self.now, self.spec, self.base_service_ns);
         self.clients[client as usize].answered(self.now, job.ticket, answer, &world, &mut self.actions);
         self.answers.pop_front();
+        self.carry_out(client);
+        self.reqs.answered(job.ticket.id);
+    }
+
+    /// A server's refusal reached the coordinator: the copy failed there (the core retries it
+    /// among the untried replicas, or fails the request).
+    #[cold]
+    fn on_refused(&mut self, server: NodeId, job: Job) {
+        let client = self.reqs.get(job.ticket.id).client;
+        let world = world(&self.servers, self.now, self.spec, self.base_service_ns);
+        self.clients[client as usize].core.failed(self.now, job.ticket, server, &world, &mut self.actions);
         self.carry_out(client);
         self.reqs.answered(job.ticket.id);
     }

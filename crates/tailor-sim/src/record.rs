@@ -28,6 +28,8 @@ pub struct Recorder {
     /// Requests (whenever released) completed between the warm-up and `arrivals_end`.
     done_in_window: u64,
     small_behind_large: u64,
+    /// Requests that failed (refused by every replica they could try).
+    failed: u64,
     cache_hits: u64,
     cache_misses: u64,
     window: Option<Nanos>,
@@ -63,6 +65,7 @@ impl Recorder {
             arrivals_end: None,
             done_in_window: 0,
             small_behind_large: 0,
+            failed: 0,
             cache_hits: 0,
             cache_misses: 0,
             window: keep_series.then(|| from_ms(spec.report.window_ms).max(1)),
@@ -109,6 +112,11 @@ impl Recorder {
     /// The workload issued its last request at `now`.
     pub fn arrivals_ended(&mut self, now: Nanos) {
         self.arrivals_end = Some(now);
+    }
+
+    /// A request failed at its coordinator (replicas' queue caps refused it).
+    pub fn failed(&mut self) {
+        self.failed += 1;
     }
 
     /// A read released at `release` completed at `done`; `nominal` is its processing time.
@@ -226,6 +234,7 @@ impl Recorder {
         r.throughput_rps = if span > 0 { self.done_in_window as f64 * SEC as f64 / span as f64 } else { 0.0 };
         r.offered_rps = offered_rps;
         r.small_behind_large = self.small_behind_large;
+        r.errors = self.failed;
         r.latency_cdf = self.reads.cdf(self.cdf_points);
         r.stretch_cdf = self.stretch.cdf(self.cdf_points);
         r.per_server_load = if self.window.is_some() {

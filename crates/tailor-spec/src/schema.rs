@@ -95,6 +95,11 @@ pub struct ClusterSpec {
     pub speculative_retry: String,
     /// Hedges allowed per read on average (the extra load hedging may spend), in [0, 1].
     pub speculative_budget: f64,
+    /// Most requests a server lets wait (the store's `max_queue`): one that finds that many
+    /// waiting is refused at once, a failed copy its coordinator retries on another replica
+    /// (none by default; left out of the spec text when unset).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_queue: Option<usize>,
 }
 
 /// Default hedge budget: at most 5 % more reads.
@@ -118,6 +123,7 @@ impl Default for ClusterSpec {
             omniscient: true,
             speculative_retry: "none".into(),
             speculative_budget: DEFAULT_SPECULATIVE_BUDGET,
+            max_queue: None,
         }
     }
 }

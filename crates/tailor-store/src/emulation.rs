@@ -83,6 +83,18 @@ impl Emulation {
         })
     }
 
+    /// The replica core's service-time estimate on this node: the emulated model when on, else
+    /// the core's estimate for an engine with no model of its device.
+    pub fn estimate(&self) -> tailor_core::replica::ServiceEstimate {
+        use tailor_core::replica::ServiceEstimate;
+        let (alpha, beta_us) = (f(&self.alpha), f(&self.beta_us));
+        if alpha > 0.0 || beta_us > 0.0 {
+            ServiceEstimate { alpha_ns_per_byte: alpha, beta_ns: beta_us * 1000.0 }
+        } else {
+            ServiceEstimate::UNMODELLED
+        }
+    }
+
     /// Emulated processing time `alpha * size + beta` of a value of `size` bytes (0 when off).
     pub fn model_time(&self, size: u64) -> Nanos {
         (f(&self.alpha) * size as f64 + f(&self.beta_us) * 1000.0).max(0.0) as Nanos

@@ -39,20 +39,30 @@
 //!   facts (its in-flight counts stay balanced), and the read is offered to the selector again
 //!   among the up replicas not yet tried, through the backlog if it says wait — unless its hedge
 //!   is still out, which then carries the read alone.
+//! - **Engine limits** ([`limits`]). What an engine cannot do is declared with
+//!   [`CoordinatorCore::with_limits`], and the core does instead what [`limits`] names, in one
+//!   place: for Cassandra's driver, a read the selector says wait for is sent at once to the
+//!   fallback (fewest attempts in flight) and counted `forced`, and polled facts ride on the
+//!   node's next answer ([`CoordinatorCore::polled`], [`CoordinatorCore::answered_bare`]). The
+//!   three engines: the simulator (no limit), the store (its wake-ups on 1 ms ticks), Cassandra's
+//!   policy (`tailor-cql/src/policy`, driving this core with the driver's events).
 
 pub mod action;
 pub mod backlog;
+pub mod limits;
 pub mod pending;
 pub mod speculation;
 
 use crate::facts::{Feedback, Freshness, ProbeReply, Response};
 use crate::model::{Consistency, CoordinatorId, NodeId, Op, RequestId, SizeHint, Tags};
+use crate::node_map::NodeMap;
 use crate::oracle::size::SizeOracle;
 use crate::ring::ReplicaSet;
 use crate::selector::{Decision, Reach, ReplicaSelector, Rng, World};
 use crate::time::Nanos;
 pub use action::{Action, Failure, Send, SendKind, PROBE_SLOT};
 use backlog::{Backlog, Parked};
+pub use limits::EngineLimits;
 pub use pending::Ticket;
 use pending::{Mode, Pending, Slab};
 use speculation::{Speculation, SpeculationConfig};
@@ -127,6 +137,9 @@ pub struct CoreStats {
     pub unknown: u64,
     /// Probes sent for the selector.
     pub probes: u64,
+    /// Reads the selector said wait for, sent to the fallback at once because the engine cannot
+    /// park ([`EngineLimits::park`]).
+    pub forced: u64,
 }
 
 /// One coordinator's core. In this order: what a request reads or writes at the coordinator
@@ -151,6 +164,16 @@ pub struct CoordinatorCore {
     /// Its first 32 bytes are hot (see [`CoordinatorConfig`]).
     cfg: CoordinatorConfig,
     stats: CoreStats,
+    /// What the engine cannot do and the state the core keeps in its place ([`limits`]); `None`
+    /// for an engine without limits, so the simulator pays one pointer in a cold line.
+    limited: Option<Box<Limited>>,
+}
+
+/// The core's state for an engine with limits.
+struct Limited {
+    limits: EngineLimits,
+    /// Each node's newest polled facts not yet shown on an answer (limit 4).
+    polled: NodeMap<Option<Feedback>>,
 }
 
 /// What offering a read to the selector led to.
@@ -181,7 +204,26 @@ impl CoordinatorCore {
             stats: CoreStats::default(),
             speculation: None,
             probe_to: Vec::new(),
+            limited: None,
         }
+    }
+
+    /// For an engine that cannot do all the core asks ([`limits`]): the core does instead what
+    /// [`limits`] names.
+    pub fn with_limits(mut self, limits: EngineLimits) -> Self {
+        self.limited = (limits != EngineLimits::NONE).then(|| Box::new(Limited { limits, polled: NodeMap::new() }));
+        self
+    }
+
+    /// Whether the engine can park reads.
+    fn parks(&self) -> bool {
+        self.limited.as_ref().is_none_or(|l| l.limits.park)
+    }
+
+    /// Order `replicas` as the core falls back on them when it may not park
+    /// ([`limits::fallback_order`]): fewest attempts in flight from this core first.
+    pub fn fallback_order(&self, replicas: &mut [NodeId]) {
+        limits::fallback_order(replicas, |r| self.pending.attempts_at(r));
     }
 
     /// Hedge late reads at ONE by `cfg` (off unless called).
@@ -374,13 +416,42 @@ impl CoordinatorCore {
     /// and reads them in place.
     pub fn answered(&mut self, now: Nanos, t: Ticket, answer: &mut Answer, world: &dyn World, out: &mut Vec<Action>) {
         answer.feedback.from = answer.replica;
-        let Answer { replica, ref feedback, value_size } = *answer;
-        self.oracle.learn(feedback);
-        let fresh = self.freshness.accept(replica, feedback.timestamp);
+        self.oracle.learn(&answer.feedback);
+        let fresh = self.freshness.accept(answer.replica, answer.feedback.timestamp);
         // counted only when stale: the counters are outside the hot bytes
         if !fresh {
             self.stats.stale_feedback += 1;
         }
+        self.settle_answer(now, t, answer, fresh, world, out);
+    }
+
+    /// Replica `replica` answered the copy sent with ticket `t`, and its answer carries no facts
+    /// of its own (an engine whose facts come by polling, limit 4 of [`limits`]): the node's
+    /// newest poll not yet shown rides on it, through the freshness gate; with none, the answer
+    /// is a stale one with empty facts (counted at the selector, nothing applied).
+    pub fn answered_bare(&mut self, now: Nanos, t: Ticket, replica: NodeId, world: &dyn World, out: &mut Vec<Action>) {
+        let kept = self.limited.as_mut().and_then(|l| l.polled.get_mut(replica)).and_then(Option::take);
+        match kept {
+            Some(feedback) => self.answered(now, t, &mut Answer { replica, feedback, value_size: None }, world, out),
+            None => {
+                let feedback = Feedback { from: replica, ..Feedback::default() };
+                self.settle_answer(now, t, &Answer { replica, feedback, value_size: None }, false, world, out);
+            }
+        }
+    }
+
+    /// An answer whose facts passed the freshness gate (`fresh`) or not.
+    #[inline(always)]
+    fn settle_answer(
+        &mut self,
+        now: Nanos,
+        t: Ticket,
+        answer: &Answer,
+        fresh: bool,
+        world: &dyn World,
+        out: &mut Vec<Action>,
+    ) {
+        let Answer { replica, ref feedback, value_size } = *answer;
         let Some(p) = self.pending.get_mut(t) else {
             self.stats.unknown += 1;
             return;
@@ -417,22 +488,44 @@ impl CoordinatorCore {
     }
 
     /// Facts from replica `from` that answer no request (a heartbeat reply).
-    pub fn facts(
+    pub fn facts(&mut self, now: Nanos, from: NodeId, feedback: Feedback, world: &dyn World, out: &mut Vec<Action>) {
+        self.gate_facts(now, from, feedback);
+        self.drain(now, world, out);
+    }
+
+    /// Facts an engine polled from node `from` (limit 4 of [`limits`]): like heartbeat facts
+    /// ([`CoordinatorCore::facts`]), and, when fresh, kept to ride on the node's next answer
+    /// ([`CoordinatorCore::answered_bare`]), replacing an older poll not yet shown. Returns
+    /// whether they were fresh (applied).
+    pub fn polled(
         &mut self,
         now: Nanos,
         from: NodeId,
-        mut feedback: Feedback,
+        feedback: Feedback,
         world: &dyn World,
         out: &mut Vec<Action>,
-    ) {
+    ) -> bool {
+        let kept = self.gate_facts(now, from, feedback);
+        let fresh = kept.is_some();
+        if let (Some(feedback), Some(l)) = (kept, self.limited.as_mut()) {
+            *l.polled.get_or_insert_with(from, || None) = Some(feedback);
+        }
+        self.drain(now, world, out);
+        fresh
+    }
+
+    /// Facts without a response through the freshness gate: to the selector when fresh, and
+    /// then given back.
+    fn gate_facts(&mut self, now: Nanos, from: NodeId, mut feedback: Feedback) -> Option<Feedback> {
         feedback.from = from;
         self.oracle.learn(&feedback);
         if self.freshness.accept(from, feedback.timestamp) {
             self.selector.on_facts(now, &feedback);
+            Some(feedback)
         } else {
             self.stats.stale_feedback += 1;
+            None
         }
-        self.drain(now, world, out);
     }
 
     /// A replica answered a probe: the answer goes to the selector only.
@@ -468,12 +561,13 @@ impl CoordinatorCore {
         self.send_probes(view.id, out);
         let (replica, tags) = match decision {
             Decision::Send { replica, tags } => (replica, tags),
-            Decision::Wait { retry_at } => {
+            Decision::Wait { retry_at } if self.parks() => {
                 if let Some(at) = retry_at {
                     self.backlog.retry_at(at.max(now + 1));
                 }
                 return Routed::Wait;
             }
+            Decision::Wait { .. } => self.forced(&up),
         };
         assert!(up.contains(&replica), "selector chose replica {replica} outside {:?}", &*up);
         self.selector.on_sent(now, &view, replica);
@@ -507,6 +601,18 @@ impl CoordinatorCore {
         }
         self.check(t);
         Routed::Sent
+    }
+
+    /// Where a read the selector told to wait goes when the engine cannot park (limit 1 of
+    /// [`limits`]): the first of `up` in the fallback order, with no tags of the selector's.
+    #[cold]
+    fn forced(&mut self, up: &ReplicaSet) -> (NodeId, Tags) {
+        self.stats.forced += 1;
+        let mut order = [0; crate::ring::MAX_REPLICAS];
+        let order = &mut order[..up.len()];
+        order.copy_from_slice(up);
+        self.fallback_order(order);
+        (order[0], Tags::default())
     }
 
     /// The invariants of request `t`'s mode, if it is still held (debug builds).

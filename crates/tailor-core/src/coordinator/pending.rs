@@ -297,6 +297,16 @@ impl Slab {
         debug_assert!(self.free.len() <= self.entries.len(), "more free slots than slots");
     }
 
+    /// Attempts (chosen replicas and hedges of reads at ONE) now in flight at `replica`: a pass
+    /// over the table, for the fallback of an engine that cannot park (off every hot path).
+    pub fn attempts_at(&self, replica: NodeId) -> u32 {
+        let at = |p: &Pending| match p.mode {
+            Mode::Selected { chosen, hedge, .. } => (chosen == Some(replica)) as u32 + (hedge == Some(replica)) as u32,
+            Mode::FanOut { .. } => 0,
+        };
+        self.entries.iter().filter_map(|e| e.0.as_ref()).map(at).sum()
+    }
+
     /// The ticket of held request `id` (tests).
     #[cfg(test)]
     pub fn find(&self, id: RequestId) -> Option<Ticket> {

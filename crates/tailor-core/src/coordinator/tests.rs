@@ -436,3 +436,92 @@ fn probes_the_selector_asks_for_leave_with_the_read_and_their_answers_reach_only
     c.read(30, req(2, 78, None), &Blind, &mut out);
     assert!(sends(&out).contains(&(2, 5, SendKind::Read)), "{:?}", sends(&out));
 }
+
+/// A core for an engine that cannot park and gets facts by polling (Cassandra's driver).
+fn limited(script: Vec<Decision>) -> (CoordinatorCore, Log) {
+    let (c, log) = core_with(config(), script);
+    (c.with_limits(EngineLimits::CASSANDRA_DRIVER), log)
+}
+
+#[test]
+fn without_parking_a_wait_goes_to_the_least_loaded_replica_and_is_counted() {
+    let wait = Decision::Wait { retry_at: Some(500) };
+    let (mut c, log) = limited(vec![Decision::to(3), Decision::to(4), wait, wait, wait]);
+    let mut out = Vec::new();
+    c.read(10, req(1, 1, None), &Blind, &mut out);
+    c.read(11, req(2, 2, None), &Blind, &mut out);
+    // 3 and 4 each have one attempt out: 5 has none
+    c.read(12, req(3, 3, None), &Blind, &mut out);
+    assert_eq!(sends(&out), [(1, 3, SendKind::Read), (2, 4, SendKind::Read), (3, 5, SendKind::Read)]);
+    let log = take(&log);
+    assert!(log.contains(&"sent 3 5".to_string()), "the selector is told a forced read was sent: {log:?}");
+    assert_eq!((c.stats().forced, c.parked(), c.next_wake()), (1, 0, None), "nothing parks, nothing to wake for");
+    // every replica has one out: ties go in replica order
+    out.clear();
+    c.read(13, req(4, 4, None), &Blind, &mut out);
+    assert_eq!(sends(&out), [(4, 3, SendKind::Read)]);
+    // a retry the selector says wait for goes to the least loaded untried replica
+    out.clear();
+    c.failed(14, tk(&c, 4), 3, &Blind, &mut out);
+    assert_eq!(sends(&out), [(4, 4, SendKind::Read)]);
+    assert_eq!((c.stats().forced, c.stats().retries), (3, 1));
+    let mut order = [5, 4, 3];
+    c.fallback_order(&mut order);
+    assert_eq!(order, [5, 3, 4], "4 has two attempts out, 3 and 5 one each");
+}
+
+#[test]
+fn an_engine_that_parks_still_parks() {
+    let (mut c, _log) = core_with(config(), vec![Decision::Wait { retry_at: Some(500) }]);
+    let mut out = Vec::new();
+    c.read(10, req(1, 1, None), &Blind, &mut out);
+    assert_eq!((out.len(), c.parked(), c.stats().forced), (0, 1, 0));
+}
+
+#[test]
+fn a_poll_rides_on_the_nodes_next_answer_once_neither_lost_nor_applied_twice() {
+    let (mut c, log) = limited(vec![]);
+    let mut out = Vec::new();
+    // an answer before any poll carries no facts: stale, nothing applied
+    c.read(1, req(1, 1, None), &Blind, &mut out);
+    c.answered_bare(2, tk(&c, 1), 3, &Blind, &mut out);
+    // a poll at 10: offered as facts, then shown on the next answer only
+    let poll = |busy| Feedback { timestamp: 10, busy, ..Feedback::default() };
+    assert!(c.polled(10, 3, poll(true), &Blind, &mut out));
+    for id in [2, 3] {
+        c.read(10 + id, req(id, 1, None), &Blind, &mut out);
+        c.answered_bare(10 + id, tk(&c, id), 3, &Blind, &mut out);
+    }
+    // two polls before an answer: the newer rides, once; the equal timestamp of a poll and the
+    // answer carrying it passes the gate (that is what lets it ride), and no copy of it is left
+    assert!(c.polled(20, 3, Feedback { timestamp: 20, ..poll(false) }, &Blind, &mut out));
+    assert!(c.polled(30, 3, Feedback { timestamp: 30, ..poll(true) }, &Blind, &mut out));
+    assert!(!c.polled(31, 3, Feedback { timestamp: 25, ..poll(false) }, &Blind, &mut out), "an older poll is stale");
+    for id in [4, 5] {
+        c.read(30 + id, req(id, 1, None), &Blind, &mut out);
+        c.answered_bare(30 + id, tk(&c, id), 3, &Blind, &mut out);
+    }
+    // another node's poll rides on that node's answers, not on 3's
+    assert!(c.polled(40, 4, poll(true), &Blind, &mut out));
+    c.read(41, req(6, 1, None), &Blind, &mut out);
+    c.answered_bare(42, tk(&c, 6), 3, &Blind, &mut out);
+    let seen: Vec<String> =
+        take(&log).into_iter().filter(|l| !l.starts_with("select") && !l.starts_with("sent")).collect();
+    assert_eq!(
+        seen,
+        [
+            "resp 1 3 fresh=false",
+            "facts 3 busy=true",
+            "resp 2 3 fresh=true",
+            "resp 3 3 fresh=false",
+            "facts 3 busy=false",
+            "facts 3 busy=true",
+            "resp 4 3 fresh=true",
+            "resp 5 3 fresh=false",
+            "facts 4 busy=true",
+            "resp 6 3 fresh=false",
+        ]
+    );
+    assert_eq!(c.stats().stale_feedback, 1, "only the older poll was stale; bare answers are not feedback");
+    assert_eq!(c.in_flight(), 0);
+}

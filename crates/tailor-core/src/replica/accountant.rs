@@ -145,6 +145,8 @@ pub struct Accountant {
     completed: u64,
     /// Whether `dq` is measured (see [`Accountant::without_dq`]).
     measures_dq: bool,
+    /// Requests the replica's queue cap refused (u32 beside the flag: it fills their padding).
+    refused: u32,
     /// (time, waiting count) steps covering at least the last [`DQ_WINDOW`].
     history: VecDeque<(Nanos, u32)>,
 }
@@ -161,8 +163,19 @@ impl Accountant {
             running_large: 0,
             completed: 0,
             measures_dq: true,
+            refused: 0,
             history: VecDeque::from([(0, 0)]),
         }
+    }
+
+    /// The queue cap refused a request ([`super::ReplicaCore::admits`]).
+    pub fn refuses(&mut self) {
+        self.refused = self.refused.saturating_add(1);
+    }
+
+    /// Requests the queue cap refused.
+    pub fn refused(&self) -> u64 {
+        u64::from(self.refused)
     }
 
     /// The same, not measuring `dq` (its facts say 0): for an engine whose selectors do not

@@ -7,18 +7,24 @@
 //! is done (it answers the facts to piggyback). The simulator's workers are events; the store's
 //! are threads that call `start` under a lock; both see the same queue order and the same facts.
 //!
+//! Queue cap: with [`ReplicaCore::set_max_queue`], a request that finds that many jobs waiting
+//! is refused ([`ReplicaCore::admits`] says no and counts it): the engine answers it "busy" at
+//! once, a failed copy at its coordinator, which retries it elsewhere. Off by default.
+//!
 //! Release time (choice): a job's release is its arrival here minus the time it spent at its
 //! coordinator before being sent (`age`, measured on the coordinator's clock and carried with
 //! the request). It is the one definition both engines can compute: the two clocks are not
 //! comparable, a duration is; the one-way network delay is not counted.
 
 pub mod accountant;
+pub mod estimate;
 
 use crate::facts::Feedback;
 use crate::local::LocalQueue;
 use crate::model::{JobMeta, NodeId, RequestId, Tags};
 use crate::time::Nanos;
 pub use accountant::{Accountant, ProbeReply, RifLatency};
+pub use estimate::ServiceEstimate;
 
 /// A request as it reaches a replica.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -27,7 +33,8 @@ pub struct Arrival {
     pub id: RequestId,
     /// Time the request spent at its coordinator before being sent.
     pub age: Nanos,
-    /// Estimated processing time from the replica's exact size, at least 1 ns.
+    /// Estimated processing time from the replica's exact size, at least 1 ns
+    /// ([`ServiceEstimate::of`]).
     pub service: Nanos,
     /// Exact value size in bytes.
     pub size: u64,
@@ -38,7 +45,10 @@ pub struct Arrival {
 /// One replica's queue, worker slots and facts.
 pub struct ReplicaCore<T> {
     queue: Box<dyn LocalQueue<T>>,
-    slots: usize,
+    /// Worker slots (u32, beside the cap: a simulated server is three cache lines to the byte).
+    slots: u32,
+    /// Most jobs waiting before a new one is refused (`u32::MAX`: no cap).
+    max_queue: u32,
     large_threshold: u64,
     accountant: Accountant,
     /// Latency per requests-in-flight level, for probes (boxed: off unless asked for).
@@ -50,7 +60,14 @@ impl<T> ReplicaCore<T> {
     /// strictly above `large_threshold` bytes are large (Héron's busy status).
     pub fn new(id: NodeId, queue: Box<dyn LocalQueue<T>>, workers: usize, large_threshold: u64) -> Self {
         assert!(workers > 0, "a replica needs at least one worker");
-        ReplicaCore { queue, slots: workers, large_threshold, accountant: Accountant::new(id), rif_latency: None }
+        ReplicaCore {
+            queue,
+            slots: slots(workers),
+            max_queue: u32::MAX,
+            large_threshold,
+            accountant: Accountant::new(id),
+            rif_latency: None,
+        }
     }
 
     /// The same, keeping the latency per requests-in-flight level that probe answers carry
@@ -82,7 +99,7 @@ impl<T> ReplicaCore<T> {
     /// Queue a request that arrived at `now`. Returns true if it cannot start at once and a
     /// large-value request is queued or running before it (Héron's small-behind-large count).
     pub fn admit(&mut self, now: Nanos, a: Arrival, payload: T) -> bool {
-        let behind_large = self.accountant.running() >= self.slots && self.accountant.large_present();
+        let behind_large = self.accountant.running() >= self.slots as usize && self.accountant.large_present();
         let release = now.saturating_sub(a.age);
         let meta = JobMeta { id: a.id, release, enqueued: now, service: a.service.max(1), size: a.size, tags: a.tags };
         if let Some(r) = &mut self.rif_latency {
@@ -99,13 +116,13 @@ impl<T> ReplicaCore<T> {
     pub fn start(&mut self, now: Nanos) -> Option<(JobMeta, T)> {
         // the accountant counts what the queue holds: an empty queue is known without asking it
         debug_assert_eq!(self.accountant.waiting() as usize, self.queue.len(), "the accountant counts the queue");
-        if self.accountant.running() >= self.slots || self.accountant.waiting() == 0 {
+        if self.accountant.running() >= self.slots as usize || self.accountant.waiting() == 0 {
             return None;
         }
         let (meta, payload) = self.queue.pop(now)?;
         debug_assert!(meta.enqueued <= now, "job {} starts before it arrived", meta.id);
         self.accountant.starts(now, meta.id, meta.service, self.is_large(meta.size));
-        debug_assert!(self.accountant.running() <= self.slots, "a job started without a free worker slot");
+        debug_assert!(self.accountant.running() <= self.slots as usize, "a job started without a free worker slot");
         debug_assert_eq!(self.accountant.waiting() as usize, self.queue.len(), "the accountant counts the queue");
         Some((meta, payload))
     }
@@ -127,12 +144,39 @@ impl<T> ReplicaCore<T> {
     /// Change the number of jobs run at once (running jobs above it finish normally).
     pub fn set_workers(&mut self, workers: usize) {
         assert!(workers > 0, "a replica needs at least one worker");
-        self.slots = workers;
+        self.slots = slots(workers);
     }
 
     /// Jobs run at once.
     pub fn workers(&self) -> usize {
-        self.slots
+        self.slots as usize
+    }
+
+    /// Refuse new requests while `max` jobs wait (`None`: never, the default).
+    pub fn set_max_queue(&mut self, max: Option<usize>) {
+        self.max_queue = max.map_or(u32::MAX, |m| u32::try_from(m).unwrap_or(u32::MAX));
+    }
+
+    /// The queue cap (`None`: none).
+    pub fn max_queue(&self) -> Option<usize> {
+        (self.max_queue != u32::MAX).then_some(self.max_queue as usize)
+    }
+
+    /// Whether a request arriving now may queue: no, and counted ([`ReplicaCore::refused`]),
+    /// when [`ReplicaCore::max_queue`] jobs already wait. The engine answers a refused request
+    /// "busy" at once, without admitting it.
+    #[inline]
+    pub fn admits(&mut self) -> bool {
+        let room = self.accountant.waiting() < self.max_queue;
+        if !room {
+            self.accountant.refuses();
+        }
+        room
+    }
+
+    /// Requests refused by the queue cap so far.
+    pub fn refused(&self) -> u64 {
+        self.accountant.refused()
     }
 
     /// Jobs waiting.
@@ -166,6 +210,12 @@ impl<T> ReplicaCore<T> {
     }
 }
 
+/// A worker count as the core keeps it.
+fn slots(workers: usize) -> u32 {
+    assert!(workers > 0, "a replica needs at least one worker");
+    u32::try_from(workers).expect("fewer than 2^32 workers")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,6 +243,28 @@ mod tests {
         assert!(c.facts(2 * MS).pending_work == 50 && c.running() == 1 && c.waiting() == 0);
         c.set_workers(3);
         assert_eq!(c.workers(), 3);
+    }
+
+    #[test]
+    fn the_queue_cap_refuses_while_that_many_wait_and_counts_refusals() {
+        let mut c = core(1);
+        assert_eq!((c.max_queue(), c.admits()), (None, true), "no cap by default");
+        c.set_max_queue(Some(1));
+        assert!(c.admits());
+        c.admit(0, arrival(1, 1), 'a');
+        c.start(0);
+        // running jobs do not count: only those waiting
+        assert!(c.admits());
+        c.admit(0, arrival(2, 1), 'b');
+        assert!(!c.admits() && !c.admits());
+        assert_eq!((c.refused(), c.waiting()), (2, 1), "refused requests are counted, not queued");
+        c.finish(MS, 1, MS);
+        c.start(MS);
+        assert!(c.admits(), "room again once the waiting job started");
+        c.set_max_queue(Some(0));
+        assert!(!c.admits(), "a cap of 0 refuses everything");
+        c.set_max_queue(None);
+        assert_eq!((c.max_queue(), c.refused()), (None, 3));
     }
 
     #[test]

@@ -1,30 +1,29 @@
-//! [`TailorPolicy`]: the CQL driver's load-balancing policy driving one of tailor-core's
-//! selectors, unchanged.
+//! [`TailorPolicy`]: the CQL driver's load-balancing policy, an engine of tailor-core's
+//! coordinator core like the simulator and the store: it drives one [`CoordinatorCore`] with
+//! the driver's events and decides nothing itself.
 //!
-//! How the driver's events map onto the selector's (the policy is the engine here: it owns the
-//! clock, the driver owns the sockets):
-//! - `pick` → `select` among the key's replicas that have an open connection (all replicas of
-//!   the token when the statement is token-aware; every node otherwise), then `on_sent` for the
-//!   chosen one. The driver sends the attempt to that node; with a topology snitch and the
+//! The core is built with read repair 0 (Cassandra repairs on its own), reads at ONE, no
+//! speculation, no size oracle, and the Cassandra driver's limits
+//! ([`tailor_core::coordinator::limits`], where each limit and what the core does instead is
+//! named: no parking inside `pick`, no timer, answers identified by node and latency, facts by
+//! polling, no hedges or shadows). [`engine::Engine`] holds the core and the attempts in flight
+//! and documents the order of the driver's calls it relies on; this file only turns the
+//! driver's types into node ids and back:
+//! - `pick` → `core.read` among the key's replicas that have an open connection (all replicas
+//!   of the token when the statement is token-aware; every node otherwise, at most
+//!   [`tailor_core::ring::MAX_REPLICAS`]); the replica of its `Send` is the target. With the
 //!   dynamic snitch off, Cassandra's coordinator then reads locally (see `launch/config.rs`).
-//! - `on_request_success`/`on_request_failure` → `on_response` for the node that answered, with
-//!   `sent_at` = now − the driver's per-attempt latency. The response carries the node's newest
-//!   polled facts, fresh the first time only (core's freshness gate), so C3 applies each poll
-//!   once, as if it were piggybacked on the next response.
-//! - a fact poll → `on_facts`.
-//! - the selector's timer runs at the first event at or after `next_timer` (the driver gives the
-//!   policy no timer of its own; events come at the request rate).
-//!
-//! **Choice:** `pick` is synchronous and cannot park a request, so a `Wait` (C3's rate limiter,
-//! with every replica over its rate) sends the read to the replica with the fewest attempts in
-//! flight from this policy, and counts it in [`PolicyStats::forced`]; a run reports that count.
-//! The fallback plan (used after a failed attempt) lists the other replicas, fewest in flight
-//! first; its attempts feed `on_response` but not `on_sent` (the driver may skip a node without
-//! telling the policy, and a count that never comes back would shun that node forever).
+//! - `on_request_success`/`on_request_failure` → `core.answered_bare`/`core.failed` for the
+//!   ticket matched by node and latency.
+//! - `fallback` → a lazy plan: the core's retry after the failure first, then the core's
+//!   fallback order.
+//! - a fact poll → `core.polled` (the freshness gate; the poll rides on the node's next answer).
 
+pub mod engine;
 mod nodes;
 pub mod support;
 
+use engine::Engine;
 use nodes::NodeIds;
 use scylla::cluster::metadata::Strategy;
 use scylla::cluster::{ClusterState, NodeRef};
@@ -33,10 +32,11 @@ use scylla::policies::load_balancing::{FallbackPlan, LoadBalancingPolicy, Routin
 use scylla::routing::Shard;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-use tailor_core::facts::{Feedback, Freshness, Response};
-use tailor_core::model::{NodeId, Op, RequestView, SizeHint};
-use tailor_core::node_map::{InFlight, NodeMap};
-use tailor_core::selector::{self, Blind, Decision, ReplicaSelector, SelectorConfig, SelectorEnv};
+use tailor_core::coordinator::{CoordinatorConfig, CoordinatorCore, EngineLimits};
+use tailor_core::facts::Feedback;
+use tailor_core::model::{Consistency, NodeId};
+use tailor_core::oracle::size::NoOracle;
+use tailor_core::selector::{self, SelectorConfig, SelectorEnv};
 use tailor_core::time::Nanos;
 use uuid::Uuid;
 
@@ -58,24 +58,43 @@ pub struct PolicyConfig {
     pub workers: usize,
     /// Seed of the selector's random stream.
     pub seed: u64,
+    /// How long an attempt the driver never reports on stays in flight before the core is told
+    /// it failed (limit 3 of [`tailor_core::coordinator::limits`]): longer than the client's
+    /// request timeout, so that every attempt the driver does report on is reported first.
+    pub attempt_bound: Duration,
+}
+
+/// The attempt bound for a driver whose request timeout is `timeout`: twice that.
+pub fn attempt_bound(timeout: Duration) -> Duration {
+    timeout * 2
 }
 
 /// Counters of one policy.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PolicyStats {
-    /// Attempts the selector chose the node for.
+    /// First attempts the core chose a node for (`pick`).
     pub picked: u64,
-    /// Picks the selector answered `Wait` for, sent to the least-loaded replica instead.
+    /// Reads the selector answered `Wait` for, sent by the core to the least-loaded replica
+    /// instead ([`tailor_core::coordinator::CoreStats::forced`]).
     pub forced: u64,
     /// Attempts that succeeded.
     pub succeeded: u64,
     /// Attempts that failed.
     pub failed: u64,
-    /// Fact polls applied.
+    /// Fact polls applied (fresh at the core's gate).
     pub polls: u64,
+    /// Failures after which the core sent a retry, offered first by the fallback plan.
+    pub retried: u64,
+    /// Attempts the driver never reported on, failed to the core after the attempt bound.
+    pub expired: u64,
+    /// Answers matched to no attempt of the core's (a same-node retry of the driver's, a plan
+    /// target after the core gave up).
+    pub unmatched: u64,
+    /// Copies the core asked for that no driver call could carry, failed back to it at once.
+    pub undeliverable: u64,
 }
 
-/// A load-balancing policy driving a tailor-core selector.
+/// A load-balancing policy driving a tailor-core coordinator core.
 pub struct TailorPolicy {
     name: String,
     epoch: Instant,
@@ -83,14 +102,8 @@ pub struct TailorPolicy {
 }
 
 struct State {
-    selector: Box<dyn ReplicaSelector>,
+    engine: Engine,
     nodes: NodeIds,
-    in_flight: InFlight,
-    freshness: Freshness,
-    facts: NodeMap<Polled>,
-    stats: PolicyStats,
-    next_request: u64,
-    picks_per_node: NodeMap<u64>,
 }
 
 /// Why a policy cannot be built.
@@ -126,16 +139,19 @@ impl TailorPolicy {
         };
         let selector =
             selector::build(&cfg.selector, &tunables, &env).map_err(|e| PolicyError::Unsupported(e.to_string()))?;
-        let state = State {
-            selector,
-            nodes: NodeIds::default(),
-            in_flight: InFlight::default(),
-            freshness: Freshness::default(),
-            facts: NodeMap::new(),
-            stats: PolicyStats::default(),
-            next_request: 0,
-            picks_per_node: NodeMap::new(),
+        let core_cfg = CoordinatorConfig {
+            read_repair: 0.0,
+            park_timeout: None,
+            id: 0,
+            read_consistency: Consistency::One,
+            write_consistency: Consistency::One,
+            park_capacity: 1,
+            seed: cfg.seed,
         };
+        let core =
+            CoordinatorCore::new(core_cfg, selector, Box::new(NoOracle)).with_limits(EngineLimits::CASSANDRA_DRIVER);
+        let bound = (cfg.attempt_bound.as_nanos() as Nanos).max(1);
+        let state = State { engine: Engine::new(core, bound), nodes: NodeIds::default() };
         Ok(TailorPolicy { name: format!("tailor-{}", cfg.selector), epoch: Instant::now(), state: Mutex::new(state) })
     }
 
@@ -146,30 +162,24 @@ impl TailorPolicy {
 
     /// Counters so far.
     pub fn stats(&self) -> PolicyStats {
-        self.lock().stats
+        self.lock().engine.stats()
     }
 
-    /// Attempts the selector sent to each host, by host id.
+    /// Attempts `pick` sent to each host, by host id.
     pub fn picks_per_host(&self) -> Vec<(Uuid, u64)> {
         let st = self.lock();
-        st.picks_per_node.iter().filter_map(|(id, &n)| Some((st.nodes.host(id)?, n))).collect()
+        st.engine.picks_per_node().filter_map(|(id, n)| Some((st.nodes.host(id)?, n))).collect()
     }
 
-    /// Facts polled from host `host`: offered to the selector (`on_facts`) and kept for the
-    /// next response from that host. `feedback.from` is ignored (the policy assigns node ids).
-    pub fn polled(&self, host: Uuid, mut feedback: Feedback) {
-        let now = self.now();
+    /// Facts polled from host `host`, stamped now: through the core's freshness gate to the
+    /// selector, and kept to ride on the host's next answer. `feedback.from` and its timestamp
+    /// are ignored (the policy assigns node ids and stamps polls with its clock).
+    pub fn polled(&self, host: Uuid, feedback: Feedback) {
+        // read under the lock, so that the core sees events in clock order
         let mut st = self.lock();
+        let now = self.now();
         let node = st.nodes.id_of(host);
-        feedback.from = node;
-        feedback.timestamp = now;
-        if !st.freshness.accept(node, now) {
-            return;
-        }
-        st.stats.polls += 1;
-        st.run_timer(now);
-        st.selector.on_facts(now, &feedback);
-        *st.facts.get_or_insert_with(node, Polled::default) = Polled { feedback, shown: false };
+        st.engine.polled(now, node, feedback);
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -178,82 +188,16 @@ impl TailorPolicy {
     }
 
     fn answered(&self, latency: Duration, node: NodeRef<'_>, ok: bool) {
-        let now = self.now();
+        // read under the lock, so that the core sees events in clock order
         let mut st = self.lock();
+        let now = self.now();
         let id = st.nodes.id(node);
-        st.in_flight.answered(id);
-        if ok {
-            st.stats.succeeded += 1;
-        } else {
-            st.stats.failed += 1;
-        }
-        let sent_at = now.saturating_sub(latency.as_nanos() as Nanos);
-        let (feedback, fresh) = st.facts_for(id, ok);
-        st.run_timer(now);
-        let response = Response { request: 0, replica: id, sent_at, large: false, feedback: &feedback, fresh };
-        st.selector.on_response(now, &response);
+        st.engine.answered(now, id, latency.as_nanos() as Nanos, ok);
     }
 }
 
 /// A local read on an idle Cassandra node, in ns (the service time C3's rates are scaled to).
 pub const CASSANDRA_READ_NS: f64 = 500_000.0;
-
-impl State {
-    /// Fire the selector's timer if it is due.
-    fn run_timer(&mut self, now: Nanos) {
-        if self.selector.next_timer().is_some_and(|t| t <= now) {
-            self.selector.on_timer(now);
-        }
-    }
-
-    /// The facts the selector sees with an attempt's response from `node`, and whether they
-    /// are fresh: the node's newest polled facts, fresh only the first time they are shown and
-    /// only for a success (a failure is reported with empty facts, as the coordinator core
-    /// reports failures).
-    fn facts_for(&mut self, node: NodeId, ok: bool) -> (Feedback, bool) {
-        match self.facts.get_mut(node).filter(|_| ok) {
-            Some(p) => (p.feedback.clone(), !std::mem::replace(&mut p.shown, true)),
-            None => (Feedback { from: node, ..Feedback::default() }, false),
-        }
-    }
-
-    /// Choose among `replicas` (node ids); `None` when there are none.
-    fn choose(&mut self, now: Nanos, key: u64, replicas: &[NodeId]) -> Option<NodeId> {
-        if replicas.is_empty() {
-            return None;
-        }
-        self.run_timer(now);
-        self.next_request += 1;
-        let view = RequestView {
-            id: self.next_request,
-            key,
-            op: Op::Read,
-            release: now,
-            coordinator: 0,
-            hint: SizeHint::default(),
-        };
-        let chosen = match self.selector.select(now, &view, replicas, &Blind) {
-            Decision::Send { replica, .. } if replicas.contains(&replica) => replica,
-            Decision::Send { replica, .. } => panic!("selector chose {replica}, not among the replicas {replicas:?}"),
-            Decision::Wait { .. } => {
-                self.stats.forced += 1;
-                replicas.iter().copied().min_by_key(|&r| self.in_flight.count(r)).expect("replicas is not empty")
-            }
-        };
-        self.selector.on_sent(now, &view, chosen);
-        self.in_flight.sent(chosen);
-        self.stats.picked += 1;
-        *self.picks_per_node.get_or_insert_with(chosen, || 0) += 1;
-        Some(chosen)
-    }
-}
-
-/// A node's newest polled facts, and whether a response has carried them yet.
-#[derive(Default)]
-struct Polled {
-    feedback: Feedback,
-    shown: bool,
-}
 
 impl std::fmt::Debug for TailorPolicy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -285,28 +229,54 @@ fn candidates<'a>(request: &RoutingInfo<'_>, cluster: &'a ClusterState) -> Vec<N
     }
 }
 
+/// A read's fallback plan, asked item by item (see [`Engine::fallback_next`]): each item is the
+/// core's retry of the read if one waits, else the next candidate in the core's fallback order.
+struct Fallback<'a> {
+    policy: &'a TailorPolicy,
+    cluster: &'a ClusterState,
+    candidates: Vec<NodeRef<'a>>,
+    key: u64,
+    given: Vec<NodeId>,
+}
+
+impl<'a> Iterator for Fallback<'a> {
+    type Item = (NodeRef<'a>, Option<Shard>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut st = self.policy.lock();
+        let now = self.policy.now();
+        let ids: Vec<NodeId> = self.candidates.iter().map(|n| st.nodes.id(n)).collect();
+        let next = st.engine.fallback_next(now, self.key, &ids, &self.given)?;
+        self.given.push(next);
+        let host = st.nodes.host(next)?;
+        // the retry went to one of the pick's candidates, which may have lost its connection since
+        let node = (self.candidates.iter().copied())
+            .chain(self.cluster.get_nodes_info().iter())
+            .find(|n| n.host_id == host)?;
+        Some((node, None))
+    }
+}
+
+/// The key the core knows a request by: its token, 0 when it has none.
+fn key_of(request: &RoutingInfo<'_>) -> u64 {
+    request.token.map_or(0, |t| t.value() as u64)
+}
+
 impl LoadBalancingPolicy for TailorPolicy {
     fn pick<'a>(&'a self, request: &'a RoutingInfo, cluster: &'a ClusterState) -> Option<(NodeRef<'a>, Option<Shard>)> {
         let nodes = candidates(request, cluster);
-        let now = self.now();
+        // read under the lock, so that the core sees events in clock order
         let mut st = self.lock();
+        let now = self.now();
         let ids: Vec<NodeId> = nodes.iter().map(|n| st.nodes.id(n)).collect();
-        let key = request.token.map_or(0, |t| t.value() as u64);
-        let chosen = st.choose(now, key, &ids)?;
-        let at = ids.iter().position(|&i| i == chosen).expect("chosen among ids");
+        let chosen = st.engine.pick(now, key_of(request), &ids)?;
+        let at = ids.iter().position(|&i| i == chosen).expect("the core chose among the candidates");
         Some((nodes[at], None))
     }
 
     fn fallback<'a>(&'a self, request: &'a RoutingInfo, cluster: &'a ClusterState) -> FallbackPlan<'a> {
-        let mut nodes = candidates(request, cluster);
-        let mut st = self.lock();
-        let mut keyed: Vec<(u32, NodeRef<'a>)> = Vec::with_capacity(nodes.len());
-        for n in nodes.drain(..) {
-            let id = st.nodes.id(n);
-            keyed.push((st.in_flight.count(id), n));
-        }
-        keyed.sort_by_key(|(count, _)| *count);
-        Box::new(keyed.into_iter().map(|(_, n)| (n, None)))
+        let candidates = candidates(request, cluster);
+        Box::new(Fallback { policy: self, cluster, candidates, key: key_of(request), given: Vec::new() })
     }
 
     fn on_request_success(&self, _request: &RoutingInfo, latency: Duration, node: NodeRef<'_>) {
@@ -325,5 +295,35 @@ impl LoadBalancingPolicy for TailorPolicy {
 
     fn name(&self) -> String {
         self.name.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(selector: &str) -> PolicyConfig {
+        PolicyConfig {
+            selector: selector.into(),
+            selectors: SelectorConfig::default(),
+            facts_polled: true,
+            replication: 3,
+            servers: 3,
+            workers: 32,
+            seed: 1,
+            attempt_bound: attempt_bound(Duration::from_secs(10)),
+        }
+    }
+
+    #[test]
+    fn a_policy_drives_a_core_and_counts_polls_through_its_gate() {
+        let policy = TailorPolicy::new(&config("c3")).expect("c3 runs with polled facts");
+        for _ in 0..3 {
+            policy.polled(Uuid::from_u128(1), Feedback { queue_len: 2, service_time: 500_000, ..Feedback::default() });
+        }
+        let s = policy.stats();
+        assert_eq!((s.polls, s.picked, s.forced), (3, 0, 0));
+        assert!(policy.picks_per_host().is_empty());
+        assert!(TailorPolicy::new(&PolicyConfig { facts_polled: false, ..config("c3") }).is_err());
     }
 }

@@ -17,7 +17,8 @@
 //! alive, or while its last jobs, as many as it has workers, all panicked within
 //! [`UNHEALTHY_FOR`]; peers then route around it.
 //!
-//! Queue bound: above `max_queue` waiting requests, a new one is answered "busy" at once.
+//! Queue bound: the replica core's rule (`ReplicaCore::admits`): above `max_queue` waiting
+//! requests, a new one is answered "busy" at once.
 
 mod bloom;
 mod execute;
@@ -29,7 +30,7 @@ use crate::metrics::Metrics;
 use crate::size_cache::SizeCache;
 use crate::storage::{Storage, Versioned};
 use bloom::BloomState;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 use tailor_core::facts::Feedback;
@@ -115,8 +116,6 @@ pub struct Replica {
     bloom_cv: Condvar,
     /// Mirror of the index's generation, read without the Bloom lock on every feedback.
     generation: AtomicU32,
-    /// Most waiting requests (`max_queue`).
-    max_queue: AtomicUsize,
     /// Worker supervision and health.
     health: Health,
     /// Jobs still to panic on purpose (`TAILOR.SET debug_panic_next`, test hook).
@@ -154,7 +153,6 @@ impl Replica {
             bloom: bloom.map(|index| Mutex::new(BloomState { index, during_scan: None, target: 0, last_rebuild: 0 })),
             bloom_cv: Condvar::new(),
             generation: AtomicU32::new(0),
-            max_queue: AtomicUsize::new(usize::MAX),
             health: Health::default(),
             inject_panics: AtomicU64::new(0),
         });
@@ -173,7 +171,7 @@ impl Replica {
     /// Answer "busy" rather than queue more than `n` waiting requests (`max_queue`).
     pub fn set_max_queue(&self, n: usize) {
         assert!(n > 0, "a replica must queue at least one request");
-        self.max_queue.store(n, Ordering::Relaxed);
+        self.lock().core.set_max_queue(Some(n));
     }
 
     /// Make the next `n` jobs panic on their worker (test hook behind `debug_hooks`).

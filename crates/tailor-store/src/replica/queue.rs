@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tailor_core::model::{JobMeta, NodeId, Tags};
 use tailor_core::replica::Arrival;
-use tailor_core::time::{Nanos, US};
+use tailor_core::time::Nanos;
 use tokio::sync::oneshot;
 
 impl Replica {
@@ -34,16 +34,11 @@ impl Replica {
         self.ready.notify_all();
     }
 
-    /// Estimated processing time of a value of `size` bytes: the emulated model if set, else
-    /// 1 ns per byte + 20 µs (a rough local-SSD figure): orders the local policies and feeds
-    /// `pending_work`, EFT's estimate in the store.
+    /// Estimated processing time of a value of `size` bytes, the replica core's
+    /// (`tailor_core::replica::ServiceEstimate`) with this node's model: orders the local
+    /// policies and feeds `pending_work`, EFT's estimate in the store.
     pub(super) fn estimate(&self, size: u64) -> Nanos {
-        let model = self.emulation.model_time(size);
-        if model > 0 {
-            model
-        } else {
-            size + 20 * US
-        }
+        self.emulation.estimate().of(size)
     }
 
     /// Queue `work` (with the coordinator's `tags`, after `age` at the coordinator) for
@@ -59,10 +54,11 @@ impl Replica {
             Work::Write { key, value, .. } => (value.as_ref().map_or(0, |v| v.len() as u64), crate::key_hash(key)),
         };
         let now = self.now();
-        let service = self.estimate(size).max(1);
+        let service = self.estimate(size);
         let mut s = self.lock();
-        let max = self.max_queue.load(Ordering::Relaxed);
-        if s.core.waiting() >= max {
+        // the replica core's queue cap (`max_queue`): refused requests are answered "busy" at once
+        if !s.core.admits() {
+            let max = s.core.max_queue().unwrap_or(usize::MAX);
             let feedback = s.core.facts(now);
             drop(s);
             self.metrics.busy_refusals.fetch_add(1, Ordering::Relaxed);
