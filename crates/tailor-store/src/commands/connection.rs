@@ -2,7 +2,7 @@
 //! ID/SETNAME/GETNAME/LIST/INFO`, `COMMAND [COUNT|LIST|INFO|DOCS]`, `INFO [section]`.
 //!
 //! `HELLO 3` switches the connection to RESP3 and `HELLO 2` back (the session keeps the version,
-//! [`crate::resp::encode`] writes replies in it); any other version gets `-NOPROTO`, and a
+//! [`tailor_resp::encode`] writes replies in it); any other version gets `-NOPROTO`, and a
 //! refused HELLO (a bad option, a wrong password) leaves the version as it was, as in Redis. INFO's `redis_version` is `7.2.0`, the Redis
 //! version whose commands and replies this node follows for what it supports: clients parse that
 //! field to choose features (redis-py, redis-cli's hints), so a Tailor version there would
