@@ -249,10 +249,10 @@ fn check(cfg: &BenchConfig) -> Result<(), BenchError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resp::{read_reply, Reply};
+    use crate::resp::{FrameReader, Reply};
     use std::sync::{Arc, Mutex};
     use std::time::Instant;
-    use tokio::io::{AsyncWriteExt, BufReader};
+    use tokio::io::AsyncWriteExt;
 
     /// A RESP server on a background thread: `GET` answers a 3-byte value, `SET` OK,
     /// `TAILOR.GET selector|local` fake labels. Every reply due between `stall_after` and
@@ -271,8 +271,8 @@ mod tests {
                     let first_get = first_get.clone();
                     tokio::spawn(async move {
                         let (r, mut w) = stream.into_split();
-                        let mut r = BufReader::new(r);
-                        while let Ok(Reply::Array(args)) = read_reply(&mut r).await {
+                        let mut r = FrameReader::new(r);
+                        while let Ok(Reply::Array(args)) = r.next().await {
                             let arg = |i: usize| match args.get(i) {
                                 Some(Reply::Bulk(b)) => String::from_utf8_lossy(b).to_ascii_lowercase(),
                                 _ => String::new(),

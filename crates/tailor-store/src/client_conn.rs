@@ -31,7 +31,7 @@
 //!   more run, so a connection holds at most that plus one reply; an MGET reply's bytes are
 //!   leased from the `max_buffered_bytes` budget until written.
 
-use crate::commands;
+use crate::commands::{self, Batchable};
 use crate::flush_scope::poll_scoped;
 use crate::limits::{accept_capped, Exhausted, Lease, COMMAND_SLACK};
 use crate::node::Node;
@@ -59,25 +59,6 @@ const OUT_HIGH_WATER: usize = 64 * 1024;
 /// Most pipelined commands of one connection run concurrently: bounds the replies a batch
 /// buffers (32 × a GET's value) and the futures one connection keeps.
 const MAX_BATCH: usize = 32;
-
-/// A command that may run concurrently with its neighbours in a pipeline: a plain `GET key` or
-/// `SET key value`, which leave the session as it is and end no connection. Two of them run
-/// together only if they touch different keys or both read, so each sees the effects of the
-/// commands before it as Redis's one-at-a-time execution would (replies stay in order).
-struct Batchable<'a> {
-    key: &'a [u8],
-    write: bool,
-}
-
-impl Batchable<'_> {
-    fn of(args: &[Vec<u8>]) -> Option<Batchable<'_>> {
-        match args {
-            [name, key] if name.eq_ignore_ascii_case(b"get") => Some(Batchable { key, write: false }),
-            [name, key, _] if name.eq_ignore_ascii_case(b"set") => Some(Batchable { key, write: true }),
-            _ => None,
-        }
-    }
-}
 
 /// What a connection does once the commands that were ready ran.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,17 +2,17 @@
 //! ID/SETNAME/GETNAME/LIST/INFO`, `COMMAND [COUNT|LIST|INFO|DOCS]`, `INFO [section]`.
 //!
 //! `HELLO 3` switches the connection to RESP3 and `HELLO 2` back (the session keeps the version,
-//! [`crate::resp::encode`] writes replies in it); any other version gets `-NOPROTO`, and a
+//! [`tailor_resp::encode`] writes replies in it); any other version gets `-NOPROTO`, and a
 //! refused HELLO (a bad option, a wrong password) leaves the version as it was, as in Redis. INFO's `redis_version` is `7.2.0`, the Redis
 //! version whose commands and replies this node follows for what it supports: clients parse that
 //! field to choose features (redis-py, redis-cli's hints), so a Tailor version there would
 //! mislead them; Tailor's own version is `tailor_version`.
 
+use super::parse::{ClientCommand, CommandQuery, HelloOption};
 use super::table;
-use super::wrong_args;
 use crate::node::Node;
 use crate::resp::{Protocol, Reply};
-use crate::session::Session;
+use crate::session::{Access, Session};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -25,68 +25,39 @@ fn bulk(s: impl Into<String>) -> Reply {
 }
 
 /// `CLIENT subcommand ...`.
-pub fn client(session: &mut Session, args: &[Vec<u8>]) -> Reply {
-    let Some(sub) = args.get(1).map(|s| s.to_ascii_lowercase()) else { return wrong_args("client") };
+pub fn client(session: &mut Session, sub: ClientCommand) -> Reply {
     let now = Instant::now();
-    match (sub.as_slice(), args.len()) {
-        (b"id", 2) => Reply::Integer(session.id() as i64),
-        (b"getname", 2) => session.name().map_or(Reply::Null, bulk),
-        (b"setname", 3) => match session.set_name(&args[2]) {
+    match sub {
+        ClientCommand::Id => Reply::Integer(session.id() as i64),
+        ClientCommand::GetName => session.name().map_or(Reply::Null, bulk),
+        ClientCommand::SetName(name) => match session.set_name(&name) {
             Ok(()) => Reply::ok(),
             Err(e) => e,
         },
-        (b"info", 2) => bulk(session.info().map_or(String::new(), |c| c.line(now) + "\n")),
-        (b"list", 2) => {
+        ClientCommand::Info => bulk(session.info().map_or(String::new(), |c| c.line(now) + "\n")),
+        ClientCommand::List => {
             let lines: String = session.clients().iter().map(|c| c.line(now) + "\n").collect();
             bulk(lines)
         }
-        (b"id" | b"getname" | b"setname" | b"info" | b"list", _) => wrong_args(&format!("client|{}", lossy(&sub))),
-        // answering OK while doing nothing would mislead a script or a Jepsen nemesis
-        (b"kill" | b"pause" | b"unpause", _) => {
-            Reply::err(format!("CLIENT {} is not supported by this node", lossy(&sub).to_uppercase()))
-        }
-        // SETINFO (redis-py sends it on connect), NO-EVICT, NO-TOUCH, REPLY ...: accepted, no effect
-        _ => Reply::ok(),
+        ClientCommand::Ignored => Reply::ok(),
     }
 }
 
-fn lossy(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).chars().take(64).collect()
-}
-
-/// `HELLO [protover [AUTH user pass] [SETNAME name]]`: the version takes effect only once every
-/// option succeeded, so the reply (a map in RESP3) is already in the new version.
-pub fn hello(node: &Node, session: &mut Session, args: &[Vec<u8>]) -> Reply {
-    let mut rest = args.iter().skip(1);
-    let mut protocol = session.protocol();
-    if let Some(v) = rest.next() {
-        let Ok(v) = super::access::integer(v) else {
-            return Reply::err("Protocol version is not an integer or out of range");
+/// `HELLO [protover [AUTH user pass] [SETNAME name]]`: the options run in order, and the
+/// version takes effect only once every one succeeded, so the reply (a map in RESP3) is already
+/// in the new version.
+pub fn hello(node: &Node, session: &mut Session, protocol: Option<Protocol>, options: Vec<HelloOption>) -> Reply {
+    let protocol = protocol.unwrap_or(session.protocol());
+    for opt in options {
+        let done = match opt {
+            HelloOption::Auth { user, password } => session.auth(&node.cfg, Some(&user), &password).map(drop),
+            HelloOption::SetName(name) => session.set_name(&name),
         };
-        let Some(p) = Protocol::from_version(v) else {
-            return Reply::Error("NOPROTO unsupported protocol version (this node speaks 2 and 3)".into());
-        };
-        protocol = p;
-    }
-    while let Some(opt) = rest.next() {
-        match opt.to_ascii_lowercase().as_slice() {
-            b"auth" => {
-                let (Some(u), Some(p)) = (rest.next(), rest.next()) else { return Reply::err("syntax error") };
-                let auth = [b"auth".to_vec(), u.clone(), p.clone()];
-                if let Err(refused) = session.auth(&node.cfg, &auth) {
-                    return refused;
-                }
-            }
-            b"setname" => {
-                let Some(n) = rest.next() else { return Reply::err("syntax error") };
-                if let Err(e) = session.set_name(n) {
-                    return e;
-                }
-            }
-            _ => return Reply::err(format!("Syntax error in HELLO option '{}'", lossy(opt))),
+        if let Err(refused) = done {
+            return refused;
         }
     }
-    if let Err(refused) = session.may_run(&node.cfg, "ping") {
+    if let Err(refused) = session.may_run(&node.cfg, "hello", Access::User) {
         return refused;
     }
     session.set_protocol(protocol);
@@ -102,21 +73,19 @@ pub fn hello(node: &Node, session: &mut Session, args: &[Vec<u8>]) -> Reply {
 }
 
 /// `COMMAND [COUNT | LIST | INFO name... | DOCS [name...]]`.
-pub fn command(args: &[Vec<u8>]) -> Reply {
-    let sub = args.get(1).map(|s| s.to_ascii_lowercase());
+pub fn command(query: CommandQuery) -> Reply {
     let named = |names: &[Vec<u8>]| -> Vec<Option<&'static table::Spec>> {
         names.iter().map(|n| table::find(&String::from_utf8_lossy(n).to_ascii_lowercase())).collect()
     };
-    match sub.as_deref() {
-        None => Reply::Array(table::COMMANDS.iter().map(table::entry).collect()),
-        Some(b"count") => Reply::Integer(table::COMMANDS.len() as i64),
-        Some(b"list") => Reply::Array(table::COMMANDS.iter().map(|s| bulk(s.name)).collect()),
-        Some(b"info") => {
-            Reply::Array(named(&args[2..]).into_iter().map(|s| s.map_or(Reply::Null, table::entry)).collect())
+    match query {
+        CommandQuery::All => Reply::Array(table::COMMANDS.iter().map(table::entry).collect()),
+        CommandQuery::Count => Reply::Integer(table::COMMANDS.len() as i64),
+        CommandQuery::List => Reply::Array(table::COMMANDS.iter().map(|s| bulk(s.name)).collect()),
+        CommandQuery::Info(names) => {
+            Reply::Array(named(&names).into_iter().map(|s| s.map_or(Reply::Null, table::entry)).collect())
         }
-        Some(b"docs") if args.len() == 2 => Reply::Map(table::COMMANDS.iter().map(table::docs).collect()),
-        Some(b"docs") => Reply::Map(named(&args[2..]).into_iter().flatten().map(table::docs).collect()),
-        Some(other) => Reply::err(format!("unknown subcommand '{}'. Try COMMAND HELP.", lossy(other))),
+        CommandQuery::Docs(names) if names.is_empty() => Reply::Map(table::COMMANDS.iter().map(table::docs).collect()),
+        CommandQuery::Docs(names) => Reply::Map(named(&names).into_iter().flatten().map(table::docs).collect()),
     }
 }
 
@@ -152,20 +121,6 @@ fn config_params(c: &crate::config::NodeConfig) -> [(&'static str, String); 16] 
     ]
 }
 
-/// `CONFIG` other than `GET`: refused, naming what to use instead.
-pub fn config_refused(args: &[Vec<u8>]) -> Reply {
-    match args.get(1).map(|s| s.to_ascii_lowercase()).as_deref() {
-        Some(b"get") => wrong_args("config|get"),
-        Some(b"set") => Reply::err(
-            "CONFIG SET is not supported: a node's settings come from its config file; change a \
-             running node's knobs with TAILOR.SET <knob> <value> (workers, read_consistency, \
-             write_consistency, the emulation knobs)",
-        ),
-        Some(other) => Reply::err(format!("CONFIG {} is not supported: only CONFIG GET", lossy(other).to_uppercase())),
-        None => wrong_args("config"),
-    }
-}
-
 /// `CONFIG GET pattern...`: the Redis parameters that mean something here, from this node's
 /// settings, matched as Redis matches them (glob patterns, any case).
 pub fn config_get(node: &Node, patterns: &[Vec<u8>]) -> Reply {
@@ -181,8 +136,7 @@ pub fn config_get(node: &Node, patterns: &[Vec<u8>]) -> Reply {
 /// `INFO [section ...]`: `server`, `clients`, `memory`, `cpu`, `stats`, `tailor`, `keyspace` (all
 /// by default, or with `all`/`everything`/`default`). The keyspace section counts the cluster's
 /// keys as DBSIZE does: a whole scan, the one costly section (`INFO server` and the like skip it).
-pub async fn info(node: &Arc<Node>, session: &Session, args: &[Vec<u8>]) -> Reply {
-    let wanted: Vec<String> = args[1..].iter().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()).collect();
+pub async fn info(node: &Arc<Node>, session: &Session, wanted: &[String]) -> Reply {
     let all = wanted.is_empty() || wanted.iter().any(|w| matches!(w.as_str(), "all" | "everything" | "default"));
     let mut texts = Vec::new();
     for (name, section) in SECTIONS {

@@ -62,18 +62,10 @@ pub fn live(stored: &[u8], now: impl FnOnce() -> u64) -> Option<Live> {
     Some(Live { value: c.total().to_string().into_bytes(), expires })
 }
 
-/// `INCR key`, `DECR key`, `INCRBY key n`, `DECRBY key n`: the new total.
-pub async fn incr(node: &Arc<Node>, session: &Session, name: &str, args: &[Vec<u8>]) -> Reply {
-    let (key, by) = match (name, args) {
-        ("incr", [_, k]) => (k, Ok(1)),
-        ("decr", [_, k]) => (k, Ok(-1)),
-        ("incrby", [_, k, n]) => (k, integer(n)),
-        ("decrby", [_, k, n]) => {
-            (k, integer(n).and_then(|n| n.checked_neg().ok_or_else(|| Reply::err("decrement would overflow"))))
-        }
-        _ => return super::wrong_args(name),
-    };
-    either(async { increment(node, session, key, by?).await.map(Reply::Integer) }.await)
+/// `INCR key`, `DECR key`, `INCRBY key n`, `DECRBY key n` (`by` the signed increment): the new
+/// total.
+pub async fn incr(node: &Arc<Node>, session: &Session, key: &[u8], by: i64) -> Reply {
+    either(increment(node, session, key, by).await.map(Reply::Integer))
 }
 
 /// Add `by` to `key`'s counter through its leader; the new total. A leader that could not be

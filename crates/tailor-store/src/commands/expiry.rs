@@ -52,7 +52,7 @@ pub fn positive(unit: Unit, arg: &[u8], cmd: &str) -> Result<u64, Reply> {
 
 /// EXPIRE's condition flags.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Cond {
+pub struct Cond {
     nx: bool,
     xx: bool,
     gt: bool,
@@ -60,7 +60,8 @@ struct Cond {
 }
 
 impl Cond {
-    fn parse(args: &[Vec<u8>]) -> Result<Cond, Reply> {
+    /// Parse `[NX|XX|GT|LT]...` with Redis's errors.
+    pub fn parse(args: &[Vec<u8>]) -> Result<Cond, Reply> {
         let mut c = Cond::default();
         for a in args {
             match a.to_ascii_lowercase().as_slice() {
@@ -90,29 +91,18 @@ impl Cond {
     }
 }
 
-/// `EXPIRE`-family command `name` (`args[0]`): 1 if the expiry was set, 0 if not.
-pub async fn expire(node: &Arc<Node>, session: &Session, name: &str, args: &[Vec<u8>]) -> Reply {
-    access::either(expire_inner(node, session, name, args).await)
+/// `EXPIRE`-family command: set `key`'s expiry to `at` (Unix ms) if `cond` allows; 1 if the
+/// expiry was set, 0 if not. An expiry at or before now deletes the key.
+pub async fn expire(node: &Arc<Node>, session: &Session, key: &[u8], at: u64, cond: Cond) -> Reply {
+    access::either(expire_inner(node, session, key, at, cond).await)
 }
 
-async fn expire_inner(node: &Arc<Node>, session: &Session, name: &str, args: &[Vec<u8>]) -> Result<Reply, Reply> {
-    let [_, key, n, flags @ ..] = args else { return Err(super::wrong_args(name)) };
-    let unit = match name {
-        "expire" => Unit::Seconds,
-        "pexpire" => Unit::Millis,
-        "expireat" => Unit::SecondsAt,
-        _ => Unit::MillisAt,
-    };
-    let n = integer(n)?;
-    let cond = Cond::parse(flags)?;
-    let now = crate::expiry::now_ms();
-    let at = absolute(unit, n, now).ok_or_else(|| invalid(name))?;
+async fn expire_inner(node: &Arc<Node>, session: &Session, key: &[u8], at: u64, cond: Cond) -> Result<Reply, Reply> {
     let Some(old) = access::read_for_write(node, session, key).await? else { return Ok(Reply::Integer(0)) };
-    let at = u64::try_from(at).unwrap_or(0);
     if !cond.allows(old.expires, at) {
         return Ok(Reply::Integer(0));
     }
-    if at <= now {
+    if at <= crate::expiry::now_ms() {
         access::delete(node, session, key).await?;
     } else {
         access::write(node, session, key, &old.value, Some(at)).await?;
@@ -121,8 +111,7 @@ async fn expire_inner(node: &Arc<Node>, session: &Session, name: &str, args: &[V
 }
 
 /// `TTL` (`millis` false) or `PTTL`: -2 absent, -1 no expiry, else the time left.
-pub async fn ttl(node: &Arc<Node>, session: &Session, args: &[Vec<u8>], millis: bool) -> Reply {
-    let [_, key] = args else { return super::wrong_args(if millis { "pttl" } else { "ttl" }) };
+pub async fn ttl(node: &Arc<Node>, session: &Session, key: &[u8], millis: bool) -> Reply {
     match access::read(node, session, key).await {
         Err(e) => e,
         Ok(None) => Reply::Integer(-2),
@@ -137,8 +126,7 @@ pub async fn ttl(node: &Arc<Node>, session: &Session, args: &[Vec<u8>], millis: 
 }
 
 /// `PERSIST key`: 1 if an expiry was removed (a new write of the value without one), else 0.
-pub async fn persist(node: &Arc<Node>, session: &Session, args: &[Vec<u8>]) -> Reply {
-    let [_, key] = args else { return super::wrong_args("persist") };
+pub async fn persist(node: &Arc<Node>, session: &Session, key: &[u8]) -> Reply {
     access::either(
         async {
             match access::read_for_write(node, session, key).await? {

@@ -7,44 +7,33 @@
 //! - `TAILOR.HINTS DROP <node>`: drop every hint for `node` (it then needs `TAILOR.REPAIR`);
 //!   answers how many were dropped.
 
-use super::wrong_args;
+use super::parse::HintsCommand;
 use crate::anti_entropy::blocking;
 use crate::node::Node;
 use crate::resp::Reply;
 use tailor_core::model::NodeId;
 
-/// Most hints one `LIST` returns.
-const MAX_LISTED: usize = 1_000;
-
-/// Run `TAILOR.HINTS` with `args` (its name first).
-pub async fn hints(node: &Node, args: &[Vec<u8>]) -> Reply {
+/// Run `TAILOR.HINTS`' subcommand `sub`.
+pub async fn hints(node: &Node, sub: HintsCommand) -> Reply {
     let Some(hints) = node.hints.clone() else {
         return Reply::err("hinted handoff is off on this node (hint_max_bytes = 0)");
     };
-    let sub = args.get(1).map(|a| String::from_utf8_lossy(a).to_ascii_lowercase());
-    match (sub.as_deref(), args.len()) {
-        (None, _) => overview(&hints),
-        (Some("list"), 3 | 4) => {
-            let Some(target) = member(node, &args[2]) else { return not_a_member(node, &args[2]) };
-            let count = match args.get(3).map(|c| String::from_utf8_lossy(c).parse::<usize>()) {
-                None => 10,
-                Some(Ok(n)) if (1..=MAX_LISTED).contains(&n) => n,
-                Some(_) => return Reply::err(format!("count must be a number from 1 to {MAX_LISTED}")),
-            };
+    match sub {
+        HintsCommand::Overview => overview(&hints),
+        HintsCommand::List { node: target, count } => {
+            let Some(target) = member(node, &target) else { return not_a_member(node, &target) };
             match blocking(move || hints.list(target, count)).await {
                 Ok(list) => Reply::Array(list.into_iter().map(listed).collect()),
                 Err(e) => Reply::err(e),
             }
         }
-        (Some("drop"), 3) => {
-            let Some(target) = member(node, &args[2]) else { return not_a_member(node, &args[2]) };
+        HintsCommand::Drop { node: target } => {
+            let Some(target) = member(node, &target) else { return not_a_member(node, &target) };
             match blocking(move || hints.drop_all(target)).await {
                 Ok(n) => Reply::Integer(n as i64),
                 Err(e) => Reply::err(e),
             }
         }
-        (Some("list" | "drop"), _) => wrong_args("tailor.hints"),
-        (Some(other), _) => Reply::err(format!("unknown TAILOR.HINTS subcommand '{other}' (LIST, DROP)")),
     }
 }
 

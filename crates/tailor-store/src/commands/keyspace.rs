@@ -12,12 +12,9 @@ use crate::session::Session;
 use std::sync::Arc;
 
 /// `DEL`/`UNLINK key [key ...]`: how many existed and were deleted.
-pub async fn del(node: &Arc<Node>, session: &Session, name: &str, args: &[Vec<u8>]) -> Reply {
-    if args.len() < 2 {
-        return super::wrong_args(name);
-    }
+pub async fn del(node: &Arc<Node>, session: &Session, keys: &[Vec<u8>]) -> Reply {
     let mut count = 0;
-    for k in &args[1..] {
+    for k in keys {
         match access::read_for_write(node, session, k).await {
             Ok(None) => {}
             Ok(Some(_)) => match access::delete(node, session, k).await {
@@ -31,12 +28,9 @@ pub async fn del(node: &Arc<Node>, session: &Session, name: &str, args: &[Vec<u8
 }
 
 /// `EXISTS key [key ...]`: how many of the keys exist (a key named twice counts twice).
-pub async fn exists(node: &Arc<Node>, session: &Session, args: &[Vec<u8>]) -> Reply {
-    if args.len() < 2 {
-        return super::wrong_args("exists");
-    }
+pub async fn exists(node: &Arc<Node>, session: &Session, keys: &[Vec<u8>]) -> Reply {
     let mut count = 0;
-    for k in &args[1..] {
+    for k in keys {
         match access::read(node, session, k).await {
             Ok(v) => count += v.is_some() as i64,
             Err(e) => return e,
@@ -46,8 +40,7 @@ pub async fn exists(node: &Arc<Node>, session: &Session, args: &[Vec<u8>]) -> Re
 }
 
 /// `TYPE key`: `string`, or `none` if absent (the only type this store has).
-pub async fn key_type(node: &Arc<Node>, session: &Session, args: &[Vec<u8>]) -> Reply {
-    let [_, key] = args else { return super::wrong_args("type") };
+pub async fn key_type(node: &Arc<Node>, session: &Session, key: &[u8]) -> Reply {
     match access::read(node, session, key).await {
         Ok(v) => Reply::Simple(if v.is_some() { "string" } else { "none" }.into()),
         Err(e) => e,

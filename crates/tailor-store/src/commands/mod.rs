@@ -10,10 +10,13 @@
 //! read-modify-writes that are not atomic). `docs/redis.md` lists what is supported and each
 //! command's consistency.
 //!
-//! Layers: the connection ([`crate::client_conn`]) parses frames and hands each command to
-//! [`execute`]; [`transaction`] routes it first (MULTI/EXEC/DISCARD/WATCH, and queuing while a
-//! MULTI is open: EXEC keeps this connection's commands in order, nothing more), then the
-//! dispatch below runs it against the node.
+//! Layers: the connection ([`crate::client_conn`]) reads frames with [`crate::resp`] and hands
+//! each command's arguments to [`execute`]; [`transaction`] routes them first (MULTI/EXEC/
+//! DISCARD/WATCH, and queuing while a MULTI is open: EXEC keeps this connection's commands in
+//! order, nothing more); then [`run`] checks them against the one command [`table`] (who may run
+//! it, a failed disk, key sizes), [`parse`] turns them into a typed [`Command`] (arity, options,
+//! integers, with Redis's errors), and [`Command::apply`] runs it against the node. The
+//! dependencies go one way: `client_conn` → `commands` → `session`, `resp`.
 //!
 //! Choices: `CONFIG GET` answers the Redis parameters that have a meaning here, from the node's
 //! own settings (`commands/connection.rs`), and nothing for the others. Replies are
@@ -37,20 +40,25 @@ mod expiry;
 mod glob;
 mod hints;
 mod keyspace;
+pub mod parse;
 mod scan;
 mod strings;
 mod table;
 mod transaction;
 
 pub use counters::serve_incr;
+pub use parse::Command;
 pub use table::COMMANDS;
-pub use transaction::{Transaction, MAX_QUEUED_COMMANDS};
+
+/// Most commands one transaction queues (the queue is the session's).
+pub use crate::session::MAX_QUEUED_COMMANDS;
 
 use crate::config::Consistency;
 use crate::limits::Lease;
 use crate::node::Node;
 use crate::resp::Reply;
 use crate::session::Session;
+use parse::{unknown, wrong_args, Level};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -64,25 +72,39 @@ pub struct Executed {
     pub lease: Option<Lease>,
 }
 
-pub(crate) fn wrong_args(name: &str) -> Reply {
-    Reply::err(format!("wrong number of arguments for '{name}' command"))
-}
-
-fn unknown(args: &[Vec<u8>]) -> Reply {
-    let name = String::from_utf8_lossy(&args[0]);
-    let mut rest = String::new();
-    for a in args.iter().skip(1).take(8) {
-        let a = String::from_utf8_lossy(a);
-        let a: String = a.chars().take(64).collect();
-        rest.push_str(&format!("'{a}' "));
+impl Executed {
+    /// Just a reply.
+    fn reply(reply: Reply) -> Executed {
+        Executed { reply, close: false, lease: None }
     }
-    let name: String = name.chars().take(128).collect();
-    Reply::err(format!("unknown command '{name}', with args beginning with: {rest}"))
 }
 
-/// Refuse a command any of whose keys is above `max_key_bytes`.
-fn check_keys(node: &Node, name: &str, args: &[Vec<u8>]) -> Result<(), Reply> {
-    for k in table::keys(name, args) {
+/// A command that may run concurrently with its neighbours in a pipeline: a plain `GET key` or
+/// `SET key value`, which leave the session as it is and end no connection. Two of them run
+/// together only if they touch different keys or both read, so each sees the effects of the
+/// commands before it as Redis's one-at-a-time execution would (replies stay in order).
+pub struct Batchable<'a> {
+    /// The key it reads or writes.
+    pub key: &'a [u8],
+    /// Whether it writes.
+    pub write: bool,
+}
+
+impl Batchable<'_> {
+    /// The command of `args` (its name first), if it is batchable.
+    pub fn of(args: &[Vec<u8>]) -> Option<Batchable<'_>> {
+        match args {
+            [name, key] if name.eq_ignore_ascii_case(b"get") => Some(Batchable { key, write: false }),
+            [name, key, _] if name.eq_ignore_ascii_case(b"set") => Some(Batchable { key, write: true }),
+            _ => None,
+        }
+    }
+}
+
+/// Refuse a command (`spec` its table entry) any of whose keys is above `max_key_bytes`.
+fn check_keys(node: &Node, spec: Option<&table::Spec>, args: &[Vec<u8>]) -> Result<(), Reply> {
+    let Some(spec) = spec else { return Ok(()) };
+    for k in spec.keys_of(args) {
         crate::limits::check_key(k, node.cfg.max_key_bytes).map_err(|e| {
             node.metrics.limit_refusals.fetch_add(1, Ordering::Relaxed);
             Reply::err(e)
@@ -108,7 +130,7 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
     let before = session.wrong_passwords();
     let mut executed = match transaction::route(node, session, args) {
         transaction::Route::Run(args) => run(node, session, args).await,
-        transaction::Route::Answer(reply) => Executed { reply, close: false, lease: None },
+        transaction::Route::Answer(reply) => Executed::reply(reply),
         transaction::Route::Exec(queued) => transaction::exec(node, session, queued).await,
     };
     let wrong = session.wrong_passwords();
@@ -120,14 +142,12 @@ pub async fn execute(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>
     executed
 }
 
-/// Commands a node whose disk failed still answers: an operator's or a client library's look
-/// at it (`disk.rs`); everything else, PING included, is refused with the reason.
-const WHILE_DISK_FAILED: &[&str] = &["auth", "hello", "quit", "info", "client", "command", "config"];
-
-/// The refusal of `name` on a node whose disk failed, naming the cause and the policy.
-fn disk_failed(node: &Node, name: &str) -> Result<(), Reply> {
+/// The refusal of a command (`spec` its table entry) on a node whose disk failed, naming the cause and the policy (the
+/// commands the table marks `while_disk_failed` are answered; everything else, PING included,
+/// is refused with the reason).
+fn disk_failed(node: &Node, spec: Option<&table::Spec>) -> Result<(), Reply> {
     let disk = node.storage.disk_state();
-    if !disk.failed() || WHILE_DISK_FAILED.contains(&name) {
+    if !disk.failed() || spec.is_some_and(|s| s.while_disk_failed) {
         return Ok(());
     }
     let policy = node.cfg.disk_failure_policy.name();
@@ -137,135 +157,115 @@ fn disk_failed(node: &Node, name: &str) -> Result<(), Reply> {
     )))
 }
 
+/// Check, parse and apply one command outside the transaction layer (or queued, from `EXEC`).
 async fn run(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>) -> Executed {
     node.metrics.client_commands.fetch_add(1, Ordering::Relaxed);
-    let reply = |reply| Executed { reply, close: false, lease: None };
-    if args.is_empty() {
-        return reply(Reply::err("empty command"));
-    }
-    let name = String::from_utf8_lossy(&args[0]).to_ascii_lowercase();
+    let Some(first) = args.first() else { return Executed::reply(Reply::err("empty command")) };
+    let name = String::from_utf8_lossy(first).to_ascii_lowercase();
     session.touch(&name);
-    let allowed = session.may_run(&node.cfg, &name).and_then(|()| disk_failed(node, &name));
-    if let Err(refused) = allowed.and_then(|()| check_keys(node, &name, &args)) {
-        return reply(refused);
+    let spec = table::find(&name);
+    let allowed = session.may_run(&node.cfg, &name, table::access(spec)).and_then(|()| disk_failed(node, spec));
+    if let Err(refused) = allowed.and_then(|()| check_keys(node, spec, &args)) {
+        return Executed::reply(refused);
     }
-    let n = args.len();
-    let coord = &node.coordinator;
-    reply(match name.as_str() {
-        "ping" => match n {
-            1 => Reply::Simple("PONG".into()),
-            2 => Reply::Bulk(args[1].clone()),
-            _ => wrong_args("ping"),
-        },
-        "echo" if n == 2 => Reply::Bulk(args[1].clone()),
-        "echo" => wrong_args("echo"),
-        "quit" => return Executed { reply: Reply::ok(), close: true, lease: None },
-        "unwatch" => Reply::ok(), // nothing is ever watched ([`transaction`])
-        "consistency" => consistency(node, session, &args),
-        "auth" => match session.auth(&node.cfg, &args) {
-            Ok(_) => Reply::ok(),
-            Err(refused) => refused,
-        },
-        "get" => strings::get(node, session, &args).await,
-        "set" => strings::set(node, session, &args).await,
-        "setex" | "psetex" => strings::setex(node, session, &name, &args).await,
-        "setnx" => strings::setnx(node, session, &args).await,
-        "getset" | "getdel" => strings::get_and(node, session, &name, &args).await,
-        "mset" => strings::mset(node, session, &args).await,
-        "append" => strings::append(node, session, &args).await,
-        "strlen" => strings::strlen(node, session, &args).await,
-        "incr" | "decr" | "incrby" | "decrby" => counters::incr(node, session, &name, &args).await,
-        "incrbyfloat" => Reply::err(strings::NO_FLOAT_COUNTERS),
-        "expire" | "pexpire" | "expireat" | "pexpireat" => expiry::expire(node, session, &name, &args).await,
-        "ttl" | "pttl" => expiry::ttl(node, session, &args, name == "pttl").await,
-        "persist" => expiry::persist(node, session, &args).await,
-        "del" | "unlink" => keyspace::del(node, session, &name, &args).await,
-        "exists" => keyspace::exists(node, session, &args).await,
-        "type" => keyspace::key_type(node, session, &args).await,
-        "scan" => scan::scan(node, &args).await,
-        "keys" => scan::keys(node, &args).await,
-        "dbsize" => scan::dbsize(node, &args).await,
-        "flushdb" => scan::flushdb(node, session, &args).await,
-        "mget" if n >= 2 => return mget(node, session, &args[1..]).await,
-        "mget" => wrong_args("mget"),
-        "select" if n == 2 => select(session, &args[1]),
-        "select" => wrong_args("select"),
-        "command" => connection::command(&args),
-        "hello" => connection::hello(node, session, &args),
-        "config" if n >= 3 && args[1].eq_ignore_ascii_case(b"get") => connection::config_get(node, &args[2..]),
-        "config" => connection::config_refused(&args),
-        "client" => connection::client(session, &args),
-        "info" => connection::info(node, session, &args).await,
-        "tailor.repair" if n == 1 => match crate::anti_entropy::run(node).await {
-            Ok(report) => Reply::Simple(report.to_string()),
-            Err(e) => Reply::err(e),
-        },
-        "tailor.repair" => wrong_args("tailor.repair"),
-        "tailor.hints" => hints::hints(node, &args).await,
-        "tailor.set" if n == 3 => tailor_set(node, &args[1], &args[2]),
-        "tailor.set" => wrong_args("tailor.set"),
-        "tailor.get" if n == 2 => tailor_get(node, &args[1]),
-        "tailor.get" if n == 3 && args[1].eq_ignore_ascii_case(b"size_class") => {
-            let class = if coord.size_hint(&args[2]).large { "large" } else { "small" };
-            Reply::Bulk(class.as_bytes().to_vec())
-        }
-        "tailor.get" => wrong_args("tailor.get"),
-        "tailor.localget" if n == 2 => match node.storage.get(&args[1]) {
-            Ok(v) => access::live(v.value, crate::expiry::now_ms).map_or(Reply::Null, |v| Reply::Bulk(v.value)),
-            Err(e) => Reply::err(e),
-        },
-        "tailor.localget" => wrong_args("tailor.localget"),
-        _ => unknown(&args),
-    })
+    match Command::parse(spec, args) {
+        Ok(command) => command.apply(node, session).await,
+        Err(refused) => Executed::reply(refused),
+    }
 }
 
-/// `SELECT db`: one keyspace, seen at a consistency level per database number, so that the level
-/// rides on what clients re-send by themselves on every reconnect (redis-py's `db`, a URL's
-/// `/2`, redis-cli's `-n 2`): 0 the node's levels, 1 ONE, 2 QUORUM, 3 ALL.
-fn select(session: &mut Session, db: &[u8]) -> Reply {
-    let level = match db {
-        b"0" => None,
-        b"1" => Some(Consistency::One),
-        b"2" => Some(Consistency::Quorum),
-        b"3" => Some(Consistency::All),
-        _ => {
-            return Reply::err("DB index is out of range (0: the node's consistency levels, 1: ONE, 2: QUORUM, 3: ALL)")
-        }
-    };
-    session.set_consistency(level);
-    Reply::ok()
+impl Command {
+    /// Run this command against `node` for `session`'s connection.
+    pub async fn apply(self, node: &Arc<Node>, session: &mut Session) -> Executed {
+        let coord = &node.coordinator;
+        Executed::reply(match self {
+            Command::Ping { message: None } => Reply::Simple("PONG".into()),
+            Command::Ping { message: Some(m) } | Command::Echo { message: m } => Reply::Bulk(m),
+            Command::Quit => return Executed { reply: Reply::ok(), close: true, lease: None },
+            Command::Unwatch => Reply::ok(), // nothing is ever watched ([`transaction`])
+            // answered by [`transaction::route`] before a command runs
+            Command::Transaction => Reply::err("transaction commands are answered before they run"),
+            Command::Consistency { level } => consistency(node, session, level),
+            Command::Select { level } => {
+                session.set_consistency(level);
+                Reply::ok()
+            }
+            Command::Auth { user, password } => match session.auth(&node.cfg, user.as_deref(), &password) {
+                Ok(_) => Reply::ok(),
+                Err(refused) => refused,
+            },
+            Command::Hello { protocol, options } => connection::hello(node, session, protocol, options),
+            Command::Client(sub) => connection::client(session, sub),
+            Command::Command(query) => connection::command(query),
+            Command::ConfigGet { patterns } => connection::config_get(node, &patterns),
+            Command::Info { sections } => connection::info(node, session, &sections).await,
+            Command::Get { key } => strings::get(node, session, &key).await,
+            Command::Set { key, value, options } => strings::set(node, session, &key, &value, options).await,
+            Command::SetEx { key, expires, value } => strings::setex(node, session, &key, expires, &value).await,
+            Command::SetNx { key, value } => strings::setnx(node, session, &key, &value).await,
+            Command::GetSet { key, value } => strings::get_and(node, session, &key, Some(&value)).await,
+            Command::GetDel { key } => strings::get_and(node, session, &key, None).await,
+            Command::MSet { pairs } => strings::mset(node, session, &pairs).await,
+            Command::MGet { keys } => return mget(node, session, &keys).await,
+            Command::Append { key, value } => strings::append(node, session, &key, &value).await,
+            Command::Strlen { key } => strings::strlen(node, session, &key).await,
+            Command::Incr { key, by } => counters::incr(node, session, &key, by).await,
+            Command::Expire { key, at, cond } => expiry::expire(node, session, &key, at, cond).await,
+            Command::Ttl { key, millis } => expiry::ttl(node, session, &key, millis).await,
+            Command::Persist { key } => expiry::persist(node, session, &key).await,
+            Command::Del { keys } => keyspace::del(node, session, &keys).await,
+            Command::Exists { keys } => keyspace::exists(node, session, &keys).await,
+            Command::Type { key } => keyspace::key_type(node, session, &key).await,
+            Command::Scan { cursor, pattern, count } => scan::scan(node, cursor, pattern.as_deref(), count).await,
+            Command::Keys { pattern } => scan::keys(node, &pattern).await,
+            Command::DbSize => scan::dbsize(node).await,
+            Command::FlushDb => scan::flushdb(node, session).await,
+            Command::Repair => match crate::anti_entropy::run(node).await {
+                Ok(report) => Reply::Simple(report.to_string()),
+                Err(e) => Reply::err(e),
+            },
+            Command::Hints(sub) => hints::hints(node, sub).await,
+            Command::TailorSet { knob, value } => tailor_set(node, &knob, &value),
+            Command::TailorGet { knob } => tailor_get(node, &knob),
+            Command::SizeClass { key } => {
+                let class = if coord.size_hint(&key).large { "large" } else { "small" };
+                Reply::Bulk(class.as_bytes().to_vec())
+            }
+            Command::LocalGet { key } => match node.storage.get(&key) {
+                Ok(v) => access::live(v.value, crate::expiry::now_ms).map_or(Reply::Null, |v| Reply::Bulk(v.value)),
+                Err(e) => Reply::err(e),
+            },
+        })
+    }
 }
 
 /// `CONSISTENCY [ONE|QUORUM|ALL|DEFAULT]` (cqlsh's command): this connection's level for its
 /// reads and writes, or the node's configured levels again; without an argument, the level in use.
-fn consistency(node: &Node, session: &mut Session, args: &[Vec<u8>]) -> Reply {
-    match args {
-        [_] => Reply::Simple(match session.consistency() {
+/// (`SELECT db` sets the same level from a database number, so that the level rides on what
+/// clients re-send by themselves on every reconnect: redis-py's `db`, a URL's `/2`, redis-cli's
+/// `-n 2`.)
+fn consistency(node: &Node, session: &mut Session, level: Option<Level>) -> Reply {
+    match level {
+        None => Reply::Simple(match session.consistency() {
             Some(c) => format!("{c:?}").to_uppercase(),
             None => {
                 let (r, w) = node.coordinator.consistency();
                 format!("DEFAULT (reads {r:?}, writes {w:?})").to_uppercase()
             }
         }),
-        [_, level] if level.eq_ignore_ascii_case(b"default") => {
+        Some(Level::Default) => {
             session.set_consistency(None);
             Reply::ok()
         }
-        [_, level] => match Consistency::parse(&String::from_utf8_lossy(level)) {
-            Some(c) => {
-                session.set_consistency(Some(c));
-                Reply::ok()
-            }
-            None => Reply::err("consistency must be ONE, QUORUM, ALL or DEFAULT"),
-        },
-        _ => wrong_args("consistency"),
+        Some(Level::Is(c)) => {
+            session.set_consistency(Some(c));
+            Reply::ok()
+        }
     }
 }
 
-fn tailor_set(node: &Arc<Node>, knob: &[u8], value: &[u8]) -> Reply {
-    let knob = String::from_utf8_lossy(knob).to_ascii_lowercase().replace('-', "_");
-    let value = String::from_utf8_lossy(value).to_string();
-    match knob.as_str() {
+fn tailor_set(node: &Arc<Node>, knob: &str, value: &str) -> Reply {
+    match knob {
         "workers" => match value.parse::<usize>() {
             Ok(n) if (1..=crate::replica::MAX_WORKERS).contains(&n) => {
                 node.replica.set_workers(n);
@@ -293,24 +293,23 @@ fn tailor_set(node: &Arc<Node>, knob: &[u8], value: &[u8]) -> Reply {
             Reply::ok()
         }
         "bloom_rebuild" => Reply::err(format!("invalid value '{value}' for knob 'bloom_rebuild' (now)")),
-        "read_consistency" | "write_consistency" => match Consistency::parse(&value) {
+        "read_consistency" | "write_consistency" => match Consistency::parse(value) {
             Some(c) => {
                 node.coordinator.set_consistency(knob == "write_consistency", c);
                 Reply::ok()
             }
             None => Reply::err(format!("invalid value '{value}' for knob '{knob}' (one, quorum, all)")),
         },
-        _ => match node.emulation.set(&knob, &value) {
+        _ => match node.emulation.set(knob, value) {
             Ok(()) => Reply::ok(),
             Err(e) => Reply::err(e),
         },
     }
 }
 
-fn tailor_get(node: &Arc<Node>, knob: &[u8]) -> Reply {
-    let knob = String::from_utf8_lossy(knob).to_ascii_lowercase().replace('-', "_");
+fn tailor_get(node: &Arc<Node>, knob: &str) -> Reply {
     let (r, w) = node.coordinator.consistency();
-    let text = match knob.as_str() {
+    let text = match knob {
         "workers" => node.replica.workers().to_string(),
         "read_consistency" => format!("{r:?}").to_lowercase(),
         "write_consistency" => format!("{w:?}").to_lowercase(),
@@ -328,7 +327,7 @@ fn tailor_get(node: &Arc<Node>, knob: &[u8]) -> Reply {
                 None => return Reply::err("no Bloom oracle: size_oracle is not `bloom`"),
             }
         }
-        _ => match node.emulation.get(&knob) {
+        _ => match node.emulation.get(knob) {
             Some(v) => v,
             None => return Reply::err(format!("unknown knob '{knob}'")),
         },

@@ -122,7 +122,7 @@ pub async fn step(node: &Arc<Node>, at: u64, count: usize) -> Result<(Vec<Vec<u8
 }
 
 /// SCAN's options: (MATCH pattern, COUNT).
-fn options(args: &[Vec<u8>]) -> Result<(Option<Vec<u8>>, usize), Reply> {
+pub(super) fn options(args: &[Vec<u8>]) -> Result<(Option<Vec<u8>>, usize), Reply> {
     let (mut pattern, mut count, mut it) = (None, 10, args.iter());
     while let Some(opt) = it.next() {
         let value = it.next().ok_or_else(|| Reply::err("syntax error"))?;
@@ -139,18 +139,10 @@ fn options(args: &[Vec<u8>]) -> Result<(Option<Vec<u8>>, usize), Reply> {
 }
 
 /// `SCAN cursor [MATCH pattern] [COUNT n]`.
-pub async fn scan(node: &Arc<Node>, args: &[Vec<u8>]) -> Reply {
-    let [_, cursor, rest @ ..] = args else { return super::wrong_args("scan") };
-    let Some(at) = std::str::from_utf8(cursor).ok().and_then(|c| c.parse::<u64>().ok()) else {
-        return Reply::err("invalid cursor");
-    };
-    let (pattern, count) = match options(rest) {
-        Ok(o) => o,
-        Err(e) => return e,
-    };
+pub async fn scan(node: &Arc<Node>, at: u64, pattern: Option<&[u8]>, count: usize) -> Reply {
     match step(node, at, count).await {
         Ok((keys, next)) => {
-            let keys = keys.into_iter().filter(|k| pattern.as_deref().is_none_or(|p| super::glob::matches(p, k)));
+            let keys = keys.into_iter().filter(|k| pattern.is_none_or(|p| super::glob::matches(p, k)));
             Reply::Array(vec![
                 Reply::Bulk(next.to_string().into_bytes()),
                 Reply::Array(keys.map(Reply::Bulk).collect()),
@@ -176,8 +168,7 @@ async fn every_key(node: &Arc<Node>, mut visit: impl FnMut(Vec<u8>) -> Result<()
 }
 
 /// `KEYS pattern`: a whole scan; refused past [`MAX_KEYS`] matches.
-pub async fn keys(node: &Arc<Node>, args: &[Vec<u8>]) -> Reply {
-    let [_, pattern] = args else { return super::wrong_args("keys") };
+pub async fn keys(node: &Arc<Node>, pattern: &[u8]) -> Reply {
     let mut out = Vec::new();
     let found = every_key(node, |k| {
         if super::glob::matches(pattern, &k) {
@@ -196,13 +187,7 @@ pub async fn keys(node: &Arc<Node>, args: &[Vec<u8>]) -> Reply {
 /// deletes every live key it finds, step by step, each delete a replicated tombstone at the
 /// session's write consistency. Not atomic: keys written during the flush may survive it, and a
 /// failure part way leaves the keys before it deleted.
-pub async fn flushdb(node: &Arc<Node>, session: &crate::session::Session, args: &[Vec<u8>]) -> Reply {
-    match args {
-        [_] => {}
-        [_, mode] if mode.eq_ignore_ascii_case(b"async") || mode.eq_ignore_ascii_case(b"sync") => {}
-        [_, _] => return Reply::err("syntax error"),
-        _ => return super::wrong_args("flushdb"),
-    }
+pub async fn flushdb(node: &Arc<Node>, session: &crate::session::Session) -> Reply {
     let mut at = 0;
     loop {
         let (keys, next) = match step(node, at, MAX_COUNT).await {
@@ -222,10 +207,7 @@ pub async fn flushdb(node: &Arc<Node>, session: &crate::session::Session, args: 
 }
 
 /// `DBSIZE`: the live keys of the whole cluster, each once (a whole scan).
-pub async fn dbsize(node: &Arc<Node>, args: &[Vec<u8>]) -> Reply {
-    if args.len() != 1 {
-        return super::wrong_args("dbsize");
-    }
+pub async fn dbsize(node: &Arc<Node>) -> Reply {
     count_keys(node).await.map_or_else(|e| e, Reply::Integer)
 }
 

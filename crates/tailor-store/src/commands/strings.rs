@@ -34,7 +34,7 @@ fn unit_of(opt: &[u8]) -> Unit {
 
 /// SET's options.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct SetOptions {
+pub struct SetOptions {
     expires: Option<u64>,
     keep_ttl: bool,
     nx: bool,
@@ -43,7 +43,8 @@ struct SetOptions {
 }
 
 impl SetOptions {
-    fn parse(args: &[Vec<u8>]) -> Result<SetOptions, Reply> {
+    /// Parse `[EX s|PX ms|EXAT s|PXAT ms|KEEPTTL] [NX|XX] [GET]` with Redis's errors.
+    pub fn parse(args: &[Vec<u8>]) -> Result<SetOptions, Reply> {
         let mut o = SetOptions::default();
         let mut it = args.iter();
         let syntax = || Reply::err("syntax error");
@@ -74,9 +75,8 @@ impl SetOptions {
 }
 
 /// `SET key value [options]`.
-pub async fn set(node: &Arc<Node>, session: &Session, args: &[Vec<u8>]) -> Reply {
-    let [_, key, value, opts @ ..] = args else { return super::wrong_args("set") };
-    either(set_inner(node, session, key, value, opts).await)
+pub async fn set(node: &Arc<Node>, session: &Session, key: &[u8], value: &[u8], o: SetOptions) -> Reply {
+    either(set_inner(node, session, key, value, o).await)
 }
 
 async fn set_inner(
@@ -84,9 +84,8 @@ async fn set_inner(
     session: &Session,
     key: &[u8],
     value: &[u8],
-    opts: &[Vec<u8>],
+    o: SetOptions,
 ) -> Result<Reply, Reply> {
-    let o = SetOptions::parse(opts)?;
     access::check_value(node, value)?;
     let old = if o.reads() { access::read_for_write(node, session, key).await? } else { None };
     let old_reply = |old: &Option<Live>| old.as_ref().map_or(Reply::Null, |v| Reply::Bulk(v.value.clone()));
@@ -98,23 +97,13 @@ async fn set_inner(
     Ok(if o.get { old_reply(&old) } else { Reply::ok() })
 }
 
-/// `SETEX key seconds value` / `PSETEX key ms value`.
-pub async fn setex(node: &Arc<Node>, session: &Session, name: &str, args: &[Vec<u8>]) -> Reply {
-    let [_, key, n, value] = args else { return super::wrong_args(name) };
-    let unit = if name == "psetex" { Unit::Millis } else { Unit::Seconds };
-    either(
-        async {
-            let at = positive(unit, n, name)?;
-            access::write(node, session, key, value, Some(at)).await?;
-            Ok::<_, Reply>(Reply::ok())
-        }
-        .await,
-    )
+/// `SETEX key seconds value` / `PSETEX key ms value`: `expires` is the absolute time.
+pub async fn setex(node: &Arc<Node>, session: &Session, key: &[u8], expires: u64, value: &[u8]) -> Reply {
+    either(access::write(node, session, key, value, Some(expires)).await.map(|()| Reply::ok()))
 }
 
 /// `SETNX key value`: 1 if set, 0 if the key existed.
-pub async fn setnx(node: &Arc<Node>, session: &Session, args: &[Vec<u8>]) -> Reply {
-    let [_, key, value] = args else { return super::wrong_args("setnx") };
+pub async fn setnx(node: &Arc<Node>, session: &Session, key: &[u8], value: &[u8]) -> Reply {
     either(
         async {
             access::check_value(node, value)?;
@@ -129,12 +118,7 @@ pub async fn setnx(node: &Arc<Node>, session: &Session, args: &[Vec<u8>]) -> Rep
 }
 
 /// `GETSET key value` (the old value; the new one has no expiry) and `GETDEL key`.
-pub async fn get_and(node: &Arc<Node>, session: &Session, name: &str, args: &[Vec<u8>]) -> Reply {
-    let (key, value) = match (name, args) {
-        ("getset", [_, k, v]) => (k, Some(v)),
-        ("getdel", [_, k]) => (k, None),
-        _ => return super::wrong_args(name),
-    };
+pub async fn get_and(node: &Arc<Node>, session: &Session, key: &[u8], value: Option<&[u8]>) -> Reply {
     either(
         async {
             if let Some(v) = value {
@@ -153,28 +137,21 @@ pub async fn get_and(node: &Arc<Node>, session: &Session, name: &str, args: &[Ve
 }
 
 /// `GET key`.
-pub async fn get(node: &Arc<Node>, session: &Session, args: &[Vec<u8>]) -> Reply {
-    let [_, key] = args else { return super::wrong_args("get") };
+pub async fn get(node: &Arc<Node>, session: &Session, key: &[u8]) -> Reply {
     match access::read(node, session, key).await {
         Ok(v) => v.map_or(Reply::Null, |v| Reply::Bulk(v.value)),
         Err(e) => e,
     }
 }
 
-/// `MSET k v [k v ...]`: each pair its own replicated write, in order (not atomic).
-pub async fn mset(node: &Arc<Node>, session: &Session, args: &[Vec<u8>]) -> Reply {
-    if args.len() < 3 || args.len().is_multiple_of(2) {
-        return super::wrong_args("mset");
-    }
-    let pairs = (args.len() - 1) / 2;
-    if pairs > MAX_MSET_KEYS {
-        return Reply::err(format!("MSET of {pairs} keys is above the limit of {MAX_MSET_KEYS} keys; split it"));
-    }
-    if let Some(Err(e)) = args[2..].iter().step_by(2).map(|v| access::check_value(node, v)).find(Result::is_err) {
+/// `MSET k v [k v ...]`: each pair its own replicated write, in order (not atomic); every value
+/// is checked before the first is written.
+pub async fn mset(node: &Arc<Node>, session: &Session, pairs: &[(Vec<u8>, Vec<u8>)]) -> Reply {
+    if let Some(Err(e)) = pairs.iter().map(|(_, v)| access::check_value(node, v)).find(Result::is_err) {
         return e;
     }
-    for pair in args[1..].chunks_exact(2) {
-        if let Err(e) = access::write(node, session, &pair[0], &pair[1], None).await {
+    for (key, value) in pairs {
+        if let Err(e) = access::write(node, session, key, value, None).await {
             return e;
         }
     }
@@ -182,8 +159,7 @@ pub async fn mset(node: &Arc<Node>, session: &Session, args: &[Vec<u8>]) -> Repl
 }
 
 /// `APPEND key value`: the new length; the key keeps its expiry.
-pub async fn append(node: &Arc<Node>, session: &Session, args: &[Vec<u8>]) -> Reply {
-    let [_, key, value] = args else { return super::wrong_args("append") };
+pub async fn append(node: &Arc<Node>, session: &Session, key: &[u8], value: &[u8]) -> Reply {
     either(
         async {
             let old = access::read_for_write(node, session, key).await?;
@@ -198,8 +174,7 @@ pub async fn append(node: &Arc<Node>, session: &Session, args: &[Vec<u8>]) -> Re
 }
 
 /// `STRLEN key`: the value's length, 0 if absent.
-pub async fn strlen(node: &Arc<Node>, session: &Session, args: &[Vec<u8>]) -> Reply {
-    let [_, key] = args else { return super::wrong_args("strlen") };
+pub async fn strlen(node: &Arc<Node>, session: &Session, key: &[u8]) -> Reply {
     match access::read(node, session, key).await {
         Ok(v) => Reply::Integer(v.map_or(0, |v| v.value.len() as i64)),
         Err(e) => e,

@@ -1,9 +1,13 @@
-//! The commands this node implements, with Redis's `COMMAND` fields: arity (negative: at
-//! least), flags, and the first key, last key (negative: from the end) and key step. `COMMAND`,
-//! `COMMAND INFO`, `COMMAND COUNT`, `COMMAND LIST` and `COMMAND DOCS` answer from it, and the
-//! key-size check finds a command's keys with it.
+//! The one command table: every command this node implements, with Redis's `COMMAND` fields
+//! (arity, negative: at least; flags; the first key, last key, negative: from the end, and key
+//! step) and this node's rules for it (who may run it, whether a node whose disk failed answers
+//! it, whether a transaction may queue it). `COMMAND` and its subcommands answer from it, the
+//! key-size check finds a command's keys with it, and the checks before a command runs or is
+//! queued (`mod.rs`, `transaction.rs`) read its rules; [`super::parse`] turns the arguments of a
+//! command found here into its typed [`super::Command`].
 
 use crate::resp::Reply;
+use crate::session::Access;
 
 /// One command's `COMMAND` entry.
 pub struct Spec {
@@ -19,6 +23,42 @@ pub struct Spec {
     pub group: &'static str,
     /// One-line summary.
     pub summary: &'static str,
+    /// Who may run it.
+    pub access: Access,
+    /// Answered by a node whose disk failed (an operator's or a client library's look at it,
+    /// `disk.rs`); every other command is refused there with the reason.
+    pub while_disk_failed: bool,
+    /// Why a transaction refuses to queue it, if it does.
+    pub not_in_transaction: Option<&'static str>,
+    /// `MULTI`, `EXEC`, `DISCARD`, `WATCH`: the transaction layer's own, never queued.
+    pub control: bool,
+}
+
+impl Spec {
+    /// Runnable before authenticating.
+    const fn before_auth(self) -> Spec {
+        Spec { access: Access::BeforeAuth, ..self }
+    }
+
+    /// Only the admin user's, when there is an admin password.
+    const fn admin(self) -> Spec {
+        Spec { access: Access::Admin, ..self }
+    }
+
+    /// Answered while the disk is failed.
+    const fn on_failed_disk(self) -> Spec {
+        Spec { while_disk_failed: true, ..self }
+    }
+
+    /// Refused inside a transaction, for reason `why`.
+    const fn not_queued(self, why: &'static str) -> Spec {
+        Spec { not_in_transaction: Some(why), ..self }
+    }
+
+    /// A transaction-control command.
+    const fn control(self) -> Spec {
+        Spec { control: true, ..self }
+    }
 }
 
 const R: &[&str] = &["readonly", "fast"];
@@ -34,8 +74,24 @@ const fn spec(
     group: &'static str,
     summary: &'static str,
 ) -> Spec {
-    Spec { name, arity, flags, keys, group, summary }
+    Spec {
+        name,
+        arity,
+        flags,
+        keys,
+        group,
+        summary,
+        access: Access::User,
+        while_disk_failed: false,
+        not_in_transaction: None,
+        control: false,
+    }
 }
+
+/// Why `HELLO` is not queued.
+const HELLO_IN_MULTI: &str = "it would switch the protocol of EXEC's reply part way; send it before MULTI";
+/// Why `AUTH` is not queued.
+const AUTH_IN_MULTI: &str = "the queued commands were checked against the user before it; send it before MULTI";
 
 /// Every command, in `COMMAND`'s order.
 pub const COMMANDS: &[Spec] = &[
@@ -67,27 +123,34 @@ pub const COMMANDS: &[Spec] = &[
     spec("type", 2, R, (1, 1, 1), "generic", "The type of a key: string or none"),
     spec("scan", -2, &["readonly"], (0, 0, 0), "generic", "Iterate the cluster's keys in token order"),
     spec("keys", 2, &["readonly"], (0, 0, 0), "generic", "Every key matching a pattern (a whole scan)"),
-    spec("flushdb", -1, &["write", "admin"], (0, 0, 0), "server", "Delete every key of the cluster (admin)"),
+    spec("flushdb", -1, &["write", "admin"], (0, 0, 0), "server", "Delete every key of the cluster (admin)").admin(),
     spec("dbsize", 1, &["readonly"], (0, 0, 0), "server", "Count the cluster's live keys (a whole scan)"),
     spec("ping", -1, C, (0, 0, 0), "connection", "Ping the node"),
     spec("echo", 2, C, (0, 0, 0), "connection", "Echo the argument"),
-    spec("hello", -1, C, (0, 0, 0), "connection", "Handshake; HELLO 3 switches to RESP3, HELLO 2 back"),
-    spec("auth", -2, C, (0, 0, 0), "connection", "Authenticate"),
-    spec("client", -2, C, (0, 0, 0), "connection", "CLIENT ID/SETNAME/GETNAME/LIST/INFO"),
+    spec("hello", -1, C, (0, 0, 0), "connection", "Handshake; HELLO 3 switches to RESP3, HELLO 2 back")
+        .before_auth()
+        .on_failed_disk()
+        .not_queued(HELLO_IN_MULTI),
+    spec("auth", -2, C, (0, 0, 0), "connection", "Authenticate")
+        .before_auth()
+        .on_failed_disk()
+        .not_queued(AUTH_IN_MULTI),
+    spec("client", -2, C, (0, 0, 0), "connection", "CLIENT ID/SETNAME/GETNAME/LIST/INFO").on_failed_disk(),
     spec("select", 2, C, (0, 0, 0), "connection", "Select database 0 (the only one)"),
-    spec("quit", -1, C, (0, 0, 0), "connection", "Close the connection"),
-    spec("info", -1, C, (0, 0, 0), "server", "Node information"),
-    spec("command", -1, C, (0, 0, 0), "server", "Command table"),
-    spec("config", -2, A, (0, 0, 0), "server", "CONFIG GET of a few parameters"),
-    spec("multi", 1, C, (0, 0, 0), "transactions", "Queue the commands up to EXEC (order only, no isolation)"),
-    spec("exec", 1, &["slow"], (0, 0, 0), "transactions", "Run the queued commands in order"),
-    spec("discard", 1, C, (0, 0, 0), "transactions", "Drop the queued commands"),
-    spec("watch", -2, C, (0, 0, 0), "transactions", "Refused: no optimistic locking without isolation"),
+    spec("quit", -1, C, (0, 0, 0), "connection", "Close the connection").before_auth().on_failed_disk(),
+    spec("info", -1, C, (0, 0, 0), "server", "Node information").on_failed_disk(),
+    spec("command", -1, C, (0, 0, 0), "server", "Command table").on_failed_disk(),
+    spec("config", -2, A, (0, 0, 0), "server", "CONFIG GET of a few parameters").on_failed_disk(),
+    spec("multi", 1, C, (0, 0, 0), "transactions", "Queue the commands up to EXEC (order only, no isolation)")
+        .control(),
+    spec("exec", 1, &["slow"], (0, 0, 0), "transactions", "Run the queued commands in order").control(),
+    spec("discard", 1, C, (0, 0, 0), "transactions", "Drop the queued commands").control(),
+    spec("watch", -2, C, (0, 0, 0), "transactions", "Refused: no optimistic locking without isolation").control(),
     spec("unwatch", 1, C, (0, 0, 0), "transactions", "Nothing to unwatch: OK"),
     spec("consistency", -1, C, (0, 0, 0), "tailor", "This connection's consistency level"),
-    spec("tailor.repair", 1, A, (0, 0, 0), "tailor", "Run an anti-entropy pass"),
-    spec("tailor.hints", -1, A, (0, 0, 0), "tailor", "List or drop this node's hints (LIST/DROP <node>)"),
-    spec("tailor.set", 3, A, (0, 0, 0), "tailor", "Set a node knob"),
+    spec("tailor.repair", 1, A, (0, 0, 0), "tailor", "Run an anti-entropy pass").admin(),
+    spec("tailor.hints", -1, A, (0, 0, 0), "tailor", "List or drop this node's hints (LIST/DROP <node>)").admin(),
+    spec("tailor.set", 3, A, (0, 0, 0), "tailor", "Set a node knob").admin(),
     spec("tailor.get", -2, A, (0, 0, 0), "tailor", "Get a node knob"),
     spec("tailor.localget", 2, R, (1, 1, 1), "tailor", "Read this node's own replica"),
 ];
@@ -97,16 +160,33 @@ pub fn find(name: &str) -> Option<&'static Spec> {
     COMMANDS.iter().find(|s| s.name == name)
 }
 
-/// The arguments of command `name` that are keys (`args[0]` is the name).
-pub fn keys<'a>(name: &str, args: &'a [Vec<u8>]) -> Vec<&'a [u8]> {
-    let Some(s) = find(name) else { return Vec::new() };
-    let (first, last, step) = s.keys;
-    if first == 0 || args.len() < 2 {
-        return Vec::new();
+/// Who may run the command whose entry is `spec` (an unknown one, `None`: an authenticated
+/// user, so that it is refused before authenticating as any command is).
+pub fn access(spec: Option<&Spec>) -> Access {
+    spec.map_or(Access::User, |s| s.access)
+}
+
+impl Spec {
+    /// Whether `n` arguments (the name included) fit its arity.
+    pub fn arity_fits(&self, n: usize) -> bool {
+        let n = n as i64;
+        if self.arity >= 0 {
+            n == self.arity
+        } else {
+            n >= -self.arity
+        }
     }
-    let end = if last < 0 { args.len() as i64 + last + 1 } else { (last + 1).min(args.len() as i64) };
-    let range = (first as usize)..(end.max(first) as usize);
-    args.get(range).unwrap_or_default().iter().step_by(step as usize).map(Vec::as_slice).collect()
+
+    /// The arguments of this command that are keys (`args[0]` is the name).
+    pub fn keys_of<'a>(&self, args: &'a [Vec<u8>]) -> Vec<&'a [u8]> {
+        let (first, last, step) = self.keys;
+        if first == 0 || args.len() < 2 {
+            return Vec::new();
+        }
+        let end = if last < 0 { args.len() as i64 + last + 1 } else { (last + 1).min(args.len() as i64) };
+        let range = (first as usize)..(end.max(first) as usize);
+        args.get(range).unwrap_or_default().iter().step_by(step as usize).map(Vec::as_slice).collect()
+    }
 }
 
 /// `COMMAND`'s entry for `s`.
@@ -140,7 +220,11 @@ mod tests {
 
     #[test]
     fn keys_follow_first_last_and_step() {
-        let k = |a: &[&str]| keys(&a[0].to_lowercase(), &args(a)).iter().map(|k| k.to_vec()).collect::<Vec<_>>();
+        let k = |a: &[&str]| {
+            let args = args(a);
+            let spec = find(&a[0].to_lowercase());
+            spec.map_or_else(Vec::new, |s| s.keys_of(&args)).iter().map(|k| k.to_vec()).collect::<Vec<_>>()
+        };
         assert_eq!(k(&["set", "a", "v", "EX", "1"]), args(&["a"]));
         assert_eq!(k(&["mset", "a", "1", "b", "2"]), args(&["a", "b"]));
         assert_eq!(k(&["del", "a", "b", "c"]), args(&["a", "b", "c"]));

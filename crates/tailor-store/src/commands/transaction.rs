@@ -22,7 +22,12 @@
 //! are queued too: they are long, not unsafe, and run in their turn like outside a
 //! transaction. This node has no blocking or subscribe commands to refuse.
 //!
-//! Limits (a client controls what it queues): at most [`MAX_QUEUED_COMMANDS`] commands and
+//! What is queued is the command's arguments, checked as above but not parsed: a command's
+//! syntax error (`SET k v BOGUS`) is its reply in `EXEC`'s array, as in Redis, and the queue
+//! ([`Transaction`]) is the session's, so that `session` never depends on `commands`.
+//!
+//! Limits (a client controls what it queues): at most
+//! [`MAX_QUEUED_COMMANDS`](crate::session::MAX_QUEUED_COMMANDS) commands and
 //! `max_command_bytes` bytes of arguments per transaction (a transaction holds what one command
 //! may), the bytes leased from the node's `max_buffered_bytes` budget like a connection's input
 //! buffer; `EXEC`'s reply is leased from that budget as MGET's is. A refusal names the limit.
@@ -31,31 +36,9 @@ use super::{check_keys, table, unknown, wrong_args, Executed};
 use crate::limits::Lease;
 use crate::node::Node;
 use crate::resp::Reply;
-use crate::session::Session;
+use crate::session::{Session, Transaction};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-
-/// Most commands one transaction queues.
-pub const MAX_QUEUED_COMMANDS: usize = 100_000;
-
-/// Bytes a queued argument costs beyond its own (its vector).
-const ARGUMENT_OVERHEAD: u64 = 32;
-
-/// Commands refused inside a transaction, and why.
-const NOT_IN_TRANSACTION: &[(&str, &str)] = &[
-    ("hello", "it would switch the protocol of EXEC's reply part way; send it before MULTI"),
-    ("auth", "the queued commands were checked against the user before it; send it before MULTI"),
-];
-
-/// A connection's open transaction: the commands queued since `MULTI`.
-#[derive(Debug)]
-pub struct Transaction {
-    queued: Vec<Vec<Vec<u8>>>,
-    /// The queued bytes' share of the node's buffer budget.
-    lease: Lease,
-    /// A command was refused while queuing: `EXEC` answers `EXECABORT`.
-    aborted: bool,
-}
 
 /// What the connection's transaction makes of a command.
 pub(super) enum Route {
@@ -72,7 +55,7 @@ pub(super) fn route(node: &Arc<Node>, session: &mut Session, args: Vec<Vec<u8>>)
     let Some(name) = args.first().map(|a| String::from_utf8_lossy(a).to_ascii_lowercase()) else {
         return Route::Run(args);
     };
-    let control = matches!(name.as_str(), "multi" | "exec" | "discard" | "watch");
+    let control = table::find(&name).is_some_and(|s| s.control);
     if name == "quit" || !(control || session.in_transaction()) {
         return Route::Run(args);
     }
@@ -96,7 +79,7 @@ fn answer(node: &Arc<Node>, session: &mut Session, name: &str, args: Vec<Vec<u8>
     Route::Answer(match (name, session.in_transaction()) {
         ("multi", true) => Reply::err("MULTI calls can not be nested"),
         ("multi", false) => {
-            session.begin_transaction(Transaction { queued: Vec::new(), lease: node.budget.lease(), aborted: false });
+            session.begin_transaction(Transaction::new(node.budget.lease()));
             Reply::ok()
         }
         ("exec", true) => return exec_or_abort(session),
@@ -117,25 +100,25 @@ fn answer(node: &Arc<Node>, session: &mut Session, name: &str, args: Vec<Vec<u8>
 
 /// The checks Redis makes before queuing (or running a transaction command).
 fn admit(node: &Node, session: &Session, name: &str, args: &[Vec<u8>]) -> Result<(), Reply> {
-    session.may_run(&node.cfg, name)?;
-    let spec = table::find(name).ok_or_else(|| unknown(args))?;
-    let n = args.len() as i64;
-    if (spec.arity >= 0 && n != spec.arity) || n < spec.arity.abs() {
+    let spec = table::find(name);
+    session.may_run(&node.cfg, name, table::access(spec))?;
+    let spec = spec.ok_or_else(|| unknown(args))?;
+    if !spec.arity_fits(args.len()) {
         return Err(wrong_args(name));
     }
     if !session.in_transaction() {
         return Ok(());
     }
-    if let Some((_, why)) = NOT_IN_TRANSACTION.iter().find(|(refused, _)| *refused == name) {
+    if let Some(why) = spec.not_in_transaction {
         return Err(Reply::err(format!("{} is not allowed in a transaction here: {why}", name.to_uppercase())));
     }
-    check_keys(node, name, args)
+    check_keys(node, Some(spec), args)
 }
 
 /// `EXEC` in a transaction: its queued commands, or `EXECABORT` if one was refused.
 fn exec_or_abort(session: &mut Session) -> Route {
     match session.end_transaction() {
-        Some(t) if !t.aborted => Route::Exec(t),
+        Some(t) if !t.aborted() => Route::Exec(t),
         _ => Route::Answer(Reply::Error("EXECABORT Transaction discarded because of previous errors.".into())),
     }
 }
@@ -143,46 +126,24 @@ fn exec_or_abort(session: &mut Session) -> Route {
 /// Queue `args` (admitted) within the limits; `QUEUED`, or the refusal that aborts.
 fn queue(node: &Node, session: &mut Session, args: Vec<Vec<u8>>) -> Reply {
     let Some(t) = session.transaction() else { return Reply::err("not in a transaction") };
-    if t.aborted {
+    if t.aborted() {
         return Reply::Simple("QUEUED".into()); // never runs: not held
     }
-    let held = t.lease.held() + args.iter().map(|a| a.len() as u64 + ARGUMENT_OVERHEAD).sum::<u64>();
-    let refusal = if t.queued.len() >= MAX_QUEUED_COMMANDS {
-        Some(format!("a transaction queues at most {MAX_QUEUED_COMMANDS} commands (this node's fixed limit)"))
-    } else if held > node.cfg.max_command_bytes {
-        Some(format!(
-            "a transaction's queued commands may hold at most {} bytes (max_command_bytes)",
-            node.cfg.max_command_bytes
-        ))
-    } else if let Err(e) = t.lease.resize(held) {
-        Some(e.to_string())
-    } else {
-        None
-    };
-    if let Some(why) = refusal {
+    if let Err(why) = t.push(args, node.cfg.max_command_bytes) {
         node.metrics.limit_refusals.fetch_add(1, Ordering::Relaxed);
         t.abort();
         return Reply::err(format!("{why}; the transaction is discarded at EXEC"));
     }
-    t.queued.push(args);
     Reply::Simple("QUEUED".into())
-}
-
-impl Transaction {
-    /// Mark it failed and drop what it queued (EXEC will run none of it).
-    fn abort(&mut self) {
-        self.aborted = true;
-        self.queued = Vec::new();
-        self.lease.resize(0).expect("shrinking a lease cannot fail");
-    }
 }
 
 /// `EXEC`: run the queued commands in order; the array of their replies, whose bytes are leased
 /// from the node's buffer budget until written (a reply over it is replaced by an error).
 pub(super) async fn exec(node: &Arc<Node>, session: &mut Session, t: Transaction) -> Executed {
     let mut lease = node.budget.lease();
-    let mut replies = Vec::with_capacity(t.queued.len());
-    for args in t.queued {
+    let queued = t.into_queued();
+    let mut replies = Vec::with_capacity(queued.len());
+    for args in queued {
         let done = super::run(node, session, args).await;
         replies.push(hold(node, &mut lease, done));
     }

@@ -1,10 +1,5 @@
-//! The Redis client protocol: reply frames, their RESP2/RESP3 encoding, and a bounded command
-//! parser.
+//! The Redis client protocol as the store speaks it: [`tailor_resp`]'s bounded command parser
+//! and RESP2/RESP3 encoder, its frames named [`Reply`] here (what a command answers).
 
-pub mod codec;
-pub mod encode;
-pub mod frame;
-
-pub use codec::{parse_bulk_header, parse_command, Limit, Limits, Parsed, ProtocolError, TooLarge};
-pub use encode::Protocol;
-pub use frame::Reply;
+pub use tailor_resp::Frame as Reply;
+pub use tailor_resp::{parse_bulk_header, parse_command, Limit, Limits, Parsed, Protocol, ProtocolError, TooLarge};

@@ -1,7 +1,8 @@
-//! The wire form of a [`Reply`] in the protocol version a connection chose with `HELLO`:
-//! RESP2 (the default) or RESP3, which differ only in how null and maps are written here.
+//! The wire form of a [`Frame`] in the protocol version a connection chose with `HELLO`:
+//! RESP2 (the default) or RESP3, which differ only in how null and maps are written here; and
+//! of a command, as a client sends it.
 
-use super::Reply;
+use super::Frame;
 
 /// A connection's protocol version.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -46,25 +47,37 @@ fn header(out: &mut Vec<u8>, prefix: u8, n: usize) {
     out.extend_from_slice(b"\r\n");
 }
 
-impl Reply {
+/// Append the wire form of the command made of `args` (an array of bulk strings) to `out`.
+pub fn encode_command(args: &[&[u8]], out: &mut Vec<u8>) {
+    out.reserve(16 + args.iter().map(|a| a.len() + 16).sum::<usize>());
+    header(out, b'*', args.len());
+    for a in args {
+        bulk(out, a);
+    }
+}
+
+/// Append a bulk string.
+fn bulk(out: &mut Vec<u8>, b: &[u8]) {
+    header(out, b'$', b.len());
+    out.extend_from_slice(b);
+    out.extend_from_slice(b"\r\n");
+}
+
+impl Frame {
     /// Append the wire form in protocol `p` to `out`.
     pub fn encode(&self, p: Protocol, out: &mut Vec<u8>) {
         match self {
-            Reply::Simple(s) => line(out, b'+', s),
-            Reply::Error(s) => line(out, b'-', s),
-            Reply::Integer(n) => line(out, b':', &n.to_string()),
-            Reply::Bulk(b) => {
-                header(out, b'$', b.len());
-                out.extend_from_slice(b);
-                out.extend_from_slice(b"\r\n");
-            }
-            Reply::Null if p == Protocol::Resp3 => out.extend_from_slice(b"_\r\n"),
-            Reply::Null => out.extend_from_slice(b"$-1\r\n"),
-            Reply::Array(items) => {
+            Frame::Simple(s) => line(out, b'+', s),
+            Frame::Error(s) => line(out, b'-', s),
+            Frame::Integer(n) => line(out, b':', &n.to_string()),
+            Frame::Bulk(b) => bulk(out, b),
+            Frame::Null if p == Protocol::Resp3 => out.extend_from_slice(b"_\r\n"),
+            Frame::Null => out.extend_from_slice(b"$-1\r\n"),
+            Frame::Array(items) => {
                 header(out, b'*', items.len());
                 items.iter().for_each(|i| i.encode(p, out));
             }
-            Reply::Map(pairs) => {
+            Frame::Map(pairs) => {
                 match p {
                     Protocol::Resp3 => header(out, b'%', pairs.len()),
                     Protocol::Resp2 => header(out, b'*', pairs.len() * 2),
@@ -82,7 +95,7 @@ impl Reply {
 mod tests {
     use super::*;
 
-    fn wire(r: &Reply, p: Protocol) -> String {
+    fn wire(r: &Frame, p: Protocol) -> String {
         let mut out = Vec::new();
         r.encode(p, &mut out);
         String::from_utf8(out).unwrap()
@@ -90,7 +103,7 @@ mod tests {
 
     #[test]
     fn scalars_are_the_same_in_both_versions() {
-        let r = Reply::Array(vec![Reply::ok(), Reply::err("bad\r\nthing"), Reply::Integer(-3), Reply::text("hi")]);
+        let r = Frame::Array(vec![Frame::ok(), Frame::err("bad\r\nthing"), Frame::Integer(-3), Frame::text("hi")]);
         let expected = "*4\r\n+OK\r\n-ERR bad  thing\r\n:-3\r\n$2\r\nhi\r\n";
         assert_eq!(wire(&r, Protocol::Resp2), expected);
         assert_eq!(wire(&r, Protocol::Resp3), expected);
@@ -98,9 +111,21 @@ mod tests {
 
     #[test]
     fn null_and_maps_follow_the_version() {
-        let r = Reply::Array(vec![Reply::Null, Reply::Map(vec![(Reply::text("proto"), Reply::Integer(3))])]);
+        let r = Frame::Array(vec![Frame::Null, Frame::Map(vec![(Frame::text("proto"), Frame::Integer(3))])]);
         assert_eq!(wire(&r, Protocol::Resp2), "*2\r\n$-1\r\n*2\r\n$5\r\nproto\r\n:3\r\n");
         assert_eq!(wire(&r, Protocol::Resp3), "*2\r\n_\r\n%1\r\n$5\r\nproto\r\n:3\r\n");
+    }
+
+    #[test]
+    fn commands_are_arrays_of_bulks() {
+        let mut out = Vec::new();
+        encode_command(&[b"GET", b"42"], &mut out);
+        assert_eq!(out, b"*2\r\n$3\r\nGET\r\n$2\r\n42\r\n");
+        out.clear();
+        encode_command(&[b"SET", b"k", b""], &mut out);
+        assert_eq!(out, b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n");
+        let as_frame = Frame::Array(vec![Frame::text("SET"), Frame::text("k"), Frame::text("")]);
+        assert_eq!(wire(&as_frame, Protocol::Resp2).as_bytes(), out);
     }
 
     #[test]

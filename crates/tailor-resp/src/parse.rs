@@ -1,6 +1,9 @@
-//! A bounded command parser: arrays of bulk strings (what clients send, in RESP2 and RESP3
-//! alike) and inline commands (what a human types), with limits that turn hostile input into
-//! clear errors.
+//! The bounded RESP parser, buffer in, frame out: [`parse_command`] reads what clients send
+//! (arrays of bulk strings, in RESP2 and RESP3 alike, and inline commands a human types) with
+//! the store's limits; [`parse_frame`] reads any frame a server sends. Both read lines, numbers
+//! and bulk headers with the same functions, and turn hostile input into clear errors.
+
+use crate::Frame;
 
 /// Input that is not RESP or breaks a hard limit; the connection is closed after replying.
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -31,6 +34,12 @@ pub enum ProtocolError {
     /// An inline command has unbalanced quotes.
     #[error("Protocol error: unbalanced quotes in request")]
     Unbalanced,
+    /// A frame starts with a byte that is no RESP type this parser reads.
+    #[error("Protocol error: unexpected frame type '{0}'")]
+    UnexpectedType(char),
+    /// Aggregates nest deeper than [`FrameLimits::max_depth`].
+    #[error("Protocol error: aggregates nested too deep")]
+    TooDeep,
 }
 
 /// Parser limits.
@@ -136,21 +145,44 @@ fn parse_int(line: &[u8], what: &'static str) -> Result<i64, ProtocolError> {
         .ok_or_else(|| ProtocolError::BadNumber { what, text: String::from_utf8_lossy(line).into_owned() })
 }
 
+/// The line at the start of `buf` without its type byte and CRLF, and the bytes it takes.
+fn line(buf: &[u8], max_line: usize) -> Result<Option<(&[u8], usize)>, ProtocolError> {
+    Ok(find_line(buf, max_line)?.map(|end| (&buf[1..end], end + 2)))
+}
+
+/// A bulk length (`null`: -1 is allowed, as in a reply), checked against `max`.
+fn bulk_length(text: &[u8], max: u64, null: bool) -> Result<i64, ProtocolError> {
+    let len = parse_int(text, "bulk length")?;
+    if len < 0 && !(null && len == -1) {
+        return Err(ProtocolError::BadNumber { what: "bulk length", text: len.to_string() });
+    }
+    if len > 0 && len as u64 > max {
+        return Err(ProtocolError::BulkTooLong);
+    }
+    Ok(len)
+}
+
+/// An aggregate's element count (`null`: -1 is allowed), checked against `max`.
+fn count(text: &[u8], max: usize, null: bool) -> Result<i64, ProtocolError> {
+    let n = parse_int(text, "multibulk length")?;
+    if n < 0 && !(null && n == -1) {
+        return Err(ProtocolError::BadNumber { what: "multibulk length", text: n.to_string() });
+    }
+    if n > 0 && n as u64 > max as u64 {
+        return Err(ProtocolError::TooManyElements);
+    }
+    Ok(n)
+}
+
 /// Parse a `$len\r\n` header at the start of `buf`: the length and the header's size.
 pub fn parse_bulk_header(buf: &[u8], limits: &Limits) -> Result<Option<(u64, usize)>, ProtocolError> {
     let Some(&first) = buf.first() else { return Ok(None) };
     if first != b'$' {
         return Err(ProtocolError::ExpectedBulk(first as char));
     }
-    let Some(end) = find_line(buf, limits.max_line)? else { return Ok(None) };
-    let len = parse_int(&buf[1..end], "bulk length")?;
-    if len < 0 {
-        return Err(ProtocolError::BadNumber { what: "bulk length", text: len.to_string() });
-    }
-    if len as u64 > limits.hard_max_bulk {
-        return Err(ProtocolError::BulkTooLong);
-    }
-    Ok(Some((len as u64, end + 2)))
+    let Some((text, used)) = line(buf, limits.max_line)? else { return Ok(None) };
+    let len = bulk_length(text, limits.hard_max_bulk, false)?;
+    Ok(Some((len as u64, used)))
 }
 
 /// Parse one command from the start of `buf`.
@@ -159,16 +191,12 @@ pub fn parse_command(buf: &[u8], limits: &Limits) -> Result<Parsed, ProtocolErro
     if first != b'*' {
         return parse_inline(buf, limits);
     }
-    let Some(end) = find_line(buf, limits.max_line)? else { return Ok(Parsed::Incomplete) };
-    let count = parse_int(&buf[1..end], "multibulk length")?;
-    let mut pos = end + 2;
+    let Some((text, mut pos)) = line(buf, limits.max_line)? else { return Ok(Parsed::Incomplete) };
+    let count = parse_int(text, "multibulk length")?;
     if count <= 0 {
         return Ok(Parsed::Skip { used: pos });
     }
-    if count as usize > limits.max_elements {
-        return Err(ProtocolError::TooManyElements);
-    }
-    let count = count as usize;
+    let count = self::count(text, limits.max_elements, false)? as usize;
     let mut args = Vec::with_capacity(count.min(64));
     for i in 0..count {
         let Some((len, header)) = parse_bulk_header(&buf[pos..], limits)? else { return Ok(Parsed::Incomplete) };
@@ -237,6 +265,86 @@ fn parse_inline(buf: &[u8], limits: &Limits) -> Result<Parsed, ProtocolError> {
     Ok(Parsed::Command { args, used: nl + 1 })
 }
 
+/// Limits of [`parse_frame`]: what a client accepts from a server.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FrameLimits {
+    /// Longest status, error or header line.
+    pub max_line: usize,
+    /// Longest bulk string.
+    pub max_bulk: u64,
+    /// Most elements (or field-value pairs) in one aggregate.
+    pub max_elements: usize,
+    /// Most nested aggregate levels.
+    pub max_depth: usize,
+}
+
+impl Default for FrameLimits {
+    /// A client's limits: 512 MiB bulks (Redis's own ceiling), 64 KiB lines, 2^20 elements, 8 levels.
+    fn default() -> FrameLimits {
+        FrameLimits { max_line: 64 << 10, max_bulk: 512 << 20, max_elements: 1 << 20, max_depth: 8 }
+    }
+}
+
+/// Parse one frame from the start of `buf`: the frame and the bytes it used, or `None` when
+/// more must arrive. Reads RESP2 (`+ - : $ *`, with `$-1` and `*-1` as [`Frame::Null`]) and the
+/// RESP3 types the store sends (`_` null, `%` map).
+pub fn parse_frame(buf: &[u8], limits: &FrameLimits) -> Result<Option<(Frame, usize)>, ProtocolError> {
+    frame_at(buf, limits, 0)
+}
+
+fn frame_at(buf: &[u8], limits: &FrameLimits, depth: usize) -> Result<Option<(Frame, usize)>, ProtocolError> {
+    let Some(&kind) = buf.first() else { return Ok(None) };
+    if !b"+-:$*_%".contains(&kind) {
+        return Err(ProtocolError::UnexpectedType(kind as char));
+    }
+    let Some((text, mut pos)) = line(buf, limits.max_line)? else { return Ok(None) };
+    let string = || String::from_utf8_lossy(text).into_owned();
+    let frame = match kind {
+        b'+' => Frame::Simple(string()),
+        b'-' => Frame::Error(string()),
+        b':' => Frame::Integer(parse_int(text, "integer")?),
+        b'_' => Frame::Null,
+        b'$' => match bulk_length(text, limits.max_bulk, true)? {
+            -1 => Frame::Null,
+            len => {
+                let stop = pos + len as usize;
+                if buf.len() < stop + 2 {
+                    return Ok(None);
+                }
+                if &buf[stop..stop + 2] != b"\r\n" {
+                    return Err(ProtocolError::MissingCrlf);
+                }
+                let b = buf[pos..stop].to_vec();
+                pos = stop + 2;
+                Frame::Bulk(b)
+            }
+        },
+        _ => {
+            let n = count(text, limits.max_elements, kind == b'*')?;
+            if n == -1 {
+                return Ok(Some((Frame::Null, pos)));
+            }
+            if n > 0 && depth >= limits.max_depth {
+                return Err(ProtocolError::TooDeep);
+            }
+            let per = if kind == b'%' { 2 } else { 1 };
+            let mut items = Vec::with_capacity((n as usize * per).min(1024));
+            for _ in 0..n as usize * per {
+                let Some((item, used)) = frame_at(&buf[pos..], limits, depth + 1)? else { return Ok(None) };
+                items.push(item);
+                pos += used;
+            }
+            if kind == b'*' {
+                Frame::Array(items)
+            } else {
+                let mut it = items.into_iter();
+                Frame::Map(std::iter::from_fn(|| Some((it.next()?, it.next()?))).collect())
+            }
+        }
+    };
+    Ok(Some((frame, pos)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -302,5 +410,97 @@ mod tests {
         assert_eq!(parse_command(b"*1\r\n$5000\r\n", &lim()).unwrap_err(), ProtocolError::BulkTooLong);
         assert_eq!(parse_command(&[b'a'; 40], &lim()).unwrap_err(), ProtocolError::LineTooLong);
         assert!(parse_command(b"*1\r\n$-1\r\n", &lim()).is_err());
+    }
+
+    fn frame(bytes: &[u8]) -> Result<Option<(Frame, usize)>, ProtocolError> {
+        parse_frame(bytes, &FrameLimits::default())
+    }
+
+    /// `bytes` is one whole frame: it parses to `expected` using every byte, and every proper
+    /// prefix of it is incomplete.
+    fn whole(bytes: &[u8], expected: Frame) {
+        assert_eq!(frame(bytes).unwrap(), Some((expected, bytes.len())), "{}", String::from_utf8_lossy(bytes));
+        for cut in 0..bytes.len() {
+            assert_eq!(frame(&bytes[..cut]).unwrap(), None, "prefix of {cut} bytes");
+        }
+    }
+
+    #[test]
+    fn frames_of_every_type_and_every_prefix_is_incomplete() {
+        whole(b"+OK\r\n", Frame::Simple("OK".into()));
+        whole(b"-ERR no\r\n", Frame::Error("ERR no".into()));
+        whole(b":-7\r\n", Frame::Integer(-7));
+        whole(b"$3\r\na\r\n\r\n", Frame::Bulk(b"a\r\n".to_vec()));
+        whole(b"$0\r\n\r\n", Frame::Bulk(Vec::new()));
+        whole(b"$-1\r\n", Frame::Null);
+        whole(b"*-1\r\n", Frame::Null);
+        whole(b"_\r\n", Frame::Null);
+        whole(b"*0\r\n", Frame::Array(vec![]));
+        whole(
+            b"*3\r\n:1\r\n*2\r\n$1\r\nx\r\n$-1\r\n+y\r\n",
+            Frame::Array(vec![
+                Frame::Integer(1),
+                Frame::Array(vec![Frame::Bulk(b"x".to_vec()), Frame::Null]),
+                Frame::Simple("y".into()),
+            ]),
+        );
+        whole(b"%1\r\n$5\r\nproto\r\n:3\r\n", Frame::Map(vec![(Frame::text("proto"), Frame::Integer(3))]));
+        // what follows a frame is left for the next call
+        assert_eq!(frame(b"+OK\r\n:1\r\n").unwrap(), Some((Frame::ok(), 5)));
+    }
+
+    #[test]
+    fn frames_round_trip_through_the_encoder() {
+        let f = Frame::Array(vec![
+            Frame::ok(),
+            Frame::err("x"),
+            Frame::Integer(i64::MIN),
+            Frame::Bulk(vec![0, 13, 10, 255]),
+            Frame::Null,
+            Frame::Map(vec![(Frame::text("k"), Frame::Array(vec![]))]),
+        ]);
+        let mut wire = Vec::new();
+        f.encode(crate::Protocol::Resp3, &mut wire);
+        assert_eq!(frame(&wire).unwrap(), Some((f, wire.len())));
+    }
+
+    #[test]
+    fn malformed_frames_are_errors() {
+        assert_eq!(frame(b"?x\r\n").unwrap_err(), ProtocolError::UnexpectedType('?'));
+        assert!(matches!(frame(b":x\r\n"), Err(ProtocolError::BadNumber { what: "integer", .. })));
+        assert!(matches!(frame(b"$x\r\n"), Err(ProtocolError::BadNumber { what: "bulk length", .. })));
+        assert!(matches!(frame(b"$-2\r\n"), Err(ProtocolError::BadNumber { .. })));
+        assert!(matches!(frame(b"%-1\r\n"), Err(ProtocolError::BadNumber { .. })));
+        assert_eq!(frame(b"$2\r\nabXY").unwrap_err(), ProtocolError::MissingCrlf);
+        // an error inside an aggregate is found as soon as its bytes are there
+        assert_eq!(frame(b"*2\r\n:1\r\n?").unwrap_err(), ProtocolError::UnexpectedType('?'));
+        assert_eq!(frame(b"*2\r\n:1\r\n").unwrap(), None);
+    }
+
+    #[test]
+    fn frame_limits_hold_before_anything_is_buffered() {
+        let lim = FrameLimits { max_line: 16, max_bulk: 10, max_elements: 3, max_depth: 2 };
+        assert_eq!(parse_frame(b"$11\r\n", &lim).unwrap_err(), ProtocolError::BulkTooLong);
+        assert!(parse_frame(b"$10\r\n", &lim).unwrap().is_none());
+        assert_eq!(parse_frame(b"*4\r\n", &lim).unwrap_err(), ProtocolError::TooManyElements);
+        assert_eq!(parse_frame(b"%2\r\n", &lim).unwrap(), None, "a map's count is of pairs");
+        assert_eq!(parse_frame(b"%4\r\n", &lim).unwrap_err(), ProtocolError::TooManyElements);
+        assert_eq!(parse_frame(&[b'+'; 40], &lim).unwrap_err(), ProtocolError::LineTooLong);
+        assert_eq!(parse_frame(b"+0123456789abcdefghij\r\n", &lim).unwrap_err(), ProtocolError::LineTooLong);
+        let two = b"*1\r\n*1\r\n:1\r\n";
+        assert_eq!(parse_frame(two, &lim).unwrap().map(|(_, n)| n), Some(two.len()));
+        assert_eq!(parse_frame(b"*1\r\n*1\r\n*1\r\n:1\r\n", &lim).unwrap_err(), ProtocolError::TooDeep);
+        // empty aggregates do not nest
+        assert!(parse_frame(b"*1\r\n*1\r\n*0\r\n", &lim).unwrap().is_some());
+    }
+
+    #[test]
+    fn error_texts_are_redis_like() {
+        assert_eq!(ProtocolError::BulkTooLong.to_string(), "Protocol error: invalid bulk length");
+        assert_eq!(ProtocolError::TooManyElements.to_string(), "Protocol error: invalid multibulk length");
+        assert_eq!(ProtocolError::LineTooLong.to_string(), "Protocol error: too big inline request");
+        assert_eq!(ProtocolError::ExpectedBulk(':').to_string(), "Protocol error: expected '$', got ':'");
+        let bad = ProtocolError::BadNumber { what: "multibulk length", text: "x".into() };
+        assert_eq!(bad.to_string(), "Protocol error: invalid multibulk length 'x'");
     }
 }
