@@ -23,3 +23,10 @@ pub mod workload;
 
 pub use model::{Consistency, CoordinatorId, JobMeta, NodeId, Op, Request, RequestId, RequestView, SizeHint, Tags};
 pub use time::Nanos;
+
+/// Whether `t` holds its type's default: for `#[serde(skip_serializing_if = "...")]` on a spec
+/// field or tunables table added after results files began to carry their spec, so that it is
+/// written only when set and older specs serialise (and fingerprint) as before.
+pub fn is_default<T: Default + PartialEq>(t: &T) -> bool {
+    *t == T::default()
+}

@@ -321,7 +321,7 @@ pub struct WorkloadSpec {
     /// The trace's format: "auto" (told by the file), "tailor" (`time,key,op,size`),
     /// "twitter" (Twitter's cache traces) or "oracle-general" (libCacheSim's binary records).
     /// Written into a spec only when not "auto", so every existing spec reads as before.
-    #[serde(skip_serializing_if = "is_auto")]
+    #[serde(skip_serializing_if = "tailor_core::is_default")]
     pub trace_format: TraceFormat,
     /// Demand skew across clients (e.g. 20 % of clients issue 80 % of requests).
     pub skew: Option<DemandSkew>,
@@ -368,10 +368,6 @@ pub enum ArrivalKind {
 
 pub use tailor_core::oracle::size::OracleKind;
 pub use tailor_core::workload::TraceFormat;
-
-fn is_auto(f: &TraceFormat) -> bool {
-    *f == TraceFormat::Auto
-}
 
 /// The strategies to compare.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

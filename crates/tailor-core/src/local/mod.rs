@@ -96,13 +96,8 @@ pub struct LocalConfig {
     pub rml: rml::RmlConfig,
     /// Share-based fair queueing (written into a spec only when set, so older specs serialise
     /// as before).
-    #[serde(skip_serializing_if = "is_default")]
+    #[serde(skip_serializing_if = "crate::is_default")]
     pub fair_share: fair_share::FairShareConfig,
-}
-
-/// Whether a tunables table holds its defaults (then a spec need not write it).
-fn is_default<T: Default + PartialEq>(t: &T) -> bool {
-    *t == T::default()
 }
 
 impl LocalConfig {

@@ -79,6 +79,9 @@ impl Stats {
 /// Elasticsearch's adaptive replica selection for one coordinator.
 pub struct ElasticsearchArs {
     stats: NodeMap<Stats>,
+    /// Replicas with statistics (`n`): counted as each gets its first response, so a rank never
+    /// walks the map.
+    known: usize,
     order: Vec<NodeId>,
     rng: Rng,
 }
@@ -86,13 +89,12 @@ pub struct ElasticsearchArs {
 impl ElasticsearchArs {
     /// A selector for one coordinator.
     pub fn new(env: &SelectorEnv) -> Self {
-        ElasticsearchArs { stats: NodeMap::new(), order: Vec::new(), rng: Rng::new(env.seed, 0x4553_4152 + env.coordinator as u64) }
+        ElasticsearchArs { stats: NodeMap::new(), known: 0, order: Vec::new(), rng: Rng::new(env.seed, 0x4553_4152 + env.coordinator as u64) }
     }
 
     /// The rank of `replica` now (`None`: no statistics yet, ranked first).
     pub fn rank(&self, replica: NodeId) -> Option<f64> {
-        let clients = self.stats.values().filter(|s| s.known()).count();
-        self.stats.get(replica).filter(|s| s.known()).map(|s| s.rank(clients))
+        self.stats.get(replica).filter(|s| s.known()).map(|s| s.rank(self.known))
     }
 
     /// Move every other known replica's statistics halfway towards the winner's.
@@ -120,17 +122,14 @@ impl ReplicaSelector for ElasticsearchArs {
         for i in (1..order.len()).rev() {
             order.swap(i, self.rng.below(i + 1));
         }
-        // stable: after the shuffle, ties keep a random order; unknown replicas first
-        let ranks: Vec<(NodeId, Option<f64>)> = order.iter().map(|&r| (r, self.rank(r))).collect();
-        let winner = ranks
-            .iter()
-            .min_by(|a, b| match (a.1, b.1) {
+        // the first minimum after the shuffle: ties go at random; unknown replicas first
+        let winner = (order.iter().copied())
+            .min_by(|&a, &b| match (self.rank(a), self.rank(b)) {
                 (None, None) => std::cmp::Ordering::Equal,
                 (None, Some(_)) => std::cmp::Ordering::Less,
                 (Some(_), None) => std::cmp::Ordering::Greater,
                 (Some(x), Some(y)) => x.total_cmp(&y),
             })
-            .map(|&(r, _)| r)
             .expect("replica set is never empty");
         self.order = order;
         self.adjust_others(winner, replicas);
@@ -145,11 +144,14 @@ impl ReplicaSelector for ElasticsearchArs {
     fn on_response(&mut self, now: Nanos, resp: &Response) {
         let s = self.stats.get_or_insert_with(resp.replica, Stats::default);
         s.outstanding = s.outstanding.saturating_sub(1);
+        let first = !s.known();
         s.response.update(now.saturating_sub(resp.sent_at) as f64);
         if resp.fresh {
             s.queue.update(f64::from(resp.feedback.queue_len));
             s.service.update(resp.feedback.service_time as f64);
         }
+        self.known += usize::from(first);
+        debug_assert_eq!(self.known, self.stats.values().filter(|s| s.known()).count(), "the count is the map's");
     }
 }
 

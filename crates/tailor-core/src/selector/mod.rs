@@ -192,16 +192,11 @@ pub struct SelectorConfig {
     pub prequal: prequal::PrequalConfig,
     /// Envoy's least request. Like every table added after results files began to carry the
     /// spec, written only when set, so older specs serialise (and fingerprint) as before.
-    #[serde(skip_serializing_if = "is_default")]
+    #[serde(skip_serializing_if = "crate::is_default")]
     pub envoy_least_request: envoy_least_request::EnvoyLeastRequestConfig,
     /// MongoDB's server selection.
-    #[serde(skip_serializing_if = "is_default")]
+    #[serde(skip_serializing_if = "crate::is_default")]
     pub mongodb_p2c: mongodb_p2c::MongodbP2cConfig,
-}
-
-/// Whether a tunables table holds its defaults (then a spec need not write it).
-fn is_default<T: Default + PartialEq>(t: &T) -> bool {
-    *t == T::default()
 }
 
 /// A strategy setting that cannot work as written, named by its path in a spec or config.
