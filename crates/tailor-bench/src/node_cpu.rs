@@ -36,19 +36,11 @@ pub struct Starvation {
 }
 
 impl Schedstat {
-    /// The counters of process `pid` now, if this system exposes them.
+    /// The counters of process `pid` now, if this system exposes them (the store reports its
+    /// own through the same reader, [`tailor_procfs::schedstat`]).
     pub fn of_pid(pid: u32) -> Option<Schedstat> {
-        let mut sum = Schedstat::default();
-        let mut any = false;
-        for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()?.flatten() {
-            let Ok(text) = std::fs::read_to_string(task.path().join("schedstat")) else { continue };
-            let fields: Vec<u64> = text.split_whitespace().filter_map(|f| f.parse().ok()).collect();
-            if let [run_ns, wait_ns, slices] = fields[..] {
-                sum = sum.plus(Schedstat { run_ns, wait_ns, slices });
-                any = true;
-            }
-        }
-        any.then_some(sum)
+        let [run_ns, wait_ns, slices] = tailor_procfs::schedstat(&pid.to_string())?;
+        Some(Schedstat { run_ns, wait_ns, slices })
     }
 
     /// The counters in a Tailor node's `INFO cpu` answer (`sched_run_us`, `sched_wait_us`,
@@ -63,10 +55,6 @@ impl Schedstat {
         };
         // a node on a system without schedstat reports zeros: nothing was measured
         (s.slices > 0).then_some(s)
-    }
-
-    fn plus(self, o: Schedstat) -> Schedstat {
-        Schedstat { run_ns: self.run_ns + o.run_ns, wait_ns: self.wait_ns + o.wait_ns, slices: self.slices + o.slices }
     }
 
     /// The wait between `self` (before) and `after`; `None` if the node did not run (or its

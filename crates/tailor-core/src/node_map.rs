@@ -345,18 +345,21 @@ impl InFlight {
     #[inline]
     pub fn sent(&mut self, node: NodeId) {
         *self.0.entry(node) += 1;
+        debug_assert!(self.count(node) > 0, "a send to {node} is counted");
     }
 
     /// One answered by `node` (answers to requests the selector never saw sent, like writes,
     /// do not take the count below 0).
     #[inline]
     pub fn answered(&mut self, node: NodeId) {
+        let before = self.count(node);
         if let Some(n) = self.0.get_mut(node) {
             *n = n.saturating_sub(1);
             if *n == 0 {
                 self.0.remove(node);
             }
         }
+        debug_assert_eq!(self.count(node), before.saturating_sub(1), "an answer from {node} takes one off, down to 0");
     }
 }
 

@@ -13,6 +13,7 @@ mod events;
 mod lru;
 mod prefetch;
 mod record;
+pub mod replica_script;
 mod requests;
 pub mod script;
 mod server;

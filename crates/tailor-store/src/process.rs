@@ -41,22 +41,12 @@ pub fn uptime_seconds() -> Option<f64> {
     Some((since_boot - started as f64 / sysconf(libc::_SC_CLK_TCK)? as f64).max(0.0))
 }
 
-/// This process's scheduler counters summed over its threads (`/proc/self/task/*/schedstat`):
-/// nanoseconds on a CPU, nanoseconds runnable but waiting for one, and times scheduled in. A
-/// load generator reads them through INFO before and after a run: a node that waited for a CPU
-/// while it had work measured the host, not the strategy. Threads that exited are not counted.
+/// This process's scheduler counters summed over its threads: nanoseconds on a CPU, nanoseconds
+/// runnable but waiting for one, and times scheduled in ([`tailor_procfs::schedstat`], which the
+/// bench reads other processes with). A load generator reads them through INFO before and after a
+/// run: a node that waited for a CPU while it had work measured the host, not the strategy.
 pub fn schedstat() -> Option<[u64; 3]> {
-    let mut sum = [0u64; 3];
-    let mut any = false;
-    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
-        let Ok(text) = std::fs::read_to_string(task.path().join("schedstat")) else { continue };
-        let fields: Vec<u64> = text.split_whitespace().filter_map(|f| f.parse().ok()).collect();
-        if let [run, wait, slices] = fields[..] {
-            sum = [sum[0] + run, sum[1] + wait, sum[2] + slices];
-            any = true;
-        }
-    }
-    any.then_some(sum)
+    tailor_procfs::schedstat("self")
 }
 
 /// File descriptors open now (client and peer sockets, storage files).

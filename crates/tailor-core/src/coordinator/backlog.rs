@@ -53,11 +53,7 @@ impl Backlog {
             }
             None => self.groups.push((group, VecDeque::from([parked]))),
         }
-        debug_assert_eq!(
-            self.parked,
-            self.groups.iter().map(|(_, q)| q.len()).sum::<usize>(),
-            "the count is the queues'"
-        );
+        self.check_invariants();
     }
 
     /// Number of groups with parked reads (their index range for [`Backlog::head`]).
@@ -70,21 +66,49 @@ impl Backlog {
         self.groups.get(index).and_then(|(_, q)| q.front().copied())
     }
 
+    /// The reads parked in the group at `index`, oldest first.
+    pub fn parked_in(&self, index: usize) -> impl Iterator<Item = &Parked> {
+        self.groups[index].1.iter()
+    }
+
     /// Remove the head of the group at `index` (after it was sent, expired or failed).
     pub fn pop(&mut self, index: usize) {
         let popped = self.groups[index].1.pop_front();
         assert!(popped.is_some(), "pop only a group that has a head");
+        // the head left: what follows was parked no earlier
+        debug_assert!(
+            popped.zip(self.groups[index].1.front()).is_none_or(|(p, next)| p.since <= next.since),
+            "the head was not the oldest"
+        );
         self.parked -= 1;
+        self.check_invariants();
+    }
+
+    /// Forget groups left empty.
+    pub fn compact(&mut self) {
+        let groups = self.groups.len();
+        self.groups.retain(|(_, q)| !q.is_empty());
+        debug_assert!(self.groups.len() <= groups && self.groups.len() <= self.parked, "no group is left empty");
+        self.check_invariants();
+    }
+
+    /// The count is the queues', a group appears once, and each group's reads are in park
+    /// order, the oldest at the front (debug builds).
+    #[inline]
+    pub fn check_invariants(&self) {
         debug_assert_eq!(
             self.parked,
             self.groups.iter().map(|(_, q)| q.len()).sum::<usize>(),
             "the count is the queues'"
         );
-    }
-
-    /// Forget groups left empty.
-    pub fn compact(&mut self) {
-        self.groups.retain(|(_, q)| !q.is_empty());
+        debug_assert!(
+            self.groups.iter().enumerate().all(|(i, (g, _))| self.groups[..i].iter().all(|(h, _)| h != g)),
+            "a group appears once"
+        );
+        debug_assert!(
+            self.groups.iter().all(|(_, q)| q.iter().zip(q.iter().skip(1)).all(|(a, b)| a.since <= b.since)),
+            "parked reads stay in arrival order"
+        );
     }
 
     /// The oldest park time over all groups.
@@ -108,6 +132,7 @@ impl Backlog {
         if self.retry_at.is_some_and(|t| t <= now) {
             self.retry_at = None;
         }
+        debug_assert!(self.retry_at.is_none_or(|t| t > now), "a due retry is cleared");
     }
 }
 

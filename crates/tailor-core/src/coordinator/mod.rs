@@ -314,6 +314,8 @@ impl CoordinatorCore {
             (false, None) => self.down.push(node),
             _ => {}
         }
+        debug_assert_eq!(self.is_down(node), !up, "node {node}'s verdict is kept");
+        debug_assert!(self.down.iter().filter(|&&n| n == node).count() <= 1, "node {node} listed down once");
     }
 
     fn is_down(&self, node: NodeId) -> bool {
@@ -346,6 +348,8 @@ impl CoordinatorCore {
         self.hedge_due(now, world, out);
         self.drain(now, world, out);
         self.prune_hedges();
+        debug_assert!(self.selector.next_timer().is_none_or(|t| t > now), "a due selector timer ran");
+        self.check_invariants();
     }
 
     /// A client read arrived, at the configured read consistency.
@@ -376,11 +380,12 @@ impl CoordinatorCore {
         let t = self.pending.insert(Pending::selected(id, key, now, hint, replicas));
         let group = replicas[0];
         if self.backlog.group_len(group) > 0 {
-            return self.park(now, t, group, out);
-        }
-        if let Routed::Wait = self.route(now, t, world, out) {
+            // a new read never overtakes parked ones
+            self.park(now, t, group, out);
+        } else if let Routed::Wait = self.route(now, t, world, out) {
             self.park(now, t, group, out);
         }
+        self.check_invariants();
     }
 
     /// The tags of a copy of `key` that no scheduling decision stands behind — a read repair's
@@ -409,6 +414,7 @@ impl CoordinatorCore {
         let hint = self.oracle.hint(key);
         let need = level.required(replicas.len());
         self.fan_out(Pending::fanned(id, key, Op::Write, now, hint, replicas), need, SendKind::Write, out);
+        self.check_invariants();
     }
 
     /// A replica answered the copy sent with ticket `t`. The answer is lent, not given: the core
@@ -471,6 +477,7 @@ impl CoordinatorCore {
         }
         self.drain(now, world, out);
         self.prune_hedges();
+        self.check_invariants();
     }
 
     /// The copy sent to `replica` with ticket `t` got no answer (error, timeout, lost link).
@@ -485,12 +492,14 @@ impl CoordinatorCore {
         }
         self.drain(now, world, out);
         self.prune_hedges();
+        self.check_invariants();
     }
 
     /// Facts from replica `from` that answer no request (a heartbeat reply).
     pub fn facts(&mut self, now: Nanos, from: NodeId, feedback: Feedback, world: &dyn World, out: &mut Vec<Action>) {
         self.gate_facts(now, from, feedback);
         self.drain(now, world, out);
+        self.check_invariants();
     }
 
     /// Facts an engine polled from node `from` (limit 4 of [`limits`]): like heartbeat facts
@@ -511,6 +520,7 @@ impl CoordinatorCore {
             *l.polled.get_or_insert_with(from, || None) = Some(feedback);
         }
         self.drain(now, world, out);
+        self.check_invariants();
         fresh
     }
 
@@ -532,6 +542,7 @@ impl CoordinatorCore {
     pub fn probed(&mut self, now: Nanos, replica: NodeId, reply: ProbeReply, world: &dyn World, out: &mut Vec<Action>) {
         self.selector.on_probe(now, replica, &reply);
         self.drain(now, world, out);
+        self.check_invariants();
     }
 
     /// Send the probes the selector asked for while routing request `id`.
@@ -626,6 +637,37 @@ impl CoordinatorCore {
         );
     }
 
+    /// The core's state across its parts (debug builds), checked after every event it handles:
+    /// the slab's accounting ([`Slab::check_invariants`]); the backlog's order and count; every
+    /// parked read is held, a read at ONE with no attempt out and no answer yet, parked once;
+    /// a node is listed down once.
+    fn check_invariants(&self) {
+        if !cfg!(debug_assertions) {
+            return;
+        }
+        self.pending.check_invariants();
+        self.backlog.check_invariants();
+        debug_assert!(self.backlog.len() <= self.pending.len(), "more parked reads than requests held");
+        let mut parked = Vec::with_capacity(self.backlog.len());
+        for g in 0..self.backlog.groups() {
+            for p in self.backlog.parked_in(g) {
+                let held = self.pending.peek(p.ticket).map(|r| r.mode);
+                debug_assert!(
+                    matches!(held, Some(Mode::Selected { chosen: None, hedge: None, done: false, .. })),
+                    "parked read {} is held, waiting for its attempt: {held:?}",
+                    p.ticket.id
+                );
+                parked.push(p.ticket.id);
+            }
+        }
+        parked.sort_unstable();
+        debug_assert!(parked.windows(2).all(|w| w[0] != w[1]), "a read is parked once");
+        debug_assert!(
+            self.down.iter().enumerate().all(|(i, n)| !self.down[..i].contains(n)),
+            "a node is listed down once"
+        );
+    }
+
     /// Hedge every read whose deadline came and that still waits for its attempt.
     fn hedge_due(&mut self, now: Nanos, world: &dyn World, out: &mut Vec<Action>) {
         while let Some((t, sent)) = self.speculation.as_mut().and_then(|s| s.pop_due(now)) {
@@ -693,12 +735,18 @@ impl CoordinatorCore {
 
     /// Park read `t` in `group`'s backlog, or fail it if the backlog is full.
     fn park(&mut self, now: Nanos, t: Ticket, group: NodeId, out: &mut Vec<Action>) {
+        debug_assert!(
+            matches!(self.pending.held(t).mode, Mode::Selected { chosen: None, hedge: None, done: false, .. }),
+            "request {}: only a read with no attempt out parks",
+            t.id
+        );
         if self.backlog.group_len(group) >= self.cfg.park_capacity {
             self.stats.park_rejected += 1;
             return self.give_up(t, Failure::Busy, out);
         }
         self.stats.parked += 1;
         self.backlog.push(group, Parked { ticket: t, since: now });
+        debug_assert!(self.backlog.group_len(group) <= self.cfg.park_capacity, "group {group} parks past its capacity");
     }
 
     /// Offer every group's parked heads again, in FIFO order, failing those past the timeout.
@@ -784,6 +832,7 @@ impl CoordinatorCore {
     fn give_up(&mut self, t: Ticket, failure: Failure, out: &mut Vec<Action>) {
         out.push(Action::Fail { request: t.id, failure });
         let (Mode::Selected { done, .. } | Mode::FanOut { done, .. }) = &mut self.pending.at(t).mode;
+        debug_assert!(!*done, "request {} answered its client twice", t.id);
         *done = true;
         self.forget_if_settled(t);
     }
@@ -798,6 +847,7 @@ impl CoordinatorCore {
         if settled {
             self.pending.remove(t);
         }
+        debug_assert_eq!(self.pending.peek(t).is_none(), settled, "request {} is held until settled", t.id);
     }
 
     /// Send `p` to every up replica; it completes when `need` answered.
@@ -808,6 +858,7 @@ impl CoordinatorCore {
             return out.push(Action::Fail { request: p.id, failure });
         }
         let tags = write_tags(p.large());
+        debug_assert!(need <= up.len() && up.len() <= p.replicas.len(), "need {need} of {} up", up.len());
         p.mode = Mode::FanOut { need: need as u8, answered: 0, outstanding: up.len() as u8, done: false };
         let t = self.pending.insert(p);
         self.check(t);
@@ -820,8 +871,14 @@ impl CoordinatorCore {
     fn fan_out_result(&mut self, t: Ticket, replica: NodeId, ok: bool, out: &mut Vec<Action>) {
         let Mode::FanOut { need, answered, outstanding, done } = &mut self.pending.at(t).mode else { unreachable!() };
         assert!(*outstanding > 0, "more results than copies for request {}", t.id);
+        let copies = *answered as usize + *outstanding as usize;
         *outstanding -= 1;
         *answered += ok as u8;
+        debug_assert_eq!(
+            *answered as usize + *outstanding as usize + 1,
+            copies + ok as usize,
+            "a result settles one copy"
+        );
         if !*done && *answered == *need {
             *done = true;
             out.push(Action::Reply { request: t.id, replica });

@@ -138,7 +138,7 @@ impl Pending {
         else {
             panic!("request {id} is not a selected read")
         };
-        if *chosen == Some(replica) {
+        let settled = if *chosen == Some(replica) {
             *chosen = None;
             (true, *sent_at)
         } else if *hedge == Some(replica) {
@@ -148,7 +148,9 @@ impl Pending {
             assert!(*shadows > 0, "a copy at {replica} that request {id} did not send");
             *shadows -= 1;
             (false, *shadow_sent_at)
-        }
+        };
+        debug_assert!(self.consistent(), "request {id} after settling its copy at {replica}: {:?}", self.mode);
+        settled
     }
 
     /// When a selected read's attempt in flight was sent.
@@ -222,7 +224,8 @@ impl Slab {
     /// Store `p`; its ticket.
     #[inline]
     pub fn insert(&mut self, p: Pending) -> Ticket {
-        let id = p.id;
+        debug_assert!(p.consistent(), "an inconsistent request enters the slab: {p:?}");
+        let (id, held) = (p.id, self.len());
         let slot = match self.free.pop() {
             Some(slot) => {
                 debug_assert!(self.entries[slot as usize].0.is_none(), "a free slot holds no request");
@@ -234,7 +237,9 @@ impl Slab {
                 u32::try_from(self.entries.len() - 1).expect("fewer than 4 G requests in flight")
             }
         };
-        Ticket { slot, id }
+        let ticket = Ticket { slot, id };
+        debug_assert!(self.len() == held + 1 && self.peek(ticket).is_some(), "request {id} is held at slot {slot}");
+        ticket
     }
 
     /// The request a ticket names, if it is still held.
@@ -295,6 +300,31 @@ impl Slab {
         *entry = None;
         self.free.push(t.slot);
         debug_assert!(self.free.len() <= self.entries.len(), "more free slots than slots");
+        debug_assert!(self.peek(t).is_none(), "request {} is forgotten", t.id);
+    }
+
+    /// The slab's accounting (debug builds): the free list names distinct slots that hold no
+    /// request, every other slot holds one, no request is held twice, and each held request's
+    /// mode is consistent. A pass over the slab: the core calls it after each event it handles.
+    pub fn check_invariants(&self) {
+        if !cfg!(debug_assertions) {
+            return;
+        }
+        let mut free = vec![false; self.entries.len()];
+        for &slot in &self.free {
+            let at = &mut free[slot as usize];
+            debug_assert!(!*at, "slot {slot} is free twice");
+            *at = true;
+            debug_assert!(self.entries[slot as usize].0.is_none(), "free slot {slot} holds a request");
+        }
+        let mut ids = rustc_hash::FxHashSet::default();
+        for (slot, e) in self.entries.iter().enumerate() {
+            debug_assert_eq!(e.0.is_some(), !free[slot], "slot {slot} is neither free nor held");
+            if let Some(p) = &e.0 {
+                debug_assert!(ids.insert(p.id), "request {} is held twice", p.id);
+                debug_assert!(p.consistent(), "request {}: {p:?}", p.id);
+            }
+        }
     }
 
     /// Attempts (chosen replicas and hedges of reads at ONE) now in flight at `replica`: a pass

@@ -143,6 +143,11 @@ impl Speculation {
         if self.seen >= MIN_SAMPLES && self.seen.is_multiple_of(REFRESH) {
             self.threshold = Some(self.percentile(p));
         }
+        debug_assert!(self.latencies.len() <= WINDOW && self.latencies.len() <= self.seen, "the window is bounded");
+        debug_assert!(
+            self.threshold.is_none() || self.seen >= MIN_SAMPLES,
+            "no threshold before {MIN_SAMPLES} answers"
+        );
     }
 
     fn percentile(&mut self, p: f64) -> Nanos {
@@ -157,6 +162,7 @@ impl Speculation {
     /// threshold.
     pub fn arm(&mut self, now: Nanos, t: Ticket) {
         self.tokens = (self.tokens + self.earn).min(BURST * MICRO);
+        debug_assert!(self.earn <= MICRO && self.tokens <= BURST * MICRO, "the budget is bounded: {}", self.tokens);
         if let Some(after) = self.threshold {
             let d = Deadline { at: now.saturating_add(after), sent_at: now, slot: t.slot, id: t.id };
             self.deadlines.push(Reverse(d));
@@ -165,6 +171,7 @@ impl Speculation {
 
     /// Hedge read `t`'s attempt sent at `sent_at` at `at` instead (its selector said wait).
     pub fn rearm(&mut self, at: Nanos, t: Ticket, sent_at: Nanos) {
+        debug_assert!(at > sent_at, "request {}: a hedge deadline comes after its attempt", t.id);
         self.deadlines.push(Reverse(Deadline { at, sent_at, slot: t.slot, id: t.id }));
     }
 
@@ -177,6 +184,7 @@ impl Speculation {
     pub fn pop_due(&mut self, now: Nanos) -> Option<(Ticket, Nanos)> {
         let d = self.deadlines.peek().filter(|d| d.0.at <= now)?.0;
         self.deadlines.pop();
+        debug_assert!(self.next_deadline().is_none_or(|next| next >= d.at), "deadlines come due in order");
         Some((Ticket { slot: d.slot, id: d.id }, d.sent_at))
     }
 
@@ -197,6 +205,7 @@ impl Speculation {
         if ok {
             self.tokens -= MICRO;
         }
+        debug_assert!(self.tokens <= BURST * MICRO, "the budget is bounded: {}", self.tokens);
         ok
     }
 }

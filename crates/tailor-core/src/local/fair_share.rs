@@ -87,6 +87,9 @@ impl<T: Send> LocalQueue<T> for FairShare<T> {
         }
         fifo::push_back(&mut self.classes[at].jobs, (meta, payload));
         self.len += 1;
+        // an idle class restarts no earlier than the last job served
+        debug_assert!(self.classes[at].virtual_time >= self.served || self.classes[at].jobs.len() > 1, "class {at} restarts behind");
+        debug_assert_eq!(self.len, self.classes.iter().map(|c| c.jobs.len()).sum::<usize>(), "the count is the classes'");
     }
 
     fn pop(&mut self, _now: Nanos) -> Option<(JobMeta, T)> {
@@ -98,8 +101,10 @@ impl<T: Send> LocalQueue<T> for FairShare<T> {
             .min_by(|a, b| a.1.virtual_time.total_cmp(&b.1.virtual_time))?;
         let class = &mut self.classes[at];
         let job = class.jobs.pop_front().expect("a waiting class has a job");
+        debug_assert!(class.virtual_time.is_finite() && class.shares > 0.0, "class {at}: {} / {}", class.virtual_time, class.shares);
         self.served = class.virtual_time;
         class.virtual_time += job.0.service as f64 / class.shares;
+        debug_assert!(class.virtual_time >= self.served, "virtual time only advances");
         self.len -= 1;
         debug_assert_eq!(self.len, self.classes.iter().map(|c| c.jobs.len()).sum::<usize>(), "the count is the classes'");
         Some(job)

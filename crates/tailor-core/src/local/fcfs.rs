@@ -25,11 +25,16 @@ impl<T> Default for Fcfs<T> {
 
 impl<T: Send> LocalQueue<T> for Fcfs<T> {
     fn push(&mut self, _now: Nanos, meta: JobMeta, payload: T) {
+        let before = self.queue.len();
         fifo::push_back(&mut self.queue, (meta, payload));
+        debug_assert!(self.queue.len() == before + 1 && self.queue.back().map(|j| j.0) == Some(meta), "pushed at the back");
     }
 
     fn pop(&mut self, _now: Nanos) -> Option<(JobMeta, T)> {
-        self.queue.pop_front()
+        let front = self.queue.front().map(|j| j.0);
+        let job = self.queue.pop_front();
+        debug_assert_eq!(job.as_ref().map(|j| j.0), front, "the job pushed first leaves first");
+        job
     }
 
     fn len(&self) -> usize {

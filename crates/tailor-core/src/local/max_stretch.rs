@@ -33,8 +33,10 @@ impl<T> RatioQueue<T> {
 
     /// Add a job; its push order breaks ties later.
     pub(super) fn push(&mut self, meta: JobMeta, payload: T) {
+        debug_assert!(self.slots.last().is_none_or(|s| s.seq < self.next_seq), "push order is kept in seqs");
         self.slots.push(Slot { seq: self.next_seq, meta, payload });
         self.next_seq += 1;
+        debug_assert!(self.slots.len() as u64 <= self.next_seq, "at most one slot per push");
     }
 
     /// Remove and return the job with the largest `num / den`, where `ratio(meta)` gives
@@ -56,8 +58,17 @@ impl<T> RatioQueue<T> {
                 best = Some((i, num, den, slot.seq));
             }
         }
-        let (index, ..) = best?;
+        let (index, num, den, _) = best?;
+        debug_assert!(den > 0, "a ratio's denominator is positive");
         let slot = self.slots.swap_remove(index);
+        // nothing left waiting has a larger ratio
+        debug_assert!(
+            self.slots.iter().all(|s| {
+                let (n, d) = ratio(&s.meta);
+                n * den <= num * d
+            }),
+            "a job with a larger ratio was left waiting"
+        );
         Some((slot.meta, slot.payload))
     }
 

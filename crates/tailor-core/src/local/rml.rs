@@ -118,6 +118,14 @@ impl<T> Rml<T> {
         level.checked_sub(1).and_then(|i| self.queues.get(i)).map_or(0, VecDeque::len)
     }
 
+    /// The count is the sub-queues' and the weights are usable (debug builds).
+    #[inline]
+    fn check_invariants(&self) {
+        debug_assert_eq!(self.len, self.queues.iter().map(VecDeque::len).sum::<usize>(), "the count is the levels'");
+        debug_assert_eq!(self.weights.len(), self.queues.len(), "a weight per level");
+        debug_assert!(self.weights.iter().all(|w| *w >= 0.0), "weights are not negative: {:?}", self.weights);
+    }
+
     /// Index (0-based) of the sub-queue to serve; `None` when all are empty.
     fn choose(&mut self) -> Option<usize> {
         let mut non_empty = self.queues.iter().enumerate().filter(|(_, q)| !q.is_empty()).map(|(i, _)| i);
@@ -154,14 +162,20 @@ impl<T: Send> LocalQueue<T> for Rml<T> {
         let level = (meta.tags.size_class as usize).min(self.queues.len() - 1);
         fifo::push_back(&mut self.queues[level], (meta, payload));
         self.len += 1;
+        self.check_invariants();
     }
 
     fn pop(&mut self, _now: Nanos) -> Option<(JobMeta, T)> {
-        let level = self.choose()?;
+        let Some(level) = self.choose() else {
+            debug_assert_eq!(self.len, 0, "no level chosen while jobs wait");
+            return None;
+        };
         let job = self.queues[level].pop_front();
+        debug_assert!(job.is_some(), "the chosen level {level} has a job");
         if job.is_some() {
             self.len -= 1;
         }
+        self.check_invariants();
         job
     }
 

@@ -64,12 +64,20 @@ impl<T> Default for Sjf<T> {
 
 impl<T: Send> LocalQueue<T> for Sjf<T> {
     fn push(&mut self, _now: Nanos, meta: JobMeta, payload: T) {
+        let before = self.heap.len();
         self.heap.push(Reverse(Entry { service: meta.service, seq: self.next_seq, meta, payload }));
         self.next_seq += 1;
+        debug_assert!(self.heap.len() == before + 1 && self.heap.len() as u64 <= self.next_seq, "one more job, seqs unique");
     }
 
     fn pop(&mut self, _now: Nanos) -> Option<(JobMeta, T)> {
-        self.heap.pop().map(|Reverse(e)| (e.meta, e.payload))
+        let popped = self.heap.pop().map(|Reverse(e)| e);
+        // the shortest left first: nothing still waiting is shorter (or as short and older)
+        debug_assert!(
+            popped.as_ref().zip(self.heap.peek()).is_none_or(|(e, Reverse(next))| e.key() < next.key()),
+            "a shorter job was left waiting"
+        );
+        popped.map(|e| (e.meta, e.payload))
     }
 
     fn len(&self) -> usize {

@@ -87,7 +87,8 @@ pub struct RifLatency {
 impl RifLatency {
     /// Request `id` arrived at `now` and found `rif` requests in flight.
     pub fn arrives(&mut self, now: Nanos, id: u64, rif: u32) {
-        self.arrived.insert(id, (now, rif));
+        let earlier = self.arrived.insert(id, (now, rif));
+        debug_assert!(earlier.is_none(), "request {id} arrived twice while in flight");
     }
 
     /// Request `id` completed at `now`.
@@ -99,6 +100,8 @@ impl RifLatency {
         let sample = now.saturating_sub(at) as f64;
         let level = &mut self.levels[(rif as usize).min(RIF_LEVELS - 1)];
         *level = Some(level.map_or(sample, |avg| avg + RIF_EWMA_WEIGHT * (sample - avg)));
+        // an average of non-negative samples
+        debug_assert!(level.is_some_and(|avg| avg.is_finite() && avg >= 0.0), "level {rif}: {level:?}");
     }
 
     /// The latency estimate for a request arriving at `rif` requests in flight, in ns.
@@ -170,7 +173,9 @@ impl Accountant {
 
     /// The queue cap refused a request ([`super::ReplicaCore::admits`]).
     pub fn refuses(&mut self) {
+        let before = self.refused;
         self.refused = self.refused.saturating_add(1);
+        debug_assert!(self.refused > before || before == u32::MAX, "a refusal is counted");
     }
 
     /// Requests the queue cap refused.
@@ -200,22 +205,28 @@ impl Accountant {
     /// A request with estimate `service` started waiting at `now`.
     #[inline]
     pub fn waits(&mut self, now: Nanos, service: Nanos, large: bool) {
+        debug_assert!(service > 0, "a waiting request has some work");
         self.waiting += 1;
         self.waiting_work += service;
         self.waiting_large += large as u32;
         self.record(now);
+        self.check_invariants();
     }
 
     /// Waiting request `id` (estimate `service`) started running at `now`.
     #[inline]
     pub fn starts(&mut self, now: Nanos, id: u64, service: Nanos, large: bool) {
         assert!(self.waiting > 0, "a request starts only after it waited");
+        debug_assert!(self.waiting_work >= service, "request {id} took out more work than waited: {service}");
+        debug_assert!(self.waiting_large >= large as u32, "request {id} is a large one that never waited");
+        debug_assert!(self.running.iter().all(|r| r.id != id), "request {id} started twice");
         self.waiting -= 1;
         self.waiting_work -= service;
         self.waiting_large -= large as u32;
         self.running.push(Running { id, estimated_end: now + service, large });
         self.running_large += large as u32;
         self.record(now);
+        self.check_invariants();
     }
 
     /// Running request `id` finished.
@@ -223,8 +234,39 @@ impl Accountant {
     pub fn finishes(&mut self, id: u64) {
         let at = self.running.iter().position(|r| r.id == id).expect("only a running request finishes");
         let done = self.running.swap_remove(at);
+        debug_assert!(self.running_large >= done.large as u32, "request {id}: more large ones finished than ran");
         self.running_large -= done.large as u32;
         self.completed += 1;
+        self.check_invariants();
+    }
+
+    /// The sums match what they count and never went below zero (debug builds): no waiting
+    /// work without waiting requests, no more large requests than requests, the large running
+    /// count is the running list's, and the queue-length steps are in time order.
+    #[inline]
+    fn check_invariants(&self) {
+        debug_assert!(
+            self.waiting > 0 || self.waiting_work == 0,
+            "{} ns of work wait in no request",
+            self.waiting_work
+        );
+        debug_assert!(self.waiting_large <= self.waiting, "{} large of {} waiting", self.waiting_large, self.waiting);
+        debug_assert!(
+            self.waiting_work >= self.waiting as Nanos,
+            "each waiting request has work: {} ns for {}",
+            self.waiting_work,
+            self.waiting
+        );
+        debug_assert_eq!(
+            self.running_large as usize,
+            self.running.iter().filter(|r| r.large).count(),
+            "the large count is the running list's"
+        );
+        debug_assert!(self.history.len() <= MAX_HISTORY, "the dq history is bounded");
+        debug_assert!(
+            self.history.iter().zip(self.history.iter().skip(1)).all(|(a, b)| a.0 <= b.0),
+            "queue-length steps in time order"
+        );
     }
 
     #[inline]

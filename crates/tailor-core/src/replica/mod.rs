@@ -99,6 +99,8 @@ impl<T> ReplicaCore<T> {
     /// Queue a request that arrived at `now`. Returns true if it cannot start at once and a
     /// large-value request is queued or running before it (Héron's small-behind-large count).
     pub fn admit(&mut self, now: Nanos, a: Arrival, payload: T) -> bool {
+        debug_assert!(self.accountant.waiting() < self.max_queue, "job {} admitted past the queue cap", a.id);
+        let (waiting, running) = (self.queue.len(), self.accountant.running());
         let behind_large = self.accountant.running() >= self.slots as usize && self.accountant.large_present();
         let release = now.saturating_sub(a.age);
         let meta = JobMeta { id: a.id, release, enqueued: now, service: a.service.max(1), size: a.size, tags: a.tags };
@@ -109,6 +111,11 @@ impl<T> ReplicaCore<T> {
         self.queue.push(now, meta, payload);
         debug_assert!(meta.release <= meta.enqueued && meta.service > 0, "release before arrival, some work: {meta:?}");
         debug_assert_eq!(self.accountant.waiting() as usize, self.queue.len(), "the accountant counts the queue");
+        debug_assert_eq!(
+            (self.queue.len(), self.accountant.running()),
+            (waiting + 1, running),
+            "an admitted job waits"
+        );
         behind_large
     }
 
@@ -119,17 +126,34 @@ impl<T> ReplicaCore<T> {
         if self.accountant.running() >= self.slots as usize || self.accountant.waiting() == 0 {
             return None;
         }
+        let (waiting, running) = (self.queue.len(), self.accountant.running());
         let (meta, payload) = self.queue.pop(now)?;
         debug_assert!(meta.enqueued <= now, "job {} starts before it arrived", meta.id);
+        debug_assert!(
+            meta.release <= meta.enqueued && meta.service > 0,
+            "a started job is one that was queued: {meta:?}"
+        );
         self.accountant.starts(now, meta.id, meta.service, self.is_large(meta.size));
         debug_assert!(self.accountant.running() <= self.slots as usize, "a job started without a free worker slot");
         debug_assert_eq!(self.accountant.waiting() as usize, self.queue.len(), "the accountant counts the queue");
+        debug_assert_eq!(
+            (self.queue.len(), self.accountant.running()),
+            (waiting - 1, running + 1),
+            "a waiting job runs"
+        );
         Some((meta, payload))
     }
 
     /// Job `id` finished at `now` after `service` of real work: the facts its reply carries.
     pub fn finish(&mut self, now: Nanos, id: RequestId, service: Nanos) -> Feedback {
+        let (waiting, running) = (self.queue.len(), self.accountant.running());
+        debug_assert!(running > 0, "job {id} finished with no job running");
         self.accountant.finishes(id);
+        debug_assert_eq!(
+            (self.queue.len(), self.accountant.running()),
+            (waiting, running - 1),
+            "a finish frees one slot"
+        );
         if let Some(r) = &mut self.rif_latency {
             r.finishes(now, id);
         }
@@ -145,6 +169,7 @@ impl<T> ReplicaCore<T> {
     pub fn set_workers(&mut self, workers: usize) {
         assert!(workers > 0, "a replica needs at least one worker");
         self.slots = slots(workers);
+        debug_assert_eq!(self.workers(), workers, "the slots are the workers");
     }
 
     /// Jobs run at once.
@@ -155,6 +180,11 @@ impl<T> ReplicaCore<T> {
     /// Refuse new requests while `max` jobs wait (`None`: never, the default).
     pub fn set_max_queue(&mut self, max: Option<usize>) {
         self.max_queue = max.map_or(u32::MAX, |m| u32::try_from(m).unwrap_or(u32::MAX));
+        debug_assert_eq!(
+            self.max_queue(),
+            max.filter(|&m| m < u32::MAX as usize),
+            "the cap is kept (2^32 - 1 and above: none)"
+        );
     }
 
     /// The queue cap (`None`: none).
@@ -167,10 +197,15 @@ impl<T> ReplicaCore<T> {
     /// "busy" at once, without admitting it.
     #[inline]
     pub fn admits(&mut self) -> bool {
+        let refused = self.accountant.refused();
         let room = self.accountant.waiting() < self.max_queue;
         if !room {
             self.accountant.refuses();
         }
+        debug_assert!(
+            room || self.accountant.refused() > refused || refused == u64::from(u32::MAX),
+            "a refusal is counted"
+        );
         room
     }
 

@@ -173,6 +173,8 @@ impl CubicRateLimiter {
     pub fn consume(&mut self, p: &RateParams, now: Nanos) {
         self.settle(p, now);
         self.tokens -= 1.0;
+        // at most the cap, less one; a debt of a token per send in flight at most
+        debug_assert!(self.tokens.is_finite() && self.tokens <= p.max_tokens - 1.0 + 1e-9, "tokens {}", self.tokens);
     }
 
     /// Count a response at `now` and adapt `srate` (C3 Algorithm 2).
@@ -214,6 +216,7 @@ impl CubicRateLimiter {
             self.tokens = self.tokens(p, now);
             self.tokens_at = now;
         }
+        debug_assert!(self.tokens <= p.max_tokens, "tokens {} above the cap {}", self.tokens, p.max_tokens);
     }
 
     fn set_rate(&mut self, p: &RateParams, now: Nanos, rate: f64) {

@@ -84,6 +84,10 @@ impl ServerFeedback {
         self.delay = ewma(self.delay, (response_time - service).max(0.0));
         self.queue = ewma(self.queue, resp.feedback.queue_len as f64);
         self.service = ewma(self.service, service);
+        debug_assert!(
+            [self.delay, self.queue, self.service].iter().all(|v| v.is_finite() && *v >= 0.0),
+            "C3's averages are finite and not negative: {self:?}"
+        );
         self.received_at = now;
         self.fed = true;
         true

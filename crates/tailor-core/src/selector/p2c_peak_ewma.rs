@@ -56,8 +56,10 @@ impl Peer {
     fn observe(&mut self, now: Nanos, rtt: f64, tau: f64) {
         let dt = now.saturating_sub(self.stamp) as f64;
         let w = (-dt / tau).exp();
+        debug_assert!(rtt.is_finite() && rtt >= 0.0 && tau > 0.0, "rtt {rtt}, tau {tau}");
         self.cost = if rtt > self.cost { rtt } else { self.cost * w + rtt * (1.0 - w) };
         self.stamp = now;
+        debug_assert!(self.cost.is_finite() && self.cost >= 0.0, "the peak EWMA is finite and not negative: {}", self.cost);
     }
 }
 
@@ -127,7 +129,9 @@ impl ReplicaSelector for P2cPeakEwma {
     fn on_response(&mut self, now: Nanos, resp: &Response) {
         let tau = self.tau;
         let p = self.peer(resp.replica);
+        let before = p.in_flight;
         p.in_flight = p.in_flight.saturating_sub(1);
+        debug_assert!(p.in_flight <= before, "in flight never underflows");
         p.observe(now, now.saturating_sub(resp.sent_at) as f64, tau);
     }
 }

@@ -30,6 +30,7 @@ use crate::metrics::Metrics;
 use crate::size_cache::SizeCache;
 use crate::storage::{Storage, Versioned};
 use bloom::BloomState;
+pub use queue::{Admission, Entry, Incoming};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
@@ -37,7 +38,6 @@ use tailor_core::facts::Feedback;
 use tailor_core::local::LocalQueue;
 use tailor_core::model::NodeId;
 use tailor_core::oracle::bloom::LargeKeyIndex;
-use tailor_core::replica::ReplicaCore;
 use tailor_core::time::Nanos;
 use tokio::sync::oneshot;
 use workers::Health;
@@ -94,16 +94,11 @@ pub struct Job {
     reply: oneshot::Sender<Done>,
 }
 
-/// The replica core and the ids it gives jobs; every use is under the replica's lock.
-struct State {
-    core: ReplicaCore<Job>,
-    next_id: u64,
-}
-
 /// A node's replica side.
 pub struct Replica {
     clock: Instant,
-    state: Mutex<State>,
+    /// The replica core and the ids it gives jobs; every use is under this lock.
+    state: Mutex<Admission<Job>>,
     ready: Condvar,
     spawned: Mutex<usize>,
     shutdown: AtomicBool,
@@ -139,10 +134,7 @@ impl Replica {
     ) -> Arc<Replica> {
         let r = Arc::new(Replica {
             clock,
-            state: Mutex::new(State {
-                core: ReplicaCore::new(id, queue, workers.clamp(1, MAX_WORKERS), large),
-                next_id: 0,
-            }),
+            state: Mutex::new(Admission::new(id, queue, workers, large)),
             ready: Condvar::new(),
             spawned: Mutex::new(0),
             shutdown: AtomicBool::new(false),
@@ -164,14 +156,13 @@ impl Replica {
         self.clock.elapsed().as_nanos() as Nanos
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Admission<Job>> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Answer "busy" rather than queue more than `n` waiting requests (`max_queue`).
     pub fn set_max_queue(&self, n: usize) {
-        assert!(n > 0, "a replica must queue at least one request");
-        self.lock().core.set_max_queue(Some(n));
+        self.lock().set_max_queue(n);
     }
 
     /// Make the next `n` jobs panic on their worker (test hook behind `debug_hooks`).

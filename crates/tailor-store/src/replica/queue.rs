@@ -1,15 +1,112 @@
 //! Admission and hand-out: a request enters the replica core (or is answered "busy" above
 //! `max_queue`), runs inline when the core starts it at once, and otherwise waits for a worker
 //! the core gives it to; the worker threads' count follows `set_workers`.
+//!
+//! The decisions (refuse, queue, run inline, which job a free worker runs, the facts at a
+//! finish) are [`Admission`]'s, a clock-free step function over the replica core under the
+//! replica's lock; the threads and the real clock only call it. So a test drives the store's
+//! own decisions with a scripted clock (`tests/replica_differential.rs`).
 
 use super::{Done, Job, Replica, Work, MAX_WORKERS};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use tailor_core::model::{JobMeta, NodeId, Tags};
-use tailor_core::replica::Arrival;
+use tailor_core::facts::Feedback;
+use tailor_core::local::LocalQueue;
+use tailor_core::model::{JobMeta, NodeId, RequestId, Tags};
+use tailor_core::replica::{Arrival, ReplicaCore};
 use tailor_core::time::Nanos;
 use tokio::sync::oneshot;
+
+/// The replica's scheduling decisions and the ids it gives jobs, apart from its threads,
+/// storage and clock: every call takes the time it happens at.
+pub struct Admission<J> {
+    pub(super) core: ReplicaCore<J>,
+    next_id: RequestId,
+}
+
+/// What became of a request that reached the replica.
+#[derive(Debug)]
+pub enum Entry<J> {
+    /// Refused by the queue cap (`max`): answered "busy" at once with these facts.
+    Refused {
+        /// The cap.
+        max: usize,
+        /// The facts at the refusal.
+        feedback: Feedback,
+        /// The job, handed back unqueued.
+        job: J,
+    },
+    /// Started at once on the caller's thread.
+    Inline(JobMeta, J),
+    /// Queued for a worker thread.
+    Queued,
+}
+
+/// What the replica knows of a request before it queues it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Incoming {
+    /// The estimated processing time of its value's size.
+    pub service: Nanos,
+    /// Its value's size in bytes.
+    pub size: u64,
+    /// The coordinator's tags.
+    pub tags: Tags,
+    /// Its time at the coordinator before being sent.
+    pub age: Nanos,
+}
+
+impl<J> Admission<J> {
+    /// Replica `id`'s decisions with local policy `queue`, `workers` slots (clamped to
+    /// 1..=[`MAX_WORKERS`]) and values above `large` bytes large.
+    pub fn new(id: NodeId, queue: Box<dyn LocalQueue<J>>, workers: usize, large: u64) -> Self {
+        Admission { core: ReplicaCore::new(id, queue, workers.clamp(1, MAX_WORKERS), large), next_id: 0 }
+    }
+
+    /// Answer "busy" rather than queue more than `n` waiting requests (`max_queue`).
+    pub fn set_max_queue(&mut self, n: usize) {
+        assert!(n > 0, "a replica must queue at least one request");
+        self.core.set_max_queue(Some(n));
+    }
+
+    /// A request arrives at `now`: refused by the queue cap, or admitted and, when `inline` may
+    /// be used (no emulated sleep would block the caller) and the core starts it at once
+    /// (nothing waits and a worker slot is free), started on the caller's thread; the slot counts
+    /// as taken meanwhile, so the core's worker bound holds, and the core still chooses.
+    pub fn enter(&mut self, now: Nanos, r: Incoming, job: J, inline: bool) -> Entry<J> {
+        if !self.core.admits() {
+            let max = self.core.max_queue().unwrap_or(usize::MAX);
+            return Entry::Refused { max, feedback: self.core.facts(now), job };
+        }
+        self.next_id += 1;
+        let arrival = Arrival { id: self.next_id, age: r.age, service: r.service, size: r.size, tags: r.tags };
+        let inline = inline && self.core.waiting() == 0 && self.core.running() < self.core.workers();
+        self.core.admit(now, arrival, job);
+        if inline {
+            if let Some((meta, job)) = self.core.start(now) {
+                // nothing waited before this admission, so the core can only have started it
+                debug_assert_eq!(meta.id, self.next_id, "an inline start runs the job just admitted");
+                return Entry::Inline(meta, job);
+            }
+        }
+        Entry::Queued
+    }
+
+    /// The job a free worker runs next at `now`, if the core starts one.
+    pub fn next(&mut self, now: Nanos) -> Option<(JobMeta, J)> {
+        self.core.start(now)
+    }
+
+    /// Job `id` finished at `end` after `service` of work: the facts its reply carries.
+    pub fn finish(&mut self, end: Nanos, id: RequestId, service: Nanos) -> Feedback {
+        self.core.finish(end, id, service)
+    }
+
+    /// The replica core (waiting and running jobs, workers, facts).
+    pub fn core(&self) -> &ReplicaCore<J> {
+        &self.core
+    }
+}
 
 impl Replica {
     /// Change the read parallelism `P` at runtime (1..=[`MAX_WORKERS`]).
@@ -53,39 +150,30 @@ impl Replica {
             }
             Work::Write { key, value, .. } => (value.as_ref().map_or(0, |v| v.len() as u64), crate::key_hash(key)),
         };
+        let incoming = Incoming { service: self.estimate(size), size, tags, age };
+        let job = Job { work, size, key_hash, receiver, reply: tx };
         let now = self.now();
-        let service = self.estimate(size);
         let mut s = self.lock();
-        // the replica core's queue cap (`max_queue`): refused requests are answered "busy" at once
-        if !s.core.admits() {
-            let max = s.core.max_queue().unwrap_or(usize::MAX);
-            let feedback = s.core.facts(now);
-            drop(s);
-            self.metrics.busy_refusals.fetch_add(1, Ordering::Relaxed);
-            let outcome = Err(format!("replica busy: {max} requests already queued (max_queue)"));
-            let _ = tx.send(Done { outcome, feedback });
-            return rx;
-        }
-        s.next_id += 1;
-        let arrival = Arrival { id: s.next_id, age, service, size, tags };
-        // Run on the caller's thread when the core starts the job at once (nothing waits and a
-        // worker slot is free): no hand-off to a worker thread and back, the reply is in the
-        // channel before this returns. Only with emulation off (no emulated sleep may block the
-        // caller, a runtime thread); the slot counts as taken meanwhile, so the core's worker
-        // bound holds, and the core, not this shortcut, still chooses what starts.
-        let inline = s.core.waiting() == 0 && s.core.running() < s.core.workers() && self.emulation.off();
-        s.core.admit(now, arrival, Job { work, size, key_hash, receiver, reply: tx });
-        if inline {
-            if let Some((meta, job)) = s.core.start(now) {
-                // nothing waited before this admission, so the core can only have started it
-                debug_assert_eq!(meta.id, s.next_id, "an inline start runs the job just admitted");
+        match s.enter(now, incoming, job, self.emulation.off()) {
+            Entry::Refused { max, feedback, job } => {
                 drop(s);
-                self.run(meta, job);
-                return rx;
+                self.metrics.busy_refusals.fetch_add(1, Ordering::Relaxed);
+                let outcome = Err(format!("replica busy: {max} requests already queued (max_queue)"));
+                let _ = job.reply.send(Done { outcome, feedback });
+            }
+            Entry::Inline(meta, job) => {
+                drop(s);
+                // A job queued meanwhile found this slot taken and no worker will ask for it
+                // until another request or the workers' 100 ms wait: wake one now.
+                if self.run(meta, job) {
+                    self.ready.notify_one();
+                }
+            }
+            Entry::Queued => {
+                drop(s);
+                self.ready.notify_one();
             }
         }
-        drop(s);
-        self.ready.notify_one();
         rx
     }
 
@@ -103,7 +191,7 @@ impl Replica {
             if self.shutdown.load(Ordering::Relaxed) {
                 return None;
             }
-            if let Some(x) = s.core.start(self.now()) {
+            if let Some(x) = s.next(self.now()) {
                 return Some(x);
             }
             s = self

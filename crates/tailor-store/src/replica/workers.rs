@@ -66,13 +66,16 @@ impl Replica {
 
     pub(super) fn worker(&self) {
         while let Some((meta, job)) = self.next_job() {
-            self.run(meta, job);
+            // this loop asks for the next job itself, whatever waits
+            let _ = self.run(meta, job);
         }
     }
 
     /// Execute a job the core started, report it finished and send its reply (after the
-    /// committer's sync for a `sync` write).
-    pub(super) fn run(&self, meta: JobMeta, job: Job) {
+    /// committer's sync for a `sync` write). Returns whether jobs wait for the slot it freed: a
+    /// caller that is not a worker loop (an inline run) must wake a worker for them.
+    #[must_use]
+    pub(super) fn run(&self, meta: JobMeta, job: Job) -> bool {
         let Job { work, size, key_hash, receiver, reply } = job;
         let run = catch_unwind(AssertUnwindSafe(|| self.execute(work, key_hash, size)));
         let Executed { outcome, service, end, committed } = match run {
@@ -87,7 +90,10 @@ impl Replica {
                 Executed { outcome, service: 1, end: self.now(), committed: false }
             }
         };
-        let mut feedback = self.lock().core.finish(end, meta.id, service);
+        let (mut feedback, waiting) = {
+            let mut s = self.lock();
+            (s.finish(end, meta.id, service), s.core().waiting() > 0)
+        };
         if outcome.is_ok() {
             self.fill_bloom(receiver, &mut feedback);
         }
@@ -101,6 +107,7 @@ impl Replica {
         } else {
             let _ = reply.send(Done { outcome, feedback });
         }
+        waiting
     }
 
     /// Log, count and remember a worker panic: in a job (answered with an error, the worker
