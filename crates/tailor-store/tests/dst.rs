@@ -312,13 +312,7 @@ async fn read_checked(c: &Arc<Coordinator>, key: &[u8], checks: &Mutex<Checks>) 
             }
             true
         }
-        Err(
-            CoordError::NoReplica
-            | CoordError::Busy
-            | CoordError::NotEnough { .. }
-            | CoordError::Skewed(_)
-            | CoordError::ClockUnchecked,
-        ) => false,
+        Err(CoordError::Core { .. } | CoordError::Skewed(_) | CoordError::ClockUnchecked) => false,
     }
 }
 

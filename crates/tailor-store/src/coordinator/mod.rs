@@ -63,20 +63,13 @@ use tokio::time::Instant;
 /// Why a client request failed at the coordinator.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
 pub enum CoordError {
-    /// Every replica of the key is down.
-    #[error("no replica of this key is up")]
-    NoReplica,
-    /// The replica group's park queue is full or the request waited too long.
-    #[error("replica group busy, try again")]
-    Busy,
-    /// Fewer replicas answered than the consistency level needs.
-    #[error("consistency level needs {need} replicas, {got} answered ({last})")]
-    NotEnough {
-        /// Replies needed.
-        need: usize,
-        /// Replies received.
-        got: usize,
-        /// The last failure seen.
+    /// The coordinator core gave up on the request (its [`Failure`] says why and words the
+    /// message); `last` is the last copy's failure, when one failed, for the operator.
+    #[error("{failure}{}", last_failure(.last))]
+    Core {
+        /// Why the core gave up.
+        failure: Failure,
+        /// The last copy's failure ("" when none failed).
         last: String,
     },
     /// This node's clock is too far from its peers' to issue a write version.
@@ -88,16 +81,30 @@ pub enum CoordError {
 }
 
 impl CoordError {
-    fn from_failure(f: Failure, last: String) -> CoordError {
-        match f {
-            Failure::NoReplica => CoordError::NoReplica,
-            Failure::Busy => CoordError::Busy,
-            Failure::NotEnough { need, got } if last.is_empty() => {
-                let last = "no copy failed: the key's other replicas are down".to_string();
-                CoordError::NotEnough { need, got, last }
+    /// The core's failure, with the last copy's failure when too few replicas answered.
+    fn from_failure(failure: Failure, last: String) -> CoordError {
+        let last = match failure {
+            Failure::NotEnough { .. } if last.is_empty() => {
+                "no copy failed: the key's other replicas are down".to_string()
             }
-            Failure::NotEnough { need, got } => CoordError::NotEnough { need, got, last },
-        }
+            Failure::NotEnough { .. } => last,
+            Failure::NoReplica | Failure::Busy => String::new(),
+        };
+        CoordError::Core { failure, last }
+    }
+
+    /// A request the coordinator could not settle in time: the client may try again.
+    pub(crate) fn busy() -> CoordError {
+        CoordError::Core { failure: Failure::Busy, last: String::new() }
+    }
+}
+
+/// ` (last)` after the core's message, or nothing.
+fn last_failure(last: &str) -> String {
+    if last.is_empty() {
+        String::new()
+    } else {
+        format!(" ({last})")
     }
 }
 
@@ -367,7 +374,7 @@ mod tests {
         })
         .await
         .unwrap();
-        assert_eq!(c.read(b"k", None).await.unwrap_err(), CoordError::Busy);
+        assert_eq!(c.read(b"k", None).await.unwrap_err(), CoordError::busy());
         assert_eq!(c.metrics.park_rejected.load(Ordering::Relaxed), 1);
         assert_eq!(c.metrics.decisions(ReadOutcome::Refused), 1, "refused before any copy left");
         first.abort();

@@ -75,7 +75,7 @@ impl Coordinator {
             Ok(Ok(result)) => result,
             _ => {
                 tracing::error!("request {id} was never resolved by the coordinator core");
-                Err(CoordError::Busy)
+                Err(CoordError::busy())
             }
         }
     }
