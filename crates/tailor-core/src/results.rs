@@ -70,6 +70,10 @@ pub struct RunResult {
     /// Live runs: why the run is invalid, one sentence with the figures per broken rule.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub invalid_reasons: Vec<String>,
+    /// Runs with injected faults: how fast reads moved off each faulty server and how the tail
+    /// recovered. Absent without faults, so older results keep their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failover: Option<Failover>,
 }
 
 impl RunResult {
@@ -115,4 +119,59 @@ pub enum Weighting {
     Flow,
     /// `w = 1/p`: max stretch.
     Stretch,
+}
+
+/// Failover figures of a run with faults (`cluster.faults`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Failover {
+    /// Sliding window of the measures, in ms.
+    pub window_ms: f64,
+    /// One entry per fault, in the spec's order.
+    pub faults: Vec<FaultOutcome>,
+    /// Reads per window of `window_ms` across the run (first seed of each combination only, to
+    /// bound file size), for the timeline plot.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<TimelineWindow>,
+}
+
+/// How one fault went.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FaultOutcome {
+    /// "slow", "gray" or "down".
+    pub kind: String,
+    /// The faulty server.
+    pub server: u32,
+    /// The fault's interval from the start of the run, in ms.
+    pub start_ms: f64,
+    /// Its end, in ms.
+    pub end_ms: f64,
+    /// From the fault's start until the server's share of reads sent stays below the threshold
+    /// to the fault's end, in ms (`None`: it never did).
+    pub shed_ms: Option<f64>,
+    /// From the fault's start until the sliding p99 stays within the factor of its pre-fault
+    /// value, in ms (`None`: it never did before the next fault or the end of the run).
+    pub recover_ms: Option<f64>,
+    /// p99 of reads released after the warm-up and before the fault, in ms.
+    pub p99_before_ms: f64,
+    /// p99 of reads released during the fault, in ms (a failed read counts its time to failing).
+    pub p99_during_ms: f64,
+    /// The server's share of reads sent during the fault.
+    pub share_during: f64,
+    /// Copies sent during the fault that timed out at their coordinator.
+    pub timeouts: u64,
+    /// Reads released during the fault that failed (no replica answered).
+    pub failed: u64,
+}
+
+/// One window of a run's timeline.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TimelineWindow {
+    /// Start of the window, in ms.
+    pub start_ms: f64,
+    /// Reads released in it.
+    pub reads: u64,
+    /// p99 of those reads, in ms (0 with none).
+    pub p99_ms: f64,
+    /// Share of the reads sent in it that each server got.
+    pub share: Vec<f64>,
 }

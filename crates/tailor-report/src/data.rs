@@ -252,6 +252,7 @@ pub(crate) mod tests {
             extra: BTreeMap::new(),
             valid: None,
             invalid_reasons: Vec::new(),
+            failover: None,
         }
     }
 

@@ -9,6 +9,7 @@ pub mod chart;
 pub mod data;
 pub mod error;
 pub mod escape;
+pub mod failover;
 pub mod html;
 pub mod input;
 pub mod palette;
@@ -97,6 +98,7 @@ pub fn render(sources: &[Source], title: Option<&str>) -> Report {
         if r.engine == "live" {
             sections.push(plots::timeseries::section(&ctx, &source.timeseries));
         }
+        sections.extend(plots::failover::section(&ctx));
         let invalidity = validity::Invalidity::of(&r.runs);
         if let Some(inv) = &invalidity {
             // the file's figures pool or compare its runs: each may draw an invalid one
@@ -109,7 +111,7 @@ pub fn render(sources: &[Source], title: Option<&str>) -> Report {
             meta,
             spec: r.spec.clone(),
             invalidity,
-            table: table::render(view),
+            table: table::render(view) + &failover::html(&r.runs),
             sections,
         });
     }

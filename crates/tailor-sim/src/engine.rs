@@ -4,6 +4,7 @@
 
 use crate::coordinator::SimCoordinator;
 use crate::events::{EventQueue, LANES};
+use crate::faults::{Active, Edge, Faults};
 use crate::prefetch::{prefetch, prefetch_addr, prefetch_all, prefetch_head, prefetch_lines};
 use crate::record::Recorder;
 use crate::requests::{seq, Req, Requests};
@@ -16,7 +17,7 @@ use rand_distr::{Distribution, Exp1};
 use std::cell::Cell;
 use std::collections::VecDeque;
 use tailor_core::coordinator::{
-    Action, Answer, ClientRequest, CoordinatorConfig, CoordinatorCore, CoreStats, SendKind,
+    Action, Answer, ClientRequest, CoordinatorConfig, CoordinatorCore, CoreStats, SendKind, Ticket,
 };
 use tailor_core::facts::ProbeReply;
 use tailor_core::oracle::bloom::BloomConfig;
@@ -75,6 +76,10 @@ enum Event {
     Fluctuate,
     /// A slowed server's stop ends: it starts what waited.
     Resume { server: NodeId },
+    /// An injected fault reaches one of its edges (`cluster.faults`).
+    Fault { fault: u32, edge: Edge },
+    /// A copy sent to `server` reaches its client timeout (runs with faults only).
+    Timeout { server: NodeId, ticket: Ticket },
 }
 
 const _: () = assert!(size_of::<Event>() <= 48, "events stay small");
@@ -100,6 +105,9 @@ const _: () = assert!(HOPS < LANES && ARRIVALS < LANES && HOPS != ARRIVALS, "one
 /// The simulator state for one run.
 pub struct Engine<'a> {
     spec: &'a Spec,
+    plan: &'a RunPlan,
+    /// Injected failures, when the spec has any.
+    faults: Option<Box<Faults>>,
     now: Nanos,
     events: EventQueue<Event>,
     gen: Generator,
@@ -168,17 +176,7 @@ impl<'a> Engine<'a> {
         let large = spec.workload.large_threshold;
         let mut servers = Vec::with_capacity(c.servers);
         for s in 0..c.servers {
-            let queue = local::build::<Job>(&plan.local, &spec.local, plan.seed ^ (s as u64).wrapping_mul(0x9E37))
-                .map_err(|e| bad(&e))?;
-            let mut core = ReplicaCore::new(s as NodeId, queue, c.workers, large);
-            core.set_max_queue(c.max_queue);
-            if selector::probing(&plan.selector) {
-                core = core.with_probe_estimates();
-            }
-            if !selector::reads_dq(&plan.selector) {
-                core = core.without_dq();
-            }
-            servers.push(Server::new(core, c.cache.capacity));
+            servers.push(Server::new(replica_core(plan, s as NodeId)?, c.cache.capacity));
         }
         for slow in &c.slow_servers {
             servers[slow.server].pause = Some(Pause::new(slow.duty, slow.period_ms));
@@ -223,6 +221,8 @@ impl<'a> Engine<'a> {
         let rec = Recorder::new(spec, plan, c.servers);
         Ok(Engine {
             spec,
+            plan,
+            faults: Faults::new(spec),
             now: 0,
             events: EventQueue::new(),
             ring,
@@ -282,6 +282,9 @@ impl<'a> Engine<'a> {
         if self.spec.cluster.fluctuation.interval_ms > 0.0 {
             self.events.push(0, Event::Fluctuate);
         }
+        for (t, fault, edge) in self.faults.as_ref().map(|f| f.edges()).unwrap_or_default() {
+            self.events.push(t, Event::Fault { fault, edge });
+        }
         while let Some((time, event)) = self.events.pop() {
             debug_assert!(time >= self.now, "time never goes backwards");
             self.now = time;
@@ -315,6 +318,9 @@ impl<'a> Engine<'a> {
         if self.spec.cluster.max_queue.is_some() {
             let refused: u64 = self.servers.iter().map(|s| s.core.refused()).sum();
             out.result.extra.insert("refused_copies".into(), refused as f64);
+        }
+        if let Some(faults) = self.faults.take() {
+            out.result.failover = Some(faults.log.finish(self.spec, self.servers.len(), self.plan.first_seed));
         }
         out
     }
@@ -500,6 +506,8 @@ impl<'a> Engine<'a> {
                 self.servers[server as usize].resume_armed = false;
                 self.start_jobs(server);
             }
+            Event::Fault { fault, edge } => self.on_fault(fault, edge),
+            Event::Timeout { server, ticket } => self.on_timeout(server, ticket),
         }
     }
 
@@ -556,6 +564,9 @@ impl<'a> Engine<'a> {
             match self.actions[i] {
                 Action::Send(s) => {
                     self.reqs.sent(s.ticket.id);
+                    if self.faults.is_some() {
+                        self.watch_copy(s.ticket, s.replica, s.kind);
+                    }
                     let job = Job { ticket: s.ticket, kind: s.kind, tags: s.tags, age: s.age };
                     self.events.push_in_order(
                         HOPS,
@@ -566,8 +577,8 @@ impl<'a> Engine<'a> {
                 Action::Reply { request, .. } => self.completed(request),
                 Action::Fail { request, failure } => {
                     assert!(
-                        self.spec.cluster.max_queue.is_some(),
-                        "request {request} failed ({failure}): the simulator injects no failures but refusals"
+                        self.spec.cluster.max_queue.is_some() || self.faults.is_some(),
+                        "request {request} failed ({failure}): the simulator injects no failures but refusals and faults"
                     );
                     self.gave_up(request);
                 }
@@ -587,6 +598,9 @@ impl<'a> Engine<'a> {
             Op::Read => self.rec.read_done(r.release, self.now, r.nominal),
             Op::Write => self.rec.write_done(r.release, self.now),
         }
+        if let (Some(f), Op::Read) = (self.faults.as_mut(), r.op) {
+            f.log.read_done(r.release, self.now);
+        }
         self.rec.keep(crate::RequestRecord {
             id: req,
             client,
@@ -604,7 +618,11 @@ impl<'a> Engine<'a> {
     /// The client got request `req`'s failure (every replica it could try refused it).
     #[cold]
     fn gave_up(&mut self, req: RequestId) {
-        let client = self.reqs.get(req).client;
+        let r = self.reqs.get(req);
+        let client = r.client;
+        if let (Some(f), Op::Read) = (self.faults.as_mut(), r.op) {
+            f.log.read_failed(r.release, self.now);
+        }
         self.rec.failed();
         self.reqs.replied(req);
         self.finished += 1;
@@ -612,6 +630,9 @@ impl<'a> Engine<'a> {
     }
 
     fn on_server_arrive(&mut self, server: NodeId, job: Job) {
+        if self.faults.as_ref().is_some_and(|f| f.down(server)) {
+            return self.lost_on_arrival(job);
+        }
         if job.kind == SendKind::Probe {
             return self.on_probe_arrive(server, job);
         }
@@ -637,8 +658,14 @@ impl<'a> Engine<'a> {
         if let Some(resume) = pause.and_then(|p| p.stopped_until(self.now)) {
             return self.arm_resume(server, resume);
         }
+        let fault = self.faults.as_ref().and_then(|f| f.active(server));
+        if matches!(fault, Some(Active::Gray(None) | Active::Down)) {
+            // hung until the fault's end, which starts what waited
+            return;
+        }
         while let Some((meta, job)) = self.servers[server as usize].core.start(self.now) {
             let work = self.service_time(server, job.ticket.id, meta.service);
+            let work = fault.map_or(work, |f| faulty_work(f, work));
             let done = pause.map_or(self.now + work, |p| p.finish(self.now, work));
             self.events.push(done, Event::ServiceDone { server, job, service: done - self.now });
         }
@@ -677,6 +704,9 @@ impl<'a> Engine<'a> {
 
     fn on_service_done(&mut self, server: NodeId, job: Job, service: Nanos) {
         let start = self.now - service;
+        if self.faults.as_ref().is_some_and(|f| f.lost(server, start, self.now)) {
+            return;
+        }
         let id = job.ticket.id;
         let feedback = self.servers[server as usize].core.finish(self.now, id, service);
         if job.kind == SendKind::Hedge {
@@ -710,6 +740,11 @@ impl<'a> Engine<'a> {
             self.carry_out(client);
             return self.reqs.answered(job.ticket.id);
         }
+        if !self.settle(job.ticket, server) {
+            // timed out already: the coordinator has moved on
+            self.answers.pop_front();
+            return;
+        }
         // lent to the core in place, then dropped: the facts are not copied on the way
         let (req, answer) = self.answers.front_mut().expect("an answer event has its facts");
         assert!(*req == job.ticket.id && answer.replica == server, "answers arrive in the order they were sent");
@@ -725,11 +760,19 @@ impl<'a> Engine<'a> {
     /// among the untried replicas, or fails the request).
     #[cold]
     fn on_refused(&mut self, server: NodeId, job: Job) {
-        let client = self.reqs.get(job.ticket.id).client;
+        if self.settle(job.ticket, server) {
+            self.on_refused_settled(server, job.ticket);
+        }
+    }
+
+    /// The copy of `ticket` sent to `server` failed (refused or timed out).
+    #[cold]
+    fn on_refused_settled(&mut self, server: NodeId, ticket: Ticket) {
+        let client = self.reqs.get(ticket.id).client;
         let world = world(&self.servers, self.now, self.spec, self.base_service_ns);
-        self.clients[client as usize].core.failed(self.now, job.ticket, server, &world, &mut self.actions);
+        self.clients[client as usize].core.failed(self.now, ticket, server, &world, &mut self.actions);
         self.carry_out(client);
-        self.reqs.answered(job.ticket.id);
+        self.reqs.answered(ticket.id);
     }
 
     fn closed_loop_next(&mut self, client: u32) {
@@ -749,6 +792,107 @@ impl<'a> Engine<'a> {
             self.events.push(self.now + from_ms(f.interval_ms), Event::Fluctuate);
         }
     }
+}
+
+/// Injected failures (`cluster.faults`, [`crate::faults`]).
+impl Engine<'_> {
+    /// A copy is sent under faults: it waits for its answer or its timeout, and a read's
+    /// destination is logged for the failover figures.
+    #[cold]
+    fn watch_copy(&mut self, ticket: Ticket, replica: NodeId, kind: SendKind) {
+        let f = self.faults.as_mut().expect("copies are watched only under faults");
+        if kind == SendKind::Read {
+            f.log.sent(self.now, replica);
+        }
+        if kind != SendKind::Probe {
+            f.sent(ticket.id, replica);
+            let at = self.now + f.timeout;
+            self.events.push(at, Event::Timeout { server: replica, ticket });
+        }
+    }
+
+    /// Whether the copy's answer (or refusal) from `server` is the first news of it: always
+    /// without faults; under faults, false once it timed out.
+    #[inline]
+    fn settle(&mut self, ticket: Ticket, server: NodeId) -> bool {
+        self.faults.as_mut().is_none_or(|f| f.settle(ticket.id, server))
+    }
+
+    /// A copy reached a down server: nothing answers it (a probe is simply lost; any other
+    /// copy times out at its coordinator).
+    #[cold]
+    fn lost_on_arrival(&mut self, job: Job) {
+        if job.kind == SendKind::Probe {
+            self.reqs.answered(job.ticket.id);
+        }
+    }
+
+    /// A copy's timeout came: if it is still unanswered, it failed at its coordinator, which
+    /// retries another replica or fails the request.
+    #[cold]
+    fn on_timeout(&mut self, server: NodeId, ticket: Ticket) {
+        let f = self.faults.as_mut().expect("timeouts are scheduled only under faults");
+        if !f.settle(ticket.id, server) {
+            return;
+        }
+        f.log.timed_out(self.now - f.timeout, server);
+        self.on_refused_settled(server, ticket);
+    }
+
+    /// A fault reaches `edge`: a crash loses the server's queue, running jobs and cache (it
+    /// comes back cold); detection tells every coordinator; the end of a hang or a crash
+    /// starts what waited.
+    #[cold]
+    fn on_fault(&mut self, fault: u32, edge: Edge) {
+        let f = self.faults.as_mut().expect("fault edges are scheduled only under faults");
+        let detected = f.detected(fault);
+        let (server, kind) = f.reach(fault, edge, self.now);
+        match (edge, kind) {
+            (Edge::Start, Active::Down) => {
+                let core = replica_core(self.plan, server).expect("built once already");
+                let s = &mut self.servers[server as usize];
+                s.core = core;
+                if let Some(cache) = s.cache.as_mut() {
+                    **cache = crate::lru::Lru::new(self.spec.cluster.cache.capacity);
+                }
+            }
+            (Edge::Detect, _) => self.clients.iter_mut().for_each(|c| c.core.set_up(server, false)),
+            (Edge::End, _) => {
+                if detected {
+                    self.clients.iter_mut().for_each(|c| c.core.set_up(server, true));
+                }
+                self.start_jobs(server);
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The running time of a job of `work` started under `fault`: a slow server's is stretched, a
+/// gray server's is its hang.
+fn faulty_work(fault: Active, work: Nanos) -> Nanos {
+    match fault {
+        Active::Slow(factor) => round_nonneg(work as f64 * factor).max(1.0) as Nanos,
+        Active::Gray(Some(hang)) => hang.max(1),
+        Active::Gray(None) | Active::Down => work,
+    }
+}
+
+/// Server `s`'s replica core for `plan`: its local queue, workers and queue cap, and the
+/// estimates its selector reads.
+fn replica_core(plan: &RunPlan, s: NodeId) -> Result<ReplicaCore<Job>, SimError> {
+    let (spec, c) = (&plan.spec, &plan.spec.cluster);
+    let seed = plan.seed ^ (s as u64).wrapping_mul(0x9E37);
+    let queue = local::build::<Job>(&plan.local, &spec.local, seed).map_err(|e| SimError::Spec(e.to_string()))?;
+    let mut core = ReplicaCore::new(s, queue, c.workers, spec.workload.large_threshold);
+    core.set_max_queue(c.max_queue);
+    if selector::probing(&plan.selector) {
+        core = core.with_probe_estimates();
+    }
+    if !selector::reads_dq(&plan.selector) {
+        core = core.without_dq();
+    }
+    Ok(core)
 }
 
 #[cfg(test)]

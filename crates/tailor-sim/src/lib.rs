@@ -10,6 +10,8 @@ pub mod coordinator;
 pub mod dst;
 mod engine;
 mod events;
+mod failover;
+mod faults;
 mod lru;
 mod prefetch;
 mod record;

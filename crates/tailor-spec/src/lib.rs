@@ -5,6 +5,7 @@
 //! (`workload.requests=100000`), and `[sweep]` lists values for any dotted path; a spec expands
 //! into one [`RunPlan`] per swept point × selector × local policy × seed.
 
+mod faults;
 pub mod lint;
 mod overrides;
 mod plan;
@@ -14,6 +15,7 @@ pub mod shard;
 pub mod trace;
 mod validate;
 
+pub use faults::{FailoverSpec, Fault, FaultKind, DEFAULT_SLOW_FACTOR};
 pub use overrides::apply_override;
 pub use plan::{expand, RunPlan};
 pub use schema::*;

@@ -100,6 +100,13 @@ pub struct ClusterSpec {
     /// (none by default; left out of the spec text when unset).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_queue: Option<usize>,
+    /// Failures injected during the run (none by default; left out of the spec text when
+    /// empty): a slow, gray or down server over an interval (docs/failures.md).
+    #[serde(skip_serializing_if = "tailor_core::is_default")]
+    pub faults: Vec<crate::Fault>,
+    /// Client timeouts and failover measures under `faults` (written only when changed).
+    #[serde(skip_serializing_if = "tailor_core::is_default")]
+    pub failover: crate::FailoverSpec,
 }
 
 /// Default hedge budget: at most 5 % more reads.
@@ -124,6 +131,8 @@ impl Default for ClusterSpec {
             speculative_retry: "none".into(),
             speculative_budget: DEFAULT_SPECULATIVE_BUDGET,
             max_queue: None,
+            faults: Vec::new(),
+            failover: crate::FailoverSpec::default(),
         }
     }
 }

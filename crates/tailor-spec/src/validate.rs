@@ -69,6 +69,7 @@ impl Spec {
         positive("cluster.cache.hit_ms", c.cache.hit_ms)?;
         positive("cluster.cache.miss_ms", c.cache.miss_ms)?;
         self.validate_slow_servers()?;
+        self.validate_faults()?;
 
         let w = &self.workload;
         if w.requests == 0 {

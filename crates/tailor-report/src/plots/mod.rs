@@ -2,6 +2,7 @@
 
 pub mod bound;
 pub mod cdf;
+pub mod failover;
 pub mod heatmap;
 pub mod overlay;
 pub mod percentiles;

@@ -83,6 +83,9 @@ pub fn run(args: SimArgs) -> Result<()> {
         bail!(why);
     }
     print!("{}", crate::table::render(&results.runs));
+    if let Some(failover) = tailor_report::failover::text(&results.runs) {
+        print!("\n{failover}");
+    }
     let out = args.out.unwrap_or_else(|| Path::new("tailor-out").join(&spec.name));
     let written = match args.shard {
         Some(shard) => write_shard(&out, &ShardResults::new(shard, total_runs, results))?,
