@@ -159,7 +159,7 @@ pub fn csv(rows: &[Row], skipped: &[Skipped]) -> String {
             r.tied_with_best
         );
     }
-    let empty = ",".repeat(3 * est.len() + 7);
+    let empty = ",".repeat(3 * est.len() + 8);
     for s in skipped {
         let _ = writeln!(out, ",{},{}{empty}{}", field(&s.selector), field(&s.local), field(&s.reason));
     }
