@@ -45,6 +45,10 @@ fn every_claim_keeps_the_verdict_the_project_claims() {
     // whether each published setup could be expressed exactly, in the table and on the page
     assert!(stdout.contains("approximate") && html.contains("approximate<br>"));
     assert!(html.contains("served stably (throughput at least 99 % of offered)"));
+    // each claim says whether its published setup was expressed exactly, in the table and the page
+    assert!(stdout.contains("approximate") && html.contains("approximate<br><small>"), "{stdout}");
+    // the bound claim says whether its LP bound was informative, counted from the runs
+    assert!(html.contains("lower bound is informative") || html.contains("Trivial bound"));
     for paper in ["C3", "TAP", "Héron", "Euro-Par", "Hector"] {
         assert!(html.contains(paper), "{paper} missing from the page");
     }

@@ -195,6 +195,7 @@ mod tests {
         let extra = match kind {
             "similar" => "tolerance = 0.1".to_string(),
             "share" => "threshold = 1.15".to_string(),
+            "at_most" => "tolerance = 0.25".to_string(),
             _ => String::new(),
         };
         let paper = paper.map(|p| format!("published = {p}")).unwrap_or_default();
