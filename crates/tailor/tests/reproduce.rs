@@ -17,7 +17,7 @@ fn every_claim_keeps_the_verdict_the_project_claims() {
     let judged: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("reproduce.json")).unwrap()).unwrap();
     let claims = judged.as_array().unwrap();
-    assert!(claims.len() >= 15, "{} claims", claims.len());
+    assert!(claims.len() >= 40, "{} claims", claims.len());
     let html = std::fs::read_to_string(out.join("reproduce.html")).unwrap();
     for c in claims {
         let id = c["claim"]["id"].as_str().unwrap();
@@ -43,12 +43,10 @@ fn every_claim_keeps_the_verdict_the_project_claims() {
     assert!(html.contains("selector.heron.scoring = c3") && html.contains("selector.heron.scoring = product"));
     assert!(html.contains("Trivial bound in") && html.contains("informative in all"));
     // whether each published setup could be expressed exactly, in the table and on the page
-    assert!(stdout.contains("approximate") && html.contains("approximate<br>"));
-    assert!(html.contains("served stably (throughput at least 99 % of offered)"));
-    // each claim says whether its published setup was expressed exactly, in the table and the page
     assert!(stdout.contains("approximate") && html.contains("approximate<br><small>"), "{stdout}");
-    // the bound claim says whether its LP bound was informative, counted from the runs
-    assert!(html.contains("lower bound is informative") || html.contains("Trivial bound"));
+    assert!(html.contains("served stably (throughput at least 99 % of offered)"));
+    // the statements no model here can check are listed with their reason
+    assert!(html.contains("Not reproduced here") && html.contains("multi-get"));
     for paper in ["C3", "TAP", "Héron", "Euro-Par", "Hector"] {
         assert!(html.contains(paper), "{paper} missing from the page");
     }
