@@ -47,6 +47,8 @@ fn every_claim_keeps_the_verdict_the_project_claims() {
     assert!(html.contains("served stably (throughput at least 99 % of offered)"));
     // the statements no model here can check are listed with their reason
     assert!(html.contains("Not reproduced here") && html.contains("multi-get"));
+    let summary = format!("{} claims: ", claims.len());
+    assert!(stdout.contains(&summary) && stdout.contains("statements not reproduced"), "{stdout}");
     for paper in ["C3", "TAP", "Héron", "Euro-Par", "Hector"] {
         assert!(html.contains(paper), "{paper} missing from the page");
     }

@@ -61,16 +61,13 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
     bar.finish_and_clear();
     let judged = reproduce::judge_all(&claims, &results);
     print!("{}", page::table(&judged));
-    if !file.not_reproduced.is_empty() && args.paper.eq_ignore_ascii_case("all") {
-        println!(
-            "{} published statements not reproduced here (models Tailor lacks): listed on the page",
-            file.not_reproduced.len()
-        );
-    }
+    // the statements not reproduced are counted only when every source is asked for
+    let missing = if args.paper.eq_ignore_ascii_case("all") { &file.not_reproduced[..] } else { &[] };
+    println!("{} claims: {} (the page lists each)", judged.len(), page::summary(&judged, missing, ("", "")));
     if args.quick {
         println!("(smoke run: --quick's figures are noisier than the full run's; the verdicts the project stands by come from `tailor reproduce {}`)", args.paper);
     }
-    std::fs::write(out.join("reproduce.html"), page::html(&judged, &file.not_reproduced, args.quick))?;
+    std::fs::write(out.join("reproduce.html"), page::html(&judged, missing, args.quick))?;
     std::fs::write(out.join("reproduce.json"), serde_json::to_string_pretty(&judged)? + "\n")?;
     eprintln!(
         "{requests} requests in {:.1} s; page {}, results under {}",

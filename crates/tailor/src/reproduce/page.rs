@@ -134,20 +134,34 @@ pub fn table(judged: &[Judged]) -> String {
     out
 }
 
+/// The verdicts counted in words ("30 hold, 3 sign only, 9 fail", each count between the two
+/// halves of `mark`), and how many published statements are not reproduced.
+pub fn summary(judged: &[Judged], not_reproduced: &[NotReproduced], mark: (&str, &str)) -> String {
+    let count = |v: Verdict| judged.iter().filter(|j| j.verdict() == Some(v)).count();
+    let (l, r) = mark;
+    let mut text = format!(
+        "{l}{}{r} hold, {l}{}{r} sign only, {l}{}{r} fail",
+        count(Verdict::Holds),
+        count(Verdict::SignOnly),
+        count(Verdict::Fails)
+    );
+    if !not_reproduced.is_empty() {
+        text += &format!("; {} published statements not reproduced (models Tailor lacks)", not_reproduced.len());
+    }
+    text
+}
+
 /// The self-contained HTML page: the judged claims, then the statements not reproduced.
 pub fn html(judged: &[Judged], not_reproduced: &[NotReproduced], quick: bool) -> String {
-    let count = |v: Verdict| judged.iter().filter(|j| j.verdict() == Some(v)).count();
     let mut body = format!(
-        "<h1>Tailor reproduces its sources</h1>\n<p>{} claims{}: <b>{}</b> hold, <b>{}</b> sign only, <b>{}</b> fail.</p>\n",
+        "<h1>Tailor reproduces its sources</h1>\n<p>{} claims{}: {}.</p>\n",
         judged.len(),
         if quick {
             " (<b>smoke run</b>, <code>--quick</code>: fewer requests and seeds than the full run, so noisier figures; a verdict may differ from the full run's)"
         } else {
             ""
         },
-        count(Verdict::Holds),
-        count(Verdict::SignOnly),
-        count(Verdict::Fails)
+        summary(judged, not_reproduced, ("<b>", "</b>"))
     );
     body.push_str(RULE);
     body.push_str("<table>\n<tr><th>source</th><th>claim</th><th>compares</th><th>paper</th><th>Tailor</th><th>verdict</th><th>setup</th></tr>\n");
