@@ -63,7 +63,7 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
     print!("{}", page::table(&judged));
     // the statements not reproduced are counted only when every source is asked for
     let missing = if args.paper.eq_ignore_ascii_case("all") { &file.not_reproduced[..] } else { &[] };
-    println!("{} claims: {} (the page lists each)", judged.len(), page::summary(&judged, missing, ("", "")));
+    println!("{} claims: {}", judged.len(), page::summary(&judged, missing, ("", "")));
     if args.quick {
         println!("(smoke run: --quick's figures are noisier than the full run's; the verdicts the project stands by come from `tailor reproduce {}`)", args.paper);
     }

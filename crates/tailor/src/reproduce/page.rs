@@ -146,7 +146,10 @@ pub fn summary(judged: &[Judged], not_reproduced: &[NotReproduced], mark: (&str,
         count(Verdict::Fails)
     );
     if !not_reproduced.is_empty() {
-        text += &format!("; {} published statements not reproduced (models Tailor lacks)", not_reproduced.len());
+        text += &format!(
+            "; {} published statements not reproduced (models Tailor lacks; the page lists them)",
+            not_reproduced.len()
+        );
     }
     text
 }
