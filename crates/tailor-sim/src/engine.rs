@@ -644,6 +644,7 @@ impl<'a> Engine<'a> {
         let arrival = Arrival { id: job.ticket.id, age: job.age, service: r.nominal, size: r.size, tags: job.tags };
         let s = &mut self.servers[server as usize];
         let behind_large = s.core.admit(self.now, arrival, job);
+        self.rec.queue.arrived(server as usize, self.now);
         if behind_large && job.kind == SendKind::Read && !s.core.is_large(r.size) {
             self.rec.small_behind_large(r.release);
         }
@@ -654,6 +655,18 @@ impl<'a> Engine<'a> {
     /// wakes when its stop ends. A job's `service` is the time from its start to its end, stops
     /// included (what the server's own clock would measure).
     fn start_jobs(&mut self, server: NodeId) {
+        self.fill_workers(server);
+        self.track_occupancy(server);
+    }
+
+    /// Tell the recorder what `server` holds from now on (after any change to it).
+    fn track_occupancy(&mut self, server: NodeId) {
+        let core = &self.servers[server as usize].core;
+        self.rec.queue.occupancy(server as usize, self.now, core.waiting(), core.running());
+    }
+
+    /// [`Self::start_jobs`] without the bookkeeping.
+    fn fill_workers(&mut self, server: NodeId) {
         let pause = self.servers[server as usize].pause;
         if let Some(resume) = pause.and_then(|p| p.stopped_until(self.now)) {
             return self.arm_resume(server, resume);
@@ -667,6 +680,7 @@ impl<'a> Engine<'a> {
             let work = self.service_time(server, job.ticket.id, meta.service);
             let work = fault.map_or(work, |f| faulty_work(f, work));
             let done = pause.map_or(self.now + work, |p| p.finish(self.now, work));
+            self.rec.queue.started(server as usize, meta.enqueued, done);
             self.events.push(done, Event::ServiceDone { server, job, service: done - self.now });
         }
     }
@@ -709,6 +723,7 @@ impl<'a> Engine<'a> {
         }
         let id = job.ticket.id;
         let feedback = self.servers[server as usize].core.finish(self.now, id, service);
+        self.rec.queue.completed(server as usize, self.now);
         if job.kind == SendKind::Hedge {
             self.rec.served(server, self.now);
         }
@@ -855,6 +870,7 @@ impl Engine<'_> {
                 if let Some(cache) = s.cache.as_mut() {
                     **cache = crate::lru::Lru::new(self.spec.cluster.cache.capacity);
                 }
+                self.track_occupancy(server);
             }
             (Edge::Detect, _) => self.clients.iter_mut().for_each(|c| c.core.set_up(server, false)),
             (Edge::End, _) => {

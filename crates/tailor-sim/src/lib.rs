@@ -14,6 +14,7 @@ mod failover;
 mod faults;
 mod lru;
 mod prefetch;
+mod queueing;
 mod record;
 pub mod replica_script;
 mod requests;
