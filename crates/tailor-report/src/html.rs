@@ -24,7 +24,7 @@ pub struct Part {
     pub sections: Vec<Section>,
 }
 
-const CSS: &str = r#"
+pub(crate) const CSS: &str = r#"
 :root { --ink: #222; --muted: #666; --line: #ddd; --accent: #0072B2; --best: #dff0d8; }
 * { box-sizing: border-box; }
 body { margin: 0; font-family: "DejaVu Sans", Helvetica, Arial, sans-serif; color: var(--ink); background: #f6f6f4; line-height: 1.45; }

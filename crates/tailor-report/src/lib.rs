@@ -6,6 +6,7 @@
 //! script and no external asset; `png` rasterises the same SVG with resvg.
 
 pub mod chart;
+pub mod compare;
 pub mod data;
 pub mod error;
 pub mod escape;

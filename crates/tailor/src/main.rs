@@ -1,6 +1,7 @@
 //! `tailor`: one binary for every engine and tool.
 
 mod cmd;
+mod compare;
 mod live;
 mod logging;
 mod panic_log;
@@ -8,6 +9,7 @@ mod progress;
 mod python;
 mod reproduce;
 mod table;
+mod trace_summary;
 
 use clap::{Parser, Subcommand};
 
@@ -76,6 +78,8 @@ enum Command {
     New(cmd::new::NewArgs),
     /// What a trace file holds (format, operations, keys, rate, sizes) and how to replay it.
     Trace(cmd::trace::TraceArgs),
+    /// Which strategy for my workload: every selector × local policy on a trace, ranked by p99 with CIs.
+    Compare(cmd::compare::CompareArgs),
 }
 
 fn main() {
@@ -102,6 +106,7 @@ fn main() {
         Command::Reproduce(args) => cmd::reproduce::run(args),
         Command::New(args) => cmd::new::run(args),
         Command::Trace(args) => cmd::trace::run(args),
+        Command::Compare(args) => cmd::compare::run(args),
     };
     if let Err(e) = outcome {
         eprintln!("error: {}", describe(&e));

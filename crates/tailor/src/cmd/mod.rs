@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod bound;
 pub mod cassandra;
+pub mod compare;
 pub mod demo;
 pub mod experiment;
 pub mod merge;

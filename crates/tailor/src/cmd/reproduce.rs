@@ -52,7 +52,8 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
     let mut results = BTreeMap::new();
     for (name, plans) in &setups {
         let base = bar.position();
-        let outputs = tailor_sim::run_all(plans, None, &|done, _| bar.set_position(base + done))?;
+        let mut outputs = tailor_sim::run_all(plans, None, &|done, _| bar.set_position(base + done))?;
+        reproduce::derived::annotate(plans, &mut outputs);
         let r = tailor_sim::results(&plans[0].spec, &outputs);
         write_results_named(&out.join("setups").join(name), "results", &r)?;
         results.insert(name.clone(), r);
@@ -60,10 +61,13 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
     bar.finish_and_clear();
     let judged = reproduce::judge_all(&claims, &results);
     print!("{}", page::table(&judged));
+    // the statements not reproduced are counted only when every source is asked for
+    let missing = if args.paper.eq_ignore_ascii_case("all") { &file.not_reproduced[..] } else { &[] };
+    println!("{} claims: {}", judged.len(), page::summary(&judged, missing, ("", "")));
     if args.quick {
         println!("(smoke run: --quick's figures are noisier than the full run's; the verdicts the project stands by come from `tailor reproduce {}`)", args.paper);
     }
-    std::fs::write(out.join("reproduce.html"), page::html(&judged, args.quick))?;
+    std::fs::write(out.join("reproduce.html"), page::html(&judged, missing, args.quick))?;
     std::fs::write(out.join("reproduce.json"), serde_json::to_string_pretty(&judged)? + "\n")?;
     eprintln!(
         "{requests} requests in {:.1} s; page {}, results under {}",

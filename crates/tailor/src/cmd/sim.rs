@@ -124,7 +124,7 @@ fn rayon_threads() -> usize {
 pub use crate::progress::progress_bar;
 
 /// The ETA by simulated requests (runs differ in length, so runs done would mislead).
-fn eta_text(elapsed: f64, done: u64, total: u64) -> String {
+pub(crate) fn eta_text(elapsed: f64, done: u64, total: u64) -> String {
     if done == 0 {
         return "eta after the first requests".into();
     }

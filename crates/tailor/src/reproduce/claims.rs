@@ -16,6 +16,23 @@ pub struct ClaimsFile {
     pub setup: BTreeMap<String, Setup>,
     /// Claims in the order they are reported.
     pub claim: Vec<Claim>,
+    /// Published statements Tailor cannot check, and why (listed on the page).
+    #[serde(default)]
+    pub not_reproduced: Vec<NotReproduced>,
+}
+
+/// A published statement the simulator cannot express, with the model it lacks.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotReproduced {
+    /// The source (C3, TAP, Héron, Euro-Par, Hector...).
+    pub paper: String,
+    /// Section, figure or table.
+    pub source: String,
+    /// The statement in words.
+    pub text: String,
+    /// What Tailor lacks to check it.
+    pub reason: String,
 }
 
 /// A built-in preset plus overrides.
@@ -41,8 +58,12 @@ pub enum Kind {
     Higher,
     /// `|a / b - 1| <= tolerance`.
     Similar,
-    /// The share of `a`'s runs with the metric at most `threshold` reaches `published`.
+    /// The share of `a`'s runs with the metric at most `threshold` reaches `published`
+    /// (exceeds it when `strict`).
     Share,
+    /// `a`'s metric (median over seeds) is at most `published`, within `tolerance` of it.
+    #[serde(rename = "at_most")]
+    AtMost,
 }
 
 /// A figure read off one run.
@@ -58,12 +79,17 @@ pub enum Metric {
     Mean,
     /// Completed requests per second.
     Throughput,
+    /// Offered requests per second (with `aggregate = "max_stable"`: the largest rate served
+    /// stably).
+    Offered,
     /// 99th percentile of the read stretch.
     StretchP99,
     /// Max weighted flow over the LP lower bound.
     BoundRatio,
     /// Hedged copies sent per read (speculative retry's extra load).
     HedgeRatio,
+    /// Mean latency of small reads over that of large ones (`workload.large_threshold`).
+    SmallOverLarge,
 }
 
 /// How the runs of one seed that a side matches become one value.
@@ -75,7 +101,15 @@ pub enum Aggregate {
     One,
     /// The largest value over the matching runs (e.g. a saturation throughput over a sweep).
     Max,
+    /// The largest value over the matching runs served stably: throughput at least
+    /// [`STABLE_SHARE`] of the offered rate (a saturation point that does not count work
+    /// completed by starving part of the requests).
+    #[serde(rename = "max_stable")]
+    MaxStable,
 }
+
+/// The share of the offered rate a run must complete to count as stable.
+pub const STABLE_SHARE: f64 = 0.99;
 
 /// One side of a comparison: a strategy pair.
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -162,6 +196,16 @@ pub struct Claim {
     /// `share`: the metric's bound.
     #[serde(default)]
     pub threshold: Option<f64>,
+    /// `share`: the share must exceed `published` ("more than"), not just reach it.
+    #[serde(default)]
+    pub strict: bool,
+    /// Whether the published setup could be expressed exactly: `exact`, or
+    /// `approximate: <why>`.
+    pub setup_fidelity: String,
+    /// Spec fields (dotted paths) whose values in the setup the page shows beside the claim,
+    /// e.g. the score a selector ranked with.
+    #[serde(default)]
+    pub shows: Vec<String>,
     /// The verdict the project claims today: a worse one is a regression.
     pub expected: Verdict,
     /// Evidence for a claim that does not hold.
@@ -240,6 +284,9 @@ impl Claim {
             Some(x) => bail!("`{what}` must be a positive number, not {x}"),
             None => bail!("a `{:?}` claim needs `{what}`", self.kind),
         };
+        if self.strict && self.kind != Kind::Share {
+            bail!("`strict` applies to `share` claims only");
+        }
         match self.kind {
             Kind::Lower | Kind::Higher | Kind::Similar if self.b.is_none() => bail!("needs a side `b`"),
             Kind::Lower if self.published.is_some_and(|p| p >= 1.0) => {
@@ -250,7 +297,18 @@ impl Claim {
             }
             Kind::Similar => need("tolerance", self.tolerance),
             Kind::Share => need("threshold", self.threshold).and(need("published", self.published)),
+            Kind::AtMost => need("published", self.published).and(need("tolerance", self.tolerance)),
             _ => Ok(()),
+        }?;
+        self.fidelity().map(|_| ())
+    }
+
+    /// `None` when the published setup is expressed exactly, else why it is approximate.
+    pub fn fidelity(&self) -> Result<Option<&str>> {
+        match self.setup_fidelity.strip_prefix("approximate:").map(str::trim) {
+            _ if self.setup_fidelity == "exact" => Ok(None),
+            Some(why) if !why.is_empty() => Ok(Some(why)),
+            _ => bail!("`setup_fidelity` is \"exact\" or \"approximate: <why>\", not {:?}", self.setup_fidelity),
         }
     }
 }
@@ -288,11 +346,14 @@ mod tests {
             a = { selector = "c3" }
             b = { selector = "lor" }
             expected = "holds"
+            setup_fidelity = "exact"
         "#;
         let err = format!("{:#}", ClaimsFile::parse(text).unwrap_err());
         assert!(err.contains("claim `x`") && err.contains("tolerance"), "{err}");
         let unknown = text.replace("setup = \"s\"", "setup = \"t\"");
         assert!(ClaimsFile::parse(&unknown).unwrap_err().to_string().contains("setup `t`"));
         assert!(ClaimsFile::parse(BUILT_IN).unwrap().select("nope").unwrap_err().to_string().contains("known sources"));
+        let vague = text.replace("kind = \"similar\"", "kind = \"lower\"").replace("\"exact\"", "\"roughly\"");
+        assert!(format!("{:#}", ClaimsFile::parse(&vague).unwrap_err()).contains("setup_fidelity"));
     }
 }

@@ -3,6 +3,7 @@
 //! HTML page.
 
 pub mod claims;
+pub mod derived;
 pub mod page;
 pub mod verdict;
 
@@ -21,6 +22,8 @@ pub struct Judged {
     pub claim: Claim,
     /// Its outcome.
     pub outcome: Result<Outcome, String>,
+    /// The claim's `shows` fields with their values in its setup's effective spec.
+    pub shown: Vec<(String, String)>,
 }
 
 impl Judged {
@@ -74,7 +77,25 @@ pub fn judge_all(claims: &[&Claim], results: &BTreeMap<String, Results>) -> Vec<
             let runs = |side: &claims::Side| results[c.setup_of(side)].runs.as_slice();
             let b_runs = c.b.as_ref().map_or(&[][..], runs);
             let outcome = verdict::judge(c, runs(&c.a), b_runs).map_err(|e| format!("{e:#}"));
-            Judged { claim: c.clone(), outcome }
+            let shown = shown(&c.shows, &results[&c.setup].spec);
+            Judged { claim: c.clone(), outcome, shown }
+        })
+        .collect()
+}
+
+/// Each dotted path's value in the effective spec `spec` (TOML text), or "unset".
+fn shown(paths: &[String], spec: &str) -> Vec<(String, String)> {
+    let spec: Option<toml::Value> = toml::from_str(spec).ok();
+    paths
+        .iter()
+        .map(|path| {
+            let value = path.split('.').try_fold(spec.as_ref(), |v, key| Some(v?.get(key)));
+            let text = match value.flatten() {
+                Some(toml::Value::String(s)) => s.clone(),
+                Some(v) => v.to_string(),
+                None => "unset".into(),
+            };
+            (path.clone(), text)
         })
         .collect()
 }

@@ -1,7 +1,7 @@
 //! The reproduce table (terminal) and page (HTML): claim, the paper's value, Tailor's value
 //! with its spread over seeds, verdict.
 
-use super::claims::{Claim, Kind, Verdict};
+use super::claims::{Aggregate, Claim, Kind, Metric, NotReproduced, Verdict, STABLE_SHARE};
 use super::verdict::Outcome;
 use super::Judged;
 use tailor_report::escape::escape;
@@ -13,7 +13,44 @@ pub fn paper_figure(c: &Claim) -> String {
         (Kind::Lower, None) => "< 1x".into(),
         (Kind::Higher, None) => "> 1x".into(),
         (Kind::Similar, _) => format!("1x ± {:.0} %", c.tolerance.unwrap_or(0.0) * 100.0),
-        (Kind::Share, p) => format!(">= {:.0} % within {}", p.unwrap_or(0.0) * 100.0, c.threshold.unwrap_or(0.0)),
+        (Kind::Share, p) => {
+            let op = if c.strict { ">" } else { ">=" };
+            format!("{op} {:.0} % within {}", p.unwrap_or(0.0) * 100.0, c.threshold.unwrap_or(0.0))
+        }
+        (Kind::AtMost, p) => format!("{} (± {:.0} %)", p.unwrap_or(0.0), c.tolerance.unwrap_or(0.0) * 100.0),
+    }
+}
+
+/// What the compared figure means, in words: the metric and how a seed's runs became one value.
+pub fn meaning(c: &Claim) -> String {
+    let metric = match c.metric {
+        Metric::P50 | Metric::P95 | Metric::P99 | Metric::P999 | Metric::Max | Metric::Mean => {
+            format!("read latency {}, ms", c.metric)
+        }
+        Metric::Throughput => "requests completed per second".into(),
+        Metric::Offered => "requests offered per second".into(),
+        Metric::StretchP99 => "99th percentile of the read stretch (latency over processing time)".into(),
+        Metric::BoundRatio => "max weighted flow over the LP lower bound of the run's first requests".into(),
+        Metric::HedgeRatio => "hedged copies sent per read".into(),
+        Metric::SmallOverLarge => "mean latency of small reads over that of large reads".into(),
+    };
+    let per_seed = match c.aggregate {
+        Aggregate::One => String::new(),
+        Aggregate::Max => "; per seed, the largest over the swept points".into(),
+        Aggregate::MaxStable => format!(
+            "; per seed, the largest over the swept points served stably (throughput at least {:.0} % of offered)",
+            STABLE_SHARE * 100.0
+        ),
+    };
+    metric + &per_seed
+}
+
+/// "exact", or "approximate" (the reason is on the page).
+fn fidelity_word(c: &Claim) -> &'static str {
+    if c.setup_fidelity == "exact" {
+        "exact"
+    } else {
+        "approximate"
     }
 }
 
@@ -25,6 +62,8 @@ pub fn tailor_figure(c: &Claim, o: &Outcome) -> String {
             let within = (o.value * n as f64).round() as usize;
             format!("{:.0} % ({within}/{n})", o.value * 100.0)
         }
+        Kind::AtMost if n == 1 => format!("{:.3}", o.value),
+        Kind::AtMost => format!("{:.3} [{:.3}-{:.3}]", o.value, o.min, o.max),
         _ if n == 1 => format!("{:.2}x", o.value),
         _ => format!("{:.2}x [{:.2}-{:.2}]", o.value, o.min, o.max),
     }
@@ -60,7 +99,7 @@ fn verdict_text(j: &Judged) -> String {
 
 /// The plain-text table printed by `tailor reproduce`.
 pub fn table(judged: &[Judged]) -> String {
-    let rows: Vec<[String; 5]> = judged
+    let rows: Vec<[String; 6]> = judged
         .iter()
         .map(|j| {
             let ours = match &j.outcome {
@@ -73,10 +112,11 @@ pub fn table(judged: &[Judged]) -> String {
                 paper_figure(&j.claim),
                 ours,
                 verdict_text(j),
+                fidelity_word(&j.claim).into(),
             ]
         })
         .collect();
-    let head = ["claim", "compares", "paper", "tailor (median [min-max] over seeds)", "verdict"];
+    let head = ["claim", "compares", "paper", "tailor (median [min-max] over seeds)", "verdict", "setup"];
     let mut widths = head.map(|h| h.chars().count());
     for r in &rows {
         for (w, cell) in widths.iter_mut().zip(r) {
@@ -94,27 +134,45 @@ pub fn table(judged: &[Judged]) -> String {
     out
 }
 
-/// The self-contained HTML page.
-pub fn html(judged: &[Judged], quick: bool) -> String {
+/// The verdicts counted in words ("30 hold, 3 sign only, 9 fail", each count between the two
+/// halves of `mark`), and how many published statements are not reproduced.
+pub fn summary(judged: &[Judged], not_reproduced: &[NotReproduced], mark: (&str, &str)) -> String {
     let count = |v: Verdict| judged.iter().filter(|j| j.verdict() == Some(v)).count();
+    let (l, r) = mark;
+    let mut text = format!(
+        "{l}{}{r} hold, {l}{}{r} sign only, {l}{}{r} fail",
+        count(Verdict::Holds),
+        count(Verdict::SignOnly),
+        count(Verdict::Fails)
+    );
+    if !not_reproduced.is_empty() {
+        text += &format!(
+            "; {} published statements not reproduced (models Tailor lacks; the page lists them)",
+            not_reproduced.len()
+        );
+    }
+    text
+}
+
+/// The self-contained HTML page: the judged claims, then the statements not reproduced.
+pub fn html(judged: &[Judged], not_reproduced: &[NotReproduced], quick: bool) -> String {
     let mut body = format!(
-        "<h1>Tailor reproduces its sources</h1>\n<p>{} claims{}: <b>{}</b> hold, <b>{}</b> sign only, <b>{}</b> fail.</p>\n",
+        "<h1>Tailor reproduces its sources</h1>\n<p>{} claims{}: {}.</p>\n",
         judged.len(),
         if quick {
             " (<b>smoke run</b>, <code>--quick</code>: fewer requests and seeds than the full run, so noisier figures; a verdict may differ from the full run's)"
         } else {
             ""
         },
-        count(Verdict::Holds),
-        count(Verdict::SignOnly),
-        count(Verdict::Fails)
+        summary(judged, not_reproduced, ("<b>", "</b>"))
     );
     body.push_str(RULE);
-    body.push_str("<table>\n<tr><th>source</th><th>claim</th><th>compares</th><th>paper</th><th>Tailor</th><th>verdict</th></tr>\n");
+    body.push_str("<table>\n<tr><th>source</th><th>claim</th><th>compares</th><th>paper</th><th>Tailor</th><th>verdict</th><th>setup</th></tr>\n");
     for j in judged {
         body.push_str(&row(j));
     }
     body.push_str("</table>\n");
+    body.push_str(&not_reproduced_list(not_reproduced));
     format!("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>tailor reproduce</title>\n<style>{STYLE}</style></head>\n<body>\n{body}</body></html>\n")
 }
 
@@ -133,26 +191,70 @@ fn row(j: &Judged) -> String {
         _ => "fails",
     };
     let note = c.note.as_deref().map(|n| format!("<div class=\"note\">{}</div>", escape(n))).unwrap_or_default();
+    let trivial = j.outcome.as_ref().ok().and_then(|o| o.trivial_bounds).map(trivial_note).unwrap_or_default();
+    let shown: String =
+        j.shown.iter().map(|(k, v)| format!("<br><code>{} = {}</code>", escape(k), escape(v))).collect();
+    let fidelity = match c.fidelity() {
+        Ok(Some(why)) => format!("approximate<br><small>{}</small>", escape(why)),
+        _ => "exact".into(),
+    };
     format!(
-        "<tr class=\"{class}\"><td>{}<br><small>{}</small></td><td>{}{note}<details><summary>{}</summary>{}</details></td>\
-         <td>{}</td><td>{}</td><td>{}</td><td class=\"v\">{}</td></tr>\n",
+        "<tr class=\"{class}\"><td>{}<br><small>{}</small></td><td>{}{note}{trivial}<details><summary>{}</summary>{}</details></td>\
+         <td>{}<br><small>{}</small>{shown}</td><td>{}</td><td>{}</td><td class=\"v\">{}</td><td>{fidelity}</td></tr>\n",
         escape(&c.paper),
         escape(&c.source),
         escape(&c.text),
         escape(&c.id),
         escape(&seeds),
         escape(&sides(c)),
+        escape(&meaning(c)),
         escape(&paper_figure(c)),
         escape(&ours),
         escape(&verdict_text(j))
     )
 }
 
+/// A bound claim's warning when the LP bound is trivial in some runs.
+fn trivial_note((trivial, of): (usize, usize)) -> String {
+    if trivial == 0 {
+        return format!("<div class=\"note\">The lower bound is informative in all {of} runs (above the largest request's own weighted processing time).</div>");
+    }
+    format!(
+        "<div class=\"note\"><b>Trivial bound in {trivial} of {of} runs</b>: there the LP bound equals the largest single \
+         request's own weighted processing time, so the ratio measures how long that request waited, not how far the \
+         schedule is from the optimum.</div>"
+    )
+}
+
+/// The published statements Tailor cannot check, with the model each needs.
+fn not_reproduced_list(items: &[NotReproduced]) -> String {
+    if items.is_empty() {
+        return String::new();
+    }
+    let mut out = format!(
+        "<h2>Not reproduced here ({})</h2>\n<p class=\"rule\">Published statements the simulator cannot express: \
+         each needs a model Tailor lacks.</p>\n<table>\n<tr><th>source</th><th>statement</th><th>why not</th></tr>\n",
+        items.len()
+    );
+    for n in items {
+        out.push_str(&format!(
+            "<tr><td>{}<br><small>{}</small></td><td>{}</td><td>{}</td></tr>\n",
+            escape(&n.paper),
+            escape(&n.source),
+            escape(&n.text),
+            escape(&n.reason)
+        ));
+    }
+    out + "</table>\n"
+}
+
 const RULE: &str = "<p class=\"rule\">Each claim runs its source's setup (a built-in preset) in the simulator. \
 Both sides of a comparison see the same requests on each seed, so the figure is their ratio seed by seed; \
-the verdict reads the median over seeds. A claim with a published effect <b>holds</b> when Tailor shows at \
+the verdict reads the median over seeds. Under each comparison, what its figure means. A claim with a published effect <b>holds</b> when Tailor shows at \
 least half of it, is <b>sign only</b> when only the direction holds, and <b>fails</b> otherwise. \
-The claims and the verdicts the project stands by are in <code>crates/tailor/claims.toml</code>.</p>\n";
+An <i>at most</i> claim holds when the median is within the stated tolerance of the published value or below; \
+a <i>share</i> claim that says \"more than\" needs strictly more. The last column says whether the published setup \
+could be expressed exactly in the simulator, and if not, why. The claims and the verdicts the project stands by are in <code>crates/tailor/claims.toml</code>.</p>\n";
 
 const STYLE: &str = "body{font-family:system-ui,sans-serif;margin:2em;max-width:1200px;color:#222}\
 table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:.4em .6em;text-align:left;vertical-align:top}\

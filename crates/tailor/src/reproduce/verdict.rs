@@ -7,7 +7,7 @@
 //! are compared pairwise (common random numbers: both sides of a seed saw the same requests),
 //! and the verdict reads the median over seeds.
 
-use super::claims::{Aggregate, Claim, Kind, Metric, Side, Verdict};
+use super::claims::{Aggregate, Claim, Kind, Metric, Side, Verdict, STABLE_SHARE};
 use anyhow::{bail, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -27,7 +27,22 @@ pub struct Outcome {
     pub max: f64,
     /// The verdict.
     pub verdict: Verdict,
+    /// `bound_ratio` claims: how many of the runs had a trivial lower bound (the LP's optimum
+    /// equal to the largest single request's own weighted processing time), out of how many.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trivial_bounds: Option<(usize, usize)>,
 }
+
+/// The extra figure holding a run's trivial bound, `max_i w_i p_i` (filled by `reproduce`).
+pub const TRIVIAL_BOUND: &str = "bound_trivial";
+/// Extra figures holding a run's mean latency of small and of large reads (ms).
+pub const SMALL_MEAN: &str = "small_mean_ms";
+/// See [`SMALL_MEAN`].
+pub const LARGE_MEAN: &str = "large_mean_ms";
+
+/// A bound within this relative distance of the trivial one is the trivial one (the LP is
+/// solved by a binary search to `bound.tolerance`, 1e-4 by default).
+const TRIVIAL_TOLERANCE: f64 = 1e-3;
 
 /// Judge `claim` on the runs of the setups its sides read (`a_runs`, `b_runs`).
 pub fn judge(claim: &Claim, a_runs: &[RunResult], b_runs: &[RunResult]) -> Result<Outcome> {
@@ -53,7 +68,19 @@ pub fn judge(claim: &Claim, a_runs: &[RunResult], b_runs: &[RunResult]) -> Resul
         Kind::Share => share_within(&values, claim.threshold.unwrap_or(f64::NAN)),
         _ => spread.median,
     };
-    Ok(Outcome { verdict: verdict(claim, value), per_seed, value, min: spread.min, max: spread.max })
+    let trivial_bounds = (claim.metric == Metric::BoundRatio).then(|| trivial_bounds(claim, a_runs));
+    Ok(Outcome { verdict: verdict(claim, value), per_seed, value, min: spread.min, max: spread.max, trivial_bounds })
+}
+
+/// How many of side `a`'s runs had a bound no better than the trivial one, out of those whose
+/// trivial bound is known.
+fn trivial_bounds(claim: &Claim, runs: &[RunResult]) -> (usize, usize) {
+    let known: Vec<bool> = runs
+        .iter()
+        .filter(|r| matches(claim, &claim.a, r))
+        .filter_map(|r| Some(r.bound?.bound <= r.extra.get(TRIVIAL_BOUND)? * (1.0 + TRIVIAL_TOLERANCE)))
+        .collect();
+    (known.iter().filter(|&&t| t).count(), known.len())
 }
 
 /// The verdict for a claim whose figure (median ratio, or share) is `value`.
@@ -71,18 +98,22 @@ pub fn verdict(claim: &Claim, value: f64) -> Verdict {
             _ => Verdict::Holds,
         },
         Kind::Similar => holds_if((value - 1.0).abs() <= claim.tolerance.unwrap_or(0.0)),
+        Kind::Share if claim.strict => holds_if(value > claim.published.unwrap_or(f64::INFINITY)),
         Kind::Share => holds_if(value >= claim.published.unwrap_or(f64::INFINITY)),
+        Kind::AtMost => holds_if(value <= claim.published.unwrap_or(0.0) * (1.0 + claim.tolerance.unwrap_or(0.0))),
     }
 }
 
 /// One value per seed for `side`: its runs at the claim's points, aggregated.
 fn side_values(claim: &Claim, side: &Side, runs: &[RunResult]) -> Result<BTreeMap<u64, f64>> {
     let mut per_seed: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
-    for r in runs.iter().filter(|r| matches(claim, side, r)) {
+    let counts = |r: &&RunResult| claim.aggregate != Aggregate::MaxStable || stable(r);
+    for r in runs.iter().filter(|r| matches(claim, side, r)).filter(counts) {
         per_seed.entry(r.seed).or_default().push(metric(claim.metric, r)?);
     }
     if per_seed.is_empty() {
-        bail!("no run of selector `{}` (local {:?}) at {:?}", side.selector, side.local, claim.at);
+        let stably = if claim.aggregate == Aggregate::MaxStable { " served stably" } else { "" };
+        bail!("no run of selector `{}` (local {:?}) at {:?}{stably}", side.selector, side.local, claim.at);
     }
     let mut out = BTreeMap::new();
     for (seed, values) in per_seed {
@@ -91,11 +122,16 @@ fn side_values(claim: &Claim, side: &Side, runs: &[RunResult]) -> Result<BTreeMa
             Aggregate::One => {
                 bail!("{} runs of `{}` match seed {seed}: narrow `at` or set `aggregate`", values.len(), side.selector)
             }
-            Aggregate::Max => values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            Aggregate::Max | Aggregate::MaxStable => values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
         };
         out.insert(seed, v);
     }
     Ok(out)
+}
+
+/// Whether a run completed at least [`STABLE_SHARE`] of what it was offered.
+fn stable(r: &RunResult) -> bool {
+    r.throughput_rps >= STABLE_SHARE * r.offered_rps
 }
 
 fn matches(claim: &Claim, side: &Side, r: &RunResult) -> bool {
@@ -123,6 +159,7 @@ fn metric(m: Metric, r: &RunResult) -> Result<f64> {
         Metric::Max => l.max,
         Metric::Mean => l.mean,
         Metric::Throughput => r.throughput_rps,
+        Metric::Offered => r.offered_rps,
         Metric::StretchP99 => r.stretch.p99,
         Metric::BoundRatio => match r.bound {
             Some(b) => b.ratio,
@@ -133,6 +170,14 @@ fn metric(m: Metric, r: &RunResult) -> Result<f64> {
             None => {
                 bail!("run {} seed {} did not hedge: its setup needs cluster.speculative_retry", r.selector, r.seed)
             }
+        },
+        Metric::SmallOverLarge => match (r.extra.get(SMALL_MEAN), r.extra.get(LARGE_MEAN)) {
+            (Some(s), Some(l)) if *l > 0.0 => s / l,
+            _ => bail!(
+                "run {} seed {} has no small and large reads apart: its setup needs report.per_request and both sizes",
+                r.selector,
+                r.seed
+            ),
         },
     })
 }
@@ -150,13 +195,14 @@ mod tests {
         let extra = match kind {
             "similar" => "tolerance = 0.1".to_string(),
             "share" => "threshold = 1.15".to_string(),
+            "at_most" => "tolerance = 0.25".to_string(),
             _ => String::new(),
         };
         let paper = paper.map(|p| format!("published = {p}")).unwrap_or_default();
         let text = format!(
             "[setup.s]\npreset = \"c3\"\nset = []\n[[claim]]\nid = \"x\"\npaper = \"C3\"\nsource = \"s\"\ntext = \"t\"\n\
              setup = \"s\"\nkind = \"{kind}\"\nmetric = \"p99\"\na = {{ selector = \"c3\" }}\n\
-             b = {{ selector = \"lor\" }}\nexpected = \"holds\"\n{paper}\n{extra}\n"
+             b = {{ selector = \"lor\" }}\nexpected = \"holds\"\nsetup_fidelity = \"exact\"\n{paper}\n{extra}\n"
         );
         ClaimsFile::parse(&text).unwrap().claim.remove(0)
     }
@@ -212,7 +258,52 @@ mod tests {
         }
         let o = judge(&c, &runs, &[]).unwrap();
         assert_eq!((o.value, o.verdict), (0.5, Verdict::Holds));
+        // "more than 50 %" is not met by exactly half
+        c.strict = true;
+        assert_eq!(judge(&c, &runs, &[]).unwrap().verdict, Verdict::Fails);
+        c.strict = false;
         runs[1].bound = None;
         assert!(judge(&c, &runs, &[]).unwrap_err().to_string().contains("bound.enabled"));
+    }
+
+    #[test]
+    fn a_bound_equal_to_the_largest_request_is_counted_as_trivial() {
+        let mut c = claim("share", Some(0.5));
+        c.metric = Metric::BoundRatio;
+        let runs: Vec<RunResult> = [(1.0, 1.0), (2.07, 1.0), (1.00005, 1.0)]
+            .into_iter()
+            .enumerate()
+            .map(|(i, (bound, trivial))| {
+                let mut r = run("c3", i as u64, 0.0);
+                r.bound = Some(tailor_core::results::BoundRatio { bound, ratio: 1.1, ..Default::default() });
+                r.extra.insert(TRIVIAL_BOUND.into(), trivial);
+                r
+            })
+            .collect();
+        assert_eq!(judge(&c, &runs, &[]).unwrap().trivial_bounds, Some((2, 3)));
+    }
+
+    #[test]
+    fn an_at_most_claim_allows_its_tolerance_above_the_published_value() {
+        let c = claim("at_most", Some(0.02));
+        assert_eq!(verdict(&c, 0.024), Verdict::Holds);
+        assert_eq!(verdict(&c, 0.026), Verdict::Fails);
+    }
+
+    #[test]
+    fn max_stable_takes_the_largest_rate_served_at_99_percent() {
+        let mut c = claim("higher", None);
+        (c.metric, c.aggregate, c.b) = (Metric::Offered, Aggregate::MaxStable, None);
+        let rate = |offered: f64, done: f64| RunResult {
+            selector: "c3".into(),
+            seed: 1,
+            offered_rps: offered,
+            throughput_rps: done,
+            ..RunResult::default()
+        };
+        // 50k offered is "completed" at 48k: overload, not a stable rate
+        let runs = [rate(30e3, 29.9e3), rate(40e3, 39.7e3), rate(50e3, 48e3)];
+        assert_eq!(side_values(&c, &c.a, &runs).unwrap()[&1], 40e3);
+        assert!(side_values(&c, &c.a, &runs[2..]).unwrap_err().to_string().contains("served stably"));
     }
 }
