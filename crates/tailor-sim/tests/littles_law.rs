@@ -1,24 +1,35 @@
-//! Little's law on every built-in preset: per server, the time-averaged number in system equals
-//! the completion rate times the mean sojourn, both measured by the simulator independently
-//! (the first from occupancy integrals, the second from each job's admission and completion).
+//! Little's law on every built-in preset: per server, the time-averaged number in system `L`
+//! equals the arrival rate `λ` times the mean sojourn `W`, both measured by the simulator
+//! independently (`L` from the occupancy the server's core reports after every change, `W`
+//! from each job's admission and completion times).
 //!
-//! They differ only by the window's edges. The window starts at t = 0 here (no warm-up), with
-//! every server empty, so the opening edge is exact; at the closing edge (the last arrival)
-//! the jobs still in a server count their whole sojourn but only part of their area. About
-//! `L + 1` jobs are there, each off by its residual sojourn, which for size-mixed presets
-//! (heron: a few large reads many times the small ones) is several mean sojourns: the test
-//! allows `EDGE_JOBS × (L + 1) / n` relative for `n` completions — up to 4 × (L + 1) jobs at
-//! the edge (the number in system at an instant ranges well above its mean) times a residual
-//! of up to 4 mean sojourns — plus `FLOAT` for rounding. A crash (fault presets) drops the
-//! jobs in the crashed server, another edge of the same kind.
+//! Over a finite window they differ only by its edges. The window starts at t = 0 here (no
+//! warm-up) with every server empty, so the opening edge is exact. At the closing edge (the
+//! workload's last arrival) the `N` jobs still in a server count their whole sojourn in `W`
+//! but only their past in `L`: `λW − L` is the sum of their residual sojourns over the window.
+//! A job there waits behind at most `N` others served by `c` workers, so its residual is about
+//! `(N / c + 1)` service times in expectation; the test allows `SLACK` times that, with the mean
+//! service time `s̄` measured from the busy time (utilisation × c × window / completions):
+//! `|λW − L| ≤ SLACK × N × (N / c + 1) × s̄ / window`. `N` is the server's arrivals minus
+//! completions in the window, which also counts the jobs a crash dropped (fault presets),
+//! another edge of the same kind.
 //!
-//! Measured (6,000 requests, seeds 1 and 2, first strategy pair of each preset): the largest
-//! gap is 0.62 of its allowance (heron, seed 2, server 11), most are below 0.3.
+//! `SLACK` = 16 is a tail bound, not an expectation: with `N` = 1 the residual is one service
+//! time, exponential on most presets, which exceeds `k` means with probability `e^-k`; about
+//! 500 servers are checked, so `k` = 10 keeps a false failure of the whole test near 2 %, and
+//! c3's servers are 6× slower half the time (their slow service is 1.7 × `s̄`): 10 × 1.7 ≈ 16.
+//! With `SLACK` = 4 (an expectation with room) c3 failed on a server holding one job at the end.
+//!
+//! Measured (60,000 requests, seeds 1 and 2, first strategy pair of each preset, 497 servers):
+//! the largest `|λW − L|` is 0.26 of its allowance (heron, seed 2, server 11). c3's servers, at
+//! 99 % of their slow capacity, end with up to 36 jobs where `L` is 4 (their residuals made
+//! `λW` 7 % above `L`), which is why the allowance follows `N` rather than `L`.
 
 use tailor_spec::{expand, presets::PRESETS};
 
-/// Jobs × residual mean sojourns, in units of `L + 1`, the closing edge may misattribute.
-const EDGE_JOBS: f64 = 16.0;
+/// Residual sojourns, in units of `(N / c + 1)` mean service times, a job at the window's end
+/// may have left.
+const SLACK: f64 = 16.0;
 /// Relative slack for floating-point rounding of the figures.
 const FLOAT: f64 = 1e-9;
 /// Servers with fewer completions in the window are skipped: the edges dominate them.
@@ -26,14 +37,14 @@ const MIN_COMPLETIONS: u64 = 100;
 
 #[test]
 fn number_in_system_is_arrival_rate_times_sojourn_on_every_preset() {
-    let overrides = ["workload.requests=6000", "workload.warmup_ms=0", "seeds=[1,2]"];
+    let overrides = ["workload.requests=60000", "workload.warmup_ms=0", "seeds=[1,2]"];
     let mut checked = 0;
     for (name, text) in PRESETS {
         let spec = tailor_spec::Spec::from_toml(text).unwrap().with_overrides(&overrides).unwrap();
-        let plans = expand(&spec).unwrap();
+        let workers = spec.cluster.workers as f64;
         // one plan per seed of the first strategy pair and swept point: the law is the
         // simulator's, not a strategy's, and every preset's own setup is what varies
-        let plans: Vec<_> = plans.into_iter().take(2).collect();
+        let plans: Vec<_> = expand(&spec).unwrap().into_iter().take(2).collect();
         let outs = tailor_sim::run_all(&plans, None, &|_, _| {}).unwrap();
         for (plan, out) in plans.iter().zip(&outs) {
             let q = out.result.queueing.as_ref().unwrap_or_else(|| panic!("{name}: no queueing figures"));
@@ -42,13 +53,15 @@ fn number_in_system_is_arrival_rate_times_sojourn_on_every_preset() {
                 if f.completions < MIN_COMPLETIONS {
                     continue;
                 }
-                let rate_per_ms = f.completions as f64 / q.window_ms;
-                let little = rate_per_ms * f.mean_sojourn_ms;
-                let gap = (f.mean_in_system - little).abs() / little.max(f.mean_in_system);
-                let allowed = EDGE_JOBS * (f.mean_in_system + 1.0) / f.completions as f64 + FLOAT;
+                let little = f.arrivals as f64 / q.window_ms * f.mean_sojourn_ms;
+                let at_end = f.arrivals.saturating_sub(f.completions) as f64;
+                let service_ms = f.utilisation * workers * q.window_ms / f.completions as f64;
+                let allowed = SLACK * at_end * (at_end / workers + 1.0) * service_ms / q.window_ms + FLOAT * little;
+                let gap = (little - f.mean_in_system).abs();
                 assert!(
                     gap <= allowed,
-                    "{name} (seed {}) server {s}: L = {:.4} but λW = {little:.4} (gap {gap:.4} > {allowed:.4})",
+                    "{name} (seed {}) server {s}: L = {:.4} but λW = {little:.4} (gap {gap:.4} > {allowed:.4}, \
+                     {at_end} jobs at the window's end)",
                     plan.seed,
                     f.mean_in_system
                 );
