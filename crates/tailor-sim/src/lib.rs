@@ -20,6 +20,7 @@ pub mod replica_script;
 mod requests;
 pub mod script;
 mod server;
+mod sharing;
 mod workload;
 
 use rayon::prelude::*;

@@ -16,9 +16,11 @@ struct Track {
     since: Nanos,
     waiting: u32,
     running: u32,
-    /// Integrals over the window of jobs waiting and jobs running, in ns × jobs.
+    /// Integrals over the window of jobs waiting, jobs running, and units of capacity busy
+    /// (jobs running, at most the capacity), in ns × jobs.
     waiting_area: u128,
     running_area: u128,
+    busy_area: u128,
     arrivals: u64,
     completions: u64,
     /// Sojourns (admission to completion) of the jobs admitted in the window, in ns.
@@ -32,14 +34,16 @@ pub struct QueueTracker {
     from: Nanos,
     /// End of the window, once the workload issued its last request.
     until: Option<Nanos>,
-    workers: usize,
+    /// Jobs a server runs at full speed at once (its workers, or its shared capacity).
+    capacity: usize,
     tracks: Vec<Track>,
 }
 
 impl QueueTracker {
-    /// Tracks for `servers` servers of `workers` workers each, measured from `from`.
-    pub fn new(servers: usize, workers: usize, from: Nanos) -> Self {
-        QueueTracker { from, until: None, workers, tracks: vec![Track::default(); servers] }
+    /// Tracks for `servers` servers of `capacity` each (workers, or shared units), measured
+    /// from `from`.
+    pub fn new(servers: usize, capacity: usize, from: Nanos) -> Self {
+        QueueTracker { from, until: None, capacity, tracks: vec![Track::default(); servers] }
     }
 
     fn in_window(&self, t: Nanos) -> bool {
@@ -57,9 +61,11 @@ impl QueueTracker {
     pub fn occupancy(&mut self, server: usize, now: Nanos, waiting: usize, running: usize) {
         let t = self.tracks[server];
         let span = self.overlap(t.since, now);
+        let capacity = self.capacity as u32;
         let t = &mut self.tracks[server];
         t.waiting_area += span * t.waiting as u128;
         t.running_area += span * t.running as u128;
+        t.busy_area += span * t.running.min(capacity) as u128;
         (t.since, t.waiting, t.running) = (now, waiting as u32, running as u32);
     }
 
@@ -109,7 +115,7 @@ impl QueueTracker {
             .map(|t| ServerQueueing {
                 mean_waiting: per_time(t.waiting_area),
                 mean_in_system: per_time(t.waiting_area + t.running_area),
-                utilisation: per_time(t.running_area) / self.workers.max(1) as f64,
+                utilisation: per_time(t.busy_area) / self.capacity.max(1) as f64,
                 arrivals: t.arrivals,
                 completions: t.completions,
                 mean_sojourn_ms: if t.sojourns > 0 {

@@ -87,7 +87,7 @@ impl Recorder {
             },
             cdf_points: spec.report.cdf_points,
             per_request: spec.report.per_request.then(Vec::new),
-            queue: QueueTracker::new(servers, spec.cluster.workers, from_ms(spec.workload.warmup_ms)),
+            queue: QueueTracker::new(servers, spec.cluster.capacity(), from_ms(spec.workload.warmup_ms)),
         }
     }
 

@@ -4,7 +4,9 @@
 //! the sojourn's exact CDF, solved numerically), M/D/1 (Pollaczek–Khinchine mean, p99 from
 //! Erlang's waiting-time distribution) and M/G/1 with two service times (P–K mean; its p99 has
 //! no closed form and is not checked). The queue outputs are checked too: utilisation ≈ ρ and
-//! time-averaged number in system ≈ L = λW.
+//! time-averaged number in system ≈ L = λW. A server whose jobs share its capacity
+//! (`cluster.shared_capacity = 1`, processor sharing) is checked against M/M/1-PS (the mean
+//! sojourn of M/M/1) and M/G/1-PS (each size's mean response `x / (1 − ρ)`, proportional to it).
 //!
 //! **Tolerance, from the seeds.** Each figure is measured on `SEEDS` seeds; the check is
 //! `|mean over seeds − theory| ≤ Z × standard error over seeds + resolution`, where the
@@ -23,30 +25,40 @@ const RESOLUTION: f64 = 1e-3;
 const MAX_TOLERANCE: f64 = 0.06;
 const LOAD: f64 = 0.7;
 
-/// A one-server spec with `workers` workers and the given `[cluster.service]` and size law.
-fn spec(workers: usize, service: &str, sizes: &str) -> Spec {
+/// A one-server spec with the given `[cluster]` lines (workers, shared capacity), `[cluster.service]`
+/// and size law.
+fn spec(cluster: &str, service: &str, sizes: &str) -> Spec {
     let seeds: Vec<String> = (1..=SEEDS).map(|s| s.to_string()).collect();
     let text = format!(
         "seeds = [{}]\n\
-         [cluster]\nservers = 1\nclients = 1\nreplication = 1\nworkers = {workers}\n\
+         [cluster]\nservers = 1\nclients = 1\nreplication = 1\n{cluster}\n\
          [cluster.service]\n{service}\n\
          [cluster.fluctuation]\ninterval_ms = 0.0\n\
          [workload]\nrequests = 200000\nwarmup_ms = 1000.0\nreads = 1.0\nload = {LOAD}\nsizes = {sizes}\n\
-         [compare]\nselectors = [\"random\"]\nlocals = [\"fcfs\"]\n",
+         [compare]\nselectors = [\"random\"]\nlocals = [\"fcfs\"]\n\
+         [report]\nper_request = true\n",
         seeds.join(", ")
     );
     Spec::from_toml(&text).unwrap()
 }
 
 fn runs(spec: &Spec) -> Vec<RunResult> {
+    outputs(spec).into_iter().map(|o| o.result).collect()
+}
+
+fn outputs(spec: &Spec) -> Vec<tailor_sim::RunOutput> {
     let plans = expand(spec).unwrap();
     assert_eq!(plans.len(), SEEDS as usize, "one run per seed");
-    tailor_sim::run_all(&plans, None, &|_, _| {}).unwrap().into_iter().map(|o| o.result).collect()
+    tailor_sim::run_all(&plans, None, &|_, _| {}).unwrap()
 }
 
 /// `figure` over the seeds against `theory`, within the seeds' own tolerance.
 fn check(model: &str, name: &str, runs: &[RunResult], figure: impl Fn(&RunResult) -> f64, theory: f64) {
-    let xs: Vec<f64> = runs.iter().map(figure).collect();
+    check_values(model, name, &runs.iter().map(figure).collect::<Vec<_>>(), theory);
+}
+
+/// One figure per seed, `xs`, against `theory`, within the seeds' own tolerance.
+fn check_values(model: &str, name: &str, xs: &[f64], theory: f64) {
     let n = xs.len() as f64;
     let mean = xs.iter().sum::<f64>() / n;
     let sd = (xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt();
@@ -122,7 +134,8 @@ fn md1_wait_cdf(lambda: f64, d: f64, t: f64) -> f64 {
 
 #[test]
 fn mm1_mean_and_p99() {
-    let runs = runs(&spec(1, "model = \"exponential\"\nmean_ms = 4.0", "{ kind = \"fixed\", bytes = 1000 }"));
+    let runs =
+        runs(&spec("workers = 1", "model = \"exponential\"\nmean_ms = 4.0", "{ kind = \"fixed\", bytes = 1000 }"));
     let excess = 1.0 / 4.0 - lambda(&runs);
     check_common("M/M/1", &runs, 1.0 / excess, LOAD);
     check("M/M/1", "p99", &runs, |r| r.read_latency_ms.p99, 100f64.ln() / excess);
@@ -131,7 +144,11 @@ fn mm1_mean_and_p99() {
 #[test]
 fn mm4_mean_and_p99() {
     let (c, mu) = (4, 1.0 / 4.0);
-    let runs = runs(&spec(c, "model = \"exponential\"\nmean_ms = 4.0", "{ kind = \"fixed\", bytes = 1000 }"));
+    let runs = runs(&spec(
+        &format!("workers = {c}"),
+        "model = \"exponential\"\nmean_ms = 4.0",
+        "{ kind = \"fixed\", bytes = 1000 }",
+    ));
     let lambda = lambda(&runs);
     let waits = erlang_c(c, lambda / mu);
     let theta = c as f64 * mu - lambda;
@@ -150,7 +167,7 @@ const SIZE_SERVICE: &str = "model = \"size\"\nbandwidth_mbps = 8.0\noverhead_ms 
 
 #[test]
 fn md1_mean_and_p99() {
-    let runs = runs(&spec(1, SIZE_SERVICE, "{ kind = \"fixed\", bytes = 3000 }"));
+    let runs = runs(&spec("workers = 1", SIZE_SERVICE, "{ kind = \"fixed\", bytes = 3000 }"));
     let (lambda, d) = (lambda(&runs), 4.0);
     let mean = d + LOAD * d / (2.0 * (1.0 - LOAD));
     check_common("M/D/1", &runs, mean, LOAD);
@@ -161,11 +178,45 @@ fn md1_mean_and_p99() {
 #[test]
 fn mg1_mean() {
     // services of 2 ms (90 %) and 20 ms (10 %): mean 3.8 ms, E[S²] 43.6 ms²
-    let runs = runs(&spec(1, SIZE_SERVICE, "{ kind = \"mixture\", values = [1000, 19000], weights = [0.9, 0.1] }"));
+    let runs = runs(&spec(
+        "workers = 1",
+        SIZE_SERVICE,
+        "{ kind = \"mixture\", values = [1000, 19000], weights = [0.9, 0.1] }",
+    ));
     let (lambda, es, es2) = (lambda(&runs), 3.8, 43.6);
     let rho = lambda * es;
     assert!((rho - LOAD).abs() < 1e-9, "the load sets λ from the mean service: ρ = {rho}");
     check_common("M/G/1", &runs, es + lambda * es2 / (2.0 * (1.0 - rho)), rho);
+}
+
+/// Processor sharing: one unit of capacity shared by every job in service (64 workers, so at
+/// ρ = 0.7 a job waits for a thread with probability 0.7^64).
+const PS: &str = "workers = 64\nshared_capacity = 1";
+
+#[test]
+fn mm1_ps_mean_equals_mm1() {
+    // M/M/1-PS: the number in system is M/M/1's, so the mean sojourn 1/(μ − λ) is too
+    let runs = runs(&spec(PS, "model = \"exponential\"\nmean_ms = 4.0", "{ kind = \"fixed\", bytes = 1000 }"));
+    check_common("M/M/1-PS", &runs, 1.0 / (1.0 / 4.0 - lambda(&runs)), LOAD);
+}
+
+#[test]
+fn mg1_ps_response_time_is_proportional_to_size() {
+    // M/G/1-PS: a job needing x is served at 1 − ρ on average, E[T | x] = x / (1 − ρ), for any
+    // service law: the 2 ms reads take 6.7 ms and the 20 ms ones 66.7 ms (FCFS: both 17.2 ms)
+    let outs = outputs(&spec(PS, SIZE_SERVICE, "{ kind = \"mixture\", values = [1000, 19000], weights = [0.9, 0.1] }"));
+    let runs: Vec<RunResult> = outs.iter().map(|o| o.result.clone()).collect();
+    check_common("M/G/1-PS", &runs, 3.8 / (1.0 - LOAD), LOAD);
+    for (bytes, service_ms) in [(1000, 2.0), (19000, 20.0)] {
+        let per_seed: Vec<f64> = outs.iter().map(|o| mean_latency_of_size(&o.requests, bytes)).collect();
+        check_values("M/G/1-PS", &format!("mean for {bytes} B"), &per_seed, service_ms / (1.0 - LOAD));
+    }
+}
+
+/// Mean latency in ms of the reads of `bytes` among `requests`.
+fn mean_latency_of_size(requests: &[tailor_sim::RequestRecord], bytes: u64) -> f64 {
+    let of_size: Vec<f64> = requests.iter().filter(|r| r.size == bytes).map(|r| (r.done - r.release) as f64).collect();
+    of_size.iter().sum::<f64>() / of_size.len() as f64 / 1e6
 }
 
 #[test]
