@@ -144,7 +144,6 @@ impl Spec {
 }
 
 impl Spec {
-    /// Each slowed server exists once, with a duty in (0, 1) and a period of at least 1 µs.
     /// A shared capacity is at most the workers that use it, and not combined with the stops
     /// of slowed servers (the shared model has no stopped time).
     fn validate_shared_capacity(&self) -> Result<(), SpecError> {
@@ -161,6 +160,7 @@ impl Spec {
         Ok(())
     }
 
+    /// Each slowed server exists once, with a duty in (0, 1) and a period of at least 1 µs.
     fn validate_slow_servers(&self) -> Result<(), SpecError> {
         let c = &self.cluster;
         for (i, s) in c.slow_servers.iter().enumerate() {
