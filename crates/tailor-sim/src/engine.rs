@@ -9,7 +9,6 @@ use crate::prefetch::{prefetch, prefetch_addr, prefetch_all, prefetch_head, pref
 use crate::record::Recorder;
 use crate::requests::{seq, Req, Requests};
 use crate::server::{Job, Pause, Server, SimWorld};
-use crate::sharing::Shared;
 use crate::workload::{mean_service_ns, Draw, Generator};
 use crate::{RunOutput, SimError};
 use rand::rngs::SmallRng;
@@ -23,6 +22,7 @@ use tailor_core::coordinator::{
 use tailor_core::facts::ProbeReply;
 use tailor_core::oracle::bloom::BloomConfig;
 use tailor_core::oracle::size::{self, Knowledge};
+use tailor_core::replica::sharing::Sharing;
 use tailor_core::replica::{Arrival, ReplicaCore, ServiceEstimate};
 use tailor_core::ring::{ReplicaSet, Ring};
 use tailor_core::selector::{self, Reach, ReplicaSelector, SelectorEnv};
@@ -30,6 +30,15 @@ use tailor_core::time::{from_ms, round_nonneg, Nanos};
 use tailor_core::workload::TraceRecord;
 use tailor_core::{local, Consistency, NodeId, Op, RequestId};
 use tailor_spec::{ArrivalKind, RunPlan, ServiceModel, Spec};
+
+/// A job in service on a server whose jobs share its capacity: when it started, and when its
+/// server admitted it (for the queueing figures).
+#[derive(Clone, Debug)]
+struct InService {
+    job: Job,
+    started: Nanos,
+    enqueued: Nanos,
+}
 
 /// The omniscient view of `servers` at `now`, or none when the spec runs blind like the store.
 fn world<'s>(servers: &'s [Server], now: Nanos, spec: &Spec, base_service_ns: f64) -> SimWorld<'s> {
@@ -119,7 +128,7 @@ pub struct Engine<'a> {
     servers: Vec<Server>,
     /// Each server's jobs in service when they share its capacity (`cluster.shared_capacity`;
     /// empty otherwise).
-    shared: Vec<Shared>,
+    shared: Vec<Sharing<InService>>,
     clients: Vec<SimCoordinator>,
     reqs: Requests,
     /// The facts of answers travelling to their coordinators, in the order they were sent: all
@@ -234,7 +243,7 @@ impl<'a> Engine<'a> {
             events: EventQueue::new(),
             ring,
             servers,
-            shared: (0..c.servers).filter(|_| c.shared_capacity > 0).map(|_| Shared::new(c.shared_capacity)).collect(),
+            shared: (0..c.servers).filter(|_| c.shared_capacity > 0).map(|_| Sharing::new(c.shared_capacity)).collect(),
             clients,
             reqs: Requests::default(),
             answers: VecDeque::new(),
@@ -689,7 +698,7 @@ impl<'a> Engine<'a> {
             let work = self.service_time(server, job.ticket.id, meta.service);
             let work = fault.map_or(work, |f| faulty_work(f, work));
             if let Some(shared) = self.shared.get_mut(server as usize) {
-                shared.start(self.now, job, work, meta.enqueued);
+                shared.start(self.now, InService { job, started: self.now, enqueued: meta.enqueued }, work);
                 continue;
             }
             let done = pause.map_or(self.now + work, |p| p.finish(self.now, work));
@@ -701,7 +710,7 @@ impl<'a> Engine<'a> {
 
     /// Schedule the next completion of shared `server` if its jobs in service changed.
     fn schedule_shared(&mut self, server: NodeId) {
-        if let Some((at, generation)) = self.shared.get_mut(server as usize).and_then(Shared::reschedule) {
+        if let Some((at, generation)) = self.shared.get_mut(server as usize).and_then(Sharing::reschedule) {
             self.events.push(at, Event::SharedDone { server, generation });
         }
     }
@@ -709,10 +718,10 @@ impl<'a> Engine<'a> {
     /// Shared `server`'s first job in service is done, unless its jobs changed since.
     fn on_shared_done(&mut self, server: NodeId, generation: u32) {
         let shared = &mut self.shared[server as usize];
-        if shared.generation != generation {
+        if shared.generation() != generation {
             return;
         }
-        let done = shared.finish(self.now);
+        let done = shared.finish_first(self.now).expect("a completion is scheduled only with jobs in service");
         self.rec.queue.started(server as usize, done.enqueued, self.now);
         self.on_service_done(server, done.job, self.now - done.started);
         self.schedule_shared(server);

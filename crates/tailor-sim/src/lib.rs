@@ -20,7 +20,6 @@ pub mod replica_script;
 mod requests;
 pub mod script;
 mod server;
-mod sharing;
 mod workload;
 
 use rayon::prelude::*;

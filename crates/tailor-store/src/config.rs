@@ -103,6 +103,15 @@ pub struct EmulationConfig {
     pub stall_every_ms: u64,
     /// Length of each stall in ms: workers start nothing while it lasts.
     pub stall_ms: u64,
+    /// Units of device capacity the jobs in service share (0: each worker its own): each of
+    /// the `n` jobs in service gets the emulated time at `min(1, units / n)` of full speed, as
+    /// the simulator's `cluster.shared_capacity` (`replica/device.rs`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub shared_capacity: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Default for EmulationConfig {
@@ -114,6 +123,7 @@ impl Default for EmulationConfig {
             fluct_period_ms: 0,
             stall_every_ms: 0,
             stall_ms: 0,
+            shared_capacity: 0,
         }
     }
 }
@@ -128,6 +138,7 @@ impl EmulationConfig {
             ("fluct_period_ms", self.fluct_period_ms as f64),
             ("stall_every_ms", self.stall_every_ms as f64),
             ("stall_ms", self.stall_ms as f64),
+            ("shared_capacity", self.shared_capacity as f64),
         ];
         for (knob, v) in values {
             crate::knobs::check(knob, &v.to_string())?;

@@ -21,6 +21,7 @@ pub struct Emulation {
     fluct_period_ms: AtomicU64,
     stall_every_ms: AtomicU64,
     stall_ms: AtomicU64,
+    shared_capacity: AtomicU64,
     seed: u64,
 }
 
@@ -38,6 +39,7 @@ impl Emulation {
             fluct_period_ms: AtomicU64::new(cfg.fluct_period_ms),
             stall_every_ms: AtomicU64::new(cfg.stall_every_ms),
             stall_ms: AtomicU64::new(cfg.stall_ms),
+            shared_capacity: AtomicU64::new(cfg.shared_capacity),
             seed,
         }
     }
@@ -53,6 +55,7 @@ impl Emulation {
             "fluct_period_ms" => &self.fluct_period_ms,
             "stall_every_ms" => &self.stall_every_ms,
             "stall_ms" => &self.stall_ms,
+            "shared_capacity" => &self.shared_capacity,
             _ => unreachable!("check() knows only these knobs"),
         };
         let floating = matches!(knob, "alpha_ns_per_byte" | "beta_us" | "fluct_factor");
@@ -69,6 +72,7 @@ impl Emulation {
             "fluct_period_ms" => self.fluct_period_ms.load(Ordering::Relaxed).to_string(),
             "stall_every_ms" => self.stall_every_ms.load(Ordering::Relaxed).to_string(),
             "stall_ms" => self.stall_ms.load(Ordering::Relaxed).to_string(),
+            "shared_capacity" => self.shared_capacity.load(Ordering::Relaxed).to_string(),
             _ => return None,
         })
     }
@@ -93,6 +97,11 @@ impl Emulation {
         } else {
             ServiceEstimate::UNMODELLED
         }
+    }
+
+    /// Units of device capacity the jobs in service share (0: each worker its own).
+    pub fn shared_capacity(&self) -> usize {
+        self.shared_capacity.load(Ordering::Relaxed) as usize
     }
 
     /// Emulated processing time `alpha * size + beta` of a value of `size` bytes (0 when off).

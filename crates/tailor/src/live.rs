@@ -157,6 +157,9 @@ impl Drop for LiveCluster {
 
 /// The store's emulation knobs that reproduce the spec's service model on every node.
 ///
+/// A capacity the jobs in service share (`cluster.shared_capacity`) is the nodes' emulated
+/// device shared the same way (`replica/device.rs` drives the simulator's state machine).
+///
 /// The store's model is deterministic (`alpha * size + beta`, times `D` while slow), so the
 /// exponential model becomes its mean. "Faster" fluctuation (absim: slow base, `D` times faster
 /// half of the time) becomes a fast base that is `D` times slower half of the time: the same two
@@ -168,6 +171,7 @@ fn emulate(spec: &Spec, e: &mut tailor_store::config::EmulationConfig) {
     let shrink = if on && f.mode == FluctuationMode::Faster { f.factor } else { 1.0 };
     e.alpha_ns_per_byte = alpha / shrink;
     e.beta_us = beta_ms * 1000.0 / shrink;
+    e.shared_capacity = spec.cluster.shared_capacity as u64;
     if on {
         e.fluct_factor = f.factor;
         e.fluct_period_ms = f.interval_ms.round().max(1.0) as u64;

@@ -18,6 +18,7 @@
 
 pub mod accountant;
 pub mod estimate;
+pub mod sharing;
 
 use crate::facts::Feedback;
 use crate::local::LocalQueue;

@@ -1,5 +1,6 @@
 //! Running one job against the storage engine with the emulation knobs (stalls, the emulated
-//! service time): its outcome, service time and end, counted in the metrics.
+//! service time, on a device the jobs in service share when `shared_capacity` is set): its
+//! outcome, service time and end, counted in the metrics.
 
 use super::{Outcome, Replica, Work};
 use crate::storage::Applied;
@@ -49,7 +50,10 @@ impl Replica {
         let mut end = self.now();
         let extra = self.emulation.extra_delay(start, end.saturating_sub(start), size);
         if !extra.is_zero() {
-            std::thread::sleep(extra);
+            match self.emulation.shared_capacity() {
+                0 => std::thread::sleep(extra),
+                units => self.device.run(units, || self.now(), extra.as_nanos() as Nanos),
+            }
             end = self.now();
         }
         let service = end.saturating_sub(start).max(1);

@@ -21,6 +21,7 @@
 //! requests, a new one is answered "busy" at once.
 
 mod bloom;
+mod device;
 mod execute;
 mod queue;
 mod workers;
@@ -106,6 +107,8 @@ pub struct Replica {
     /// Value sizes of the keys this replica read or wrote (a read's size without a lookup).
     sizes: SizeCache,
     emulation: Arc<Emulation>,
+    /// The device the jobs in service share when the `shared_capacity` knob is set.
+    device: device::Device,
     metrics: Arc<Metrics>,
     bloom: Option<Mutex<BloomState>>,
     bloom_cv: Condvar,
@@ -141,6 +144,7 @@ impl Replica {
             storage,
             sizes: SizeCache::default(),
             emulation,
+            device: device::Device::default(),
             metrics,
             bloom: bloom.map(|index| Mutex::new(BloomState { index, during_scan: None, target: 0, last_rebuild: 0 })),
             bloom_cv: Condvar::new(),
