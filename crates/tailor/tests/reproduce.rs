@@ -34,6 +34,7 @@ fn every_claim_keeps_the_verdict_the_project_claims() {
         ("hector-rml-saturation", "holds"),
         ("heron-below-c3", "sign only"),
         ("heron-product-below-c3", "fails"),
+        ("heron-shared-below-c3", "fails"),
     ];
     for (id, verdict) in claimed {
         let c = claims.iter().find(|c| c["claim"]["id"] == id).unwrap();
@@ -41,6 +42,8 @@ fn every_claim_keeps_the_verdict_the_project_claims() {
     }
     // each Héron row names the score it ranked with; a trivial bound is flagged from the data
     assert!(html.contains("selector.heron.scoring = c3") && html.contains("selector.heron.scoring = product"));
+    // and the server model it ran on: the shared-capacity rows say so
+    assert!(html.contains("cluster.shared_capacity = 2"), "the shared server's rows show their model");
     assert!(html.contains("Trivial bound in") && html.contains("informative in all"));
     // whether each published setup could be expressed exactly, in the table and on the page
     assert!(stdout.contains("approximate") && html.contains("approximate<br><small>"), "{stdout}");
