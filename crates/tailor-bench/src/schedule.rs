@@ -93,7 +93,7 @@ pub fn offered_rate(
     load: Option<f64>,
 ) -> Result<Option<f64>, BenchError> {
     let sizes = SizeModel::new(&spec.workload.sizes).map_err(|e| BenchError::Spec(format!("workload.sizes: {e}")))?;
-    let from_load = |l: f64| rate_for_load(l, nodes, spec.cluster.workers, mean_service_ns(spec, &sizes));
+    let from_load = |l: f64| rate_for_load(l, nodes, spec.cluster.capacity(), mean_service_ns(spec, &sizes));
     let r = match (rate, load) {
         (Some(r), _) => r,
         (None, Some(l)) => from_load(l),
@@ -253,6 +253,10 @@ mod tests {
         assert_eq!(offered_rate(&s, 3, None, None).unwrap(), Some(1500.0));
         assert_eq!(offered_rate(&s, 3, None, Some(1.0)).unwrap(), Some(3000.0));
         assert_eq!(offered_rate(&s, 3, Some(10.0), Some(1.0)).unwrap(), Some(10.0));
+        // 4 workers sharing one unit: load is measured against the unit, as in the simulator
+        s.cluster.shared_capacity = 1;
+        assert_eq!(offered_rate(&s, 3, None, None).unwrap(), Some(375.0));
+        s.cluster.shared_capacity = 0;
         s.workload.rate = 42.0;
         assert_eq!(offered_rate(&s, 3, None, None).unwrap(), Some(42.0));
         s.workload.arrival = ArrivalKind::ClosedLoop;

@@ -76,7 +76,11 @@ fn service(spec: &Spec) -> String {
         ServiceModel::Exponential => format!("exponential, mean {} ms", s.mean_ms),
         ServiceModel::Size => format!("size / {} Mbit/s + {} ms per request", s.bandwidth_mbps, s.overhead_ms),
     };
-    format!("{model}, {} worker(s) per server", spec.cluster.workers)
+    let shared = match spec.cluster.shared_capacity {
+        0 => String::new(),
+        u => format!(" sharing {u} unit(s) of capacity"),
+    };
+    format!("{model}, {} worker(s) per server{shared}", spec.cluster.workers)
 }
 
 #[cfg(test)]
