@@ -2,8 +2,16 @@
 //! `TAILOR.SET` (`emulation.rs`) and the configuration (`config.rs`) both accept.
 
 /// The knobs' names as `TAILOR.SET` accepts them.
-pub const KNOBS: &[&str] =
-    &["alpha_ns_per_byte", "beta_us", "fluct_factor", "fluct_period_ms", "stall_every_ms", "stall_ms", "workers"];
+pub const KNOBS: &[&str] = &[
+    "alpha_ns_per_byte",
+    "beta_us",
+    "fluct_factor",
+    "fluct_period_ms",
+    "stall_every_ms",
+    "stall_ms",
+    "hang",
+    "workers",
+];
 
 /// A knob's allowed values: `(name, least, most, whole numbers only)`. The bounds keep every
 /// product in nanoseconds far inside `u64` (a day is 8.64e13 ns).
@@ -14,6 +22,7 @@ pub const RANGES: &[(&str, f64, f64, bool)] = &[
     ("fluct_period_ms", 0.0, DAY_MS, true),
     ("stall_every_ms", 0.0, DAY_MS, true),
     ("stall_ms", 0.0, DAY_MS, true),
+    ("hang", 0.0, 1.0, true),
 ];
 
 /// Longest period or stall a knob may ask for: one day, in ms.
