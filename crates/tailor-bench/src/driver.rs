@@ -23,6 +23,8 @@ pub struct DriverOutput {
     pub load: LoadStats,
     /// Example error messages.
     pub error_samples: Vec<String>,
+    /// Every read, when the spec has faults (for the failover figures).
+    pub reads: Vec<crate::record::ReadRecord>,
 }
 
 /// Time to set up connections before the first intended send.
@@ -68,7 +70,11 @@ pub async fn run<T: Target>(cfg: &BenchConfig, target: Arc<T>) -> Result<DriverO
         );
     }
     let load = load_phase(cfg, &target, &load_set(&schedule, cfg.load_keys)).await;
-    let recorder = Arc::new(Mutex::new(Recorder::new(warmup, schedule.duration, spec.cluster.service.clone())));
+    let mut rec = Recorder::new(warmup, schedule.duration, spec.cluster.service.clone());
+    if !spec.cluster.faults.is_empty() {
+        rec.keep_reads();
+    }
+    let recorder = Arc::new(Mutex::new(rec));
     let (nodes_before, began) = (target.node_cpu().await, Instant::now());
     let monitor = crate::host::Monitor::start();
     open_loop(cfg, &target, &schedule, &recorder).await;
@@ -103,7 +109,13 @@ pub async fn run<T: Target>(cfg: &BenchConfig, target: Arc<T>) -> Result<DriverO
         result.extra.insert("node_cpu_wait_ms_per_s".into(), (s.wait_ms_per_s * 10.0).round() / 10.0);
     }
     crate::validity::apply(&mut result);
-    Ok(DriverOutput { result, timeseries: rec.timeseries(), load, error_samples: rec.error_samples().to_vec() })
+    Ok(DriverOutput {
+        result,
+        timeseries: rec.timeseries(),
+        load,
+        error_samples: rec.error_samples().to_vec(),
+        reads: rec.kept_reads().to_vec(),
+    })
 }
 
 /// The selector and local policy labels: the flags, else what the target says, else "unknown".
@@ -217,6 +229,10 @@ async fn open_loop<T: Target>(
         conns.push(c.await);
     }
     let start = Instant::now() + LEAD;
+    if let Some(epoch) = &cfg.epoch {
+        // whoever injects faults times them from here; it may have gone away
+        let _ = epoch.send(start);
+    }
     let mut workers = Vec::with_capacity(cfg.connections);
     for (i, conn) in conns.into_iter().enumerate() {
         let w = Worker {
@@ -293,8 +309,15 @@ impl<T: Target> Worker<T> {
             };
             let done = Instant::now();
             let since = |t: Instant| nanos(t.saturating_duration_since(self.start));
-            let c =
-                Completion { intended: p.at, sent: since(sent), done: since(done), op: p.op, size: p.size, outcome };
+            let c = Completion {
+                intended: p.at,
+                sent: since(sent),
+                done: since(done),
+                op: p.op,
+                size: p.size,
+                outcome,
+                node: self.node as u32,
+            };
             self.recorder.lock().unwrap_or_else(|e| e.into_inner()).record(c);
         }
     }

@@ -101,6 +101,9 @@ pub struct BenchConfig {
     pub threads: usize,
     /// Print load-phase progress and a progress line each second on stderr.
     pub progress: bool,
+    /// Gets the instant of the run's time 0 as the open loop starts (after the load phase), so
+    /// that faults (`cluster.faults`) are injected at their times in the run.
+    pub epoch: Option<std::sync::mpsc::Sender<std::time::Instant>>,
 }
 
 impl BenchConfig {
@@ -123,6 +126,7 @@ impl BenchConfig {
             trace: None,
             threads: 2,
             progress: false,
+            epoch: None,
         }
     }
 }
@@ -149,6 +153,8 @@ pub struct BenchOutput {
     pub load: LoadStats,
     /// A few distinct error messages seen during the run.
     pub error_samples: Vec<String>,
+    /// Every read, when the spec has faults (for the failover figures); empty otherwise.
+    pub reads: Vec<record::ReadRecord>,
 }
 
 impl BenchOutput {
@@ -225,7 +231,13 @@ pub async fn run_on<T: target::Target>(
         spec: cfg.spec.to_toml(),
         runs: vec![out.result],
     };
-    Ok(BenchOutput { results, timeseries: out.timeseries, load: out.load, error_samples: out.error_samples })
+    Ok(BenchOutput {
+        results,
+        timeseries: out.timeseries,
+        load: out.load,
+        error_samples: out.error_samples,
+        reads: out.reads,
+    })
 }
 
 /// Options every run needs.

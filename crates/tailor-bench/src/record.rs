@@ -42,6 +42,22 @@ pub struct Completion {
     pub size: u64,
     /// How it ended.
     pub outcome: Outcome,
+    /// Index of the node that coordinated it.
+    pub node: u32,
+}
+
+/// One read as the failover figures need it (kept only for runs with faults), times in ns since
+/// the start of the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadRecord {
+    /// Intended send time (the read's release).
+    pub intended: Nanos,
+    /// Latency from the intended time to the answer, the error or the timeout.
+    pub latency: Nanos,
+    /// Index of the node that coordinated it.
+    pub node: u32,
+    /// Whether it ended in an error or a timeout.
+    pub failed: bool,
 }
 
 /// One row of `timeseries.csv` / `timeseries.json`.
@@ -112,6 +128,7 @@ pub struct Recorder {
     last_done: Nanos,
     seconds: Vec<Second>,
     error_samples: Vec<String>,
+    reads_kept: Option<Vec<ReadRecord>>,
 }
 
 /// Error messages kept as examples for the report.
@@ -142,7 +159,18 @@ impl Recorder {
             last_done: 0,
             seconds: Vec::new(),
             error_samples: Vec::new(),
+            reads_kept: None,
         }
+    }
+
+    /// Keep every read (warm-up included) for the failover figures: [`Recorder::kept_reads`].
+    pub fn keep_reads(&mut self) {
+        self.reads_kept = Some(Vec::new());
+    }
+
+    /// The reads kept since [`Recorder::keep_reads`], in completion order (empty if not kept).
+    pub fn kept_reads(&self) -> &[ReadRecord] {
+        self.reads_kept.as_deref().unwrap_or_default()
     }
 
     fn second(&mut self, t: Nanos) -> &mut Second {
@@ -166,6 +194,9 @@ impl Recorder {
         let measured = c.intended >= self.warmup;
         self.second(c.intended).offered += 1;
         let failed = matches!(c.outcome, Outcome::Error | Outcome::Timeout);
+        if let (Some(kept), Op::Read) = (&mut self.reads_kept, c.op) {
+            kept.push(ReadRecord { intended: c.intended, latency, node: c.node, failed });
+        }
         if measured {
             // failed requests count too: a request dequeued after its deadline was late as well
             self.send_lag.record(c.sent.saturating_sub(c.intended) as f64);
@@ -289,7 +320,7 @@ mod tests {
     use tailor_core::time::MS;
 
     fn c(intended: Nanos, done: Nanos, op: Op, outcome: Outcome) -> Completion {
-        Completion { intended, sent: intended, done, op, size: 1000, outcome }
+        Completion { intended, sent: intended, done, op, size: 1000, outcome, node: 0 }
     }
 
     fn recorder() -> Recorder {
@@ -338,6 +369,20 @@ mod tests {
         assert!((res.read_latency_ms.max - 1.0).abs() < 0.01);
         assert_eq!(r.progress().errors, 3);
         assert_eq!(r.progress().completed, 1);
+    }
+
+    #[test]
+    fn kept_reads_hold_every_read_with_its_coordinator_and_failure() {
+        let mut r = recorder();
+        r.record(c(100 * MS, 101 * MS, Op::Read, Outcome::Ok));
+        r.keep_reads();
+        r.record(Completion { node: 2, ..c(500 * MS, 520 * MS, Op::Read, Outcome::Timeout) });
+        r.record(c(600 * MS, 601 * MS, Op::Write, Outcome::Ok));
+        r.record(c(1100 * MS, 1103 * MS, Op::Read, Outcome::Miss));
+        let kept = r.kept_reads();
+        assert_eq!(kept.len(), 2, "writes and reads before keep_reads are not kept");
+        assert_eq!(kept[0], ReadRecord { intended: 500 * MS, latency: 20 * MS, node: 2, failed: true });
+        assert_eq!(kept[1], ReadRecord { intended: 1100 * MS, latency: 3 * MS, node: 0, failed: false });
     }
 
     #[test]

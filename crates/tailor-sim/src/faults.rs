@@ -2,10 +2,10 @@
 //! copies awaiting answers with their client timeout, and the failover log. Built only when
 //! the spec has faults, so a run without any takes none of these branches' costs or draws.
 
-use crate::failover::FailoverLog;
 use std::collections::HashSet;
 use tailor_core::time::{from_ms, Nanos};
 use tailor_core::{NodeId, RequestId};
+use tailor_spec::failover::FailoverLog;
 use tailor_spec::{FaultKind, Spec};
 
 /// A fault's edge in time: the engine schedules one event for each.

@@ -10,7 +10,6 @@ pub mod coordinator;
 pub mod dst;
 mod engine;
 mod events;
-mod failover;
 mod faults;
 mod lru;
 mod prefetch;

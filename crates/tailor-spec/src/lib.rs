@@ -5,6 +5,7 @@
 //! (`workload.requests=100000`), and `[sweep]` lists values for any dotted path; a spec expands
 //! into one [`RunPlan`] per swept point × selector × local policy × seed.
 
+pub mod failover;
 mod faults;
 pub mod lint;
 mod overrides;

@@ -1,4 +1,5 @@
-//! Emulation knobs: an emulated service-time model, bimodal fluctuation and stall injection,
+//! Emulation knobs: an emulated service-time model, bimodal fluctuation, stall injection and a
+//! gray failure (`hang`: jobs wait until it is cleared while the node answers everything else),
 //! changeable at runtime (`TAILOR.SET knob value`).
 //!
 //! Every knob has an allowed range ([`RANGES`]), checked on `TAILOR.SET` and in the config, so
@@ -22,6 +23,7 @@ pub struct Emulation {
     stall_every_ms: AtomicU64,
     stall_ms: AtomicU64,
     shared_capacity: AtomicU64,
+    hang: AtomicU64,
     seed: u64,
 }
 
@@ -40,6 +42,7 @@ impl Emulation {
             stall_every_ms: AtomicU64::new(cfg.stall_every_ms),
             stall_ms: AtomicU64::new(cfg.stall_ms),
             shared_capacity: AtomicU64::new(cfg.shared_capacity),
+            hang: AtomicU64::new(0),
             seed,
         }
     }
@@ -56,6 +59,7 @@ impl Emulation {
             "stall_every_ms" => &self.stall_every_ms,
             "stall_ms" => &self.stall_ms,
             "shared_capacity" => &self.shared_capacity,
+            "hang" => &self.hang,
             _ => unreachable!("check() knows only these knobs"),
         };
         let floating = matches!(knob, "alpha_ns_per_byte" | "beta_us" | "fluct_factor");
@@ -73,6 +77,7 @@ impl Emulation {
             "stall_every_ms" => self.stall_every_ms.load(Ordering::Relaxed).to_string(),
             "stall_ms" => self.stall_ms.load(Ordering::Relaxed).to_string(),
             "shared_capacity" => self.shared_capacity.load(Ordering::Relaxed).to_string(),
+            "hang" => self.hang.load(Ordering::Relaxed).to_string(),
             _ => return None,
         })
     }
@@ -136,7 +141,15 @@ impl Emulation {
     pub fn off(&self) -> bool {
         self.model_time(u64::MAX) == 0
             && f(&self.fluct_factor) <= 1.0
+            && !self.hanging()
             && (self.stall_every_ms.load(Ordering::Relaxed) == 0 || self.stall_ms.load(Ordering::Relaxed) == 0)
+    }
+
+    /// Whether jobs hang (a gray failure injected with `TAILOR.SET hang 1`): the replica's
+    /// workers wait before each job until it is cleared, while heartbeats and every other
+    /// message are answered as usual.
+    pub fn hanging(&self) -> bool {
+        self.hang.load(Ordering::Relaxed) != 0
     }
 
     /// If a stall covers `now()`, how long remains of it (the clock is read only when stalls
@@ -178,6 +191,12 @@ mod tests {
         assert!(e.set("nope", "1").unwrap_err().contains("unknown knob"));
         assert!(e.set("beta_us", "x").is_err());
         assert_eq!(e.get("stall_ms").as_deref(), Some("10"));
+        assert!(!e.hanging());
+        e.set("hang", "1").unwrap();
+        assert!(e.hanging() && !e.off(), "a hanging node never runs jobs on the caller's thread");
+        assert!(e.set("hang", "2").unwrap_err().contains("hang"));
+        e.set("hang", "0").unwrap();
+        assert!(!e.hanging());
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub const KNOBS: &[&str] = &[
     "stall_every_ms",
     "stall_ms",
     "shared_capacity",
+    "hang",
     "workers",
 ];
 
@@ -23,6 +24,7 @@ pub const RANGES: &[(&str, f64, f64, bool)] = &[
     ("stall_every_ms", 0.0, DAY_MS, true),
     ("stall_ms", 0.0, DAY_MS, true),
     ("shared_capacity", 0.0, 4096.0, true),
+    ("hang", 0.0, 1.0, true),
 ];
 
 /// Longest period or stall a knob may ask for: one day, in ms.

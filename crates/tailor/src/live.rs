@@ -49,6 +49,10 @@ pub fn catch_interrupts() {
 /// A running local cluster; dropping it stops every node.
 pub struct LiveCluster {
     children: Vec<Child>,
+    /// Each node's configuration, to restart it after a `down` fault.
+    cfgs: Vec<tailor_store::config::NodeConfig>,
+    /// The cluster's directory.
+    dir: std::path::PathBuf,
     /// Client addresses, one per node.
     pub nodes: Vec<SocketAddr>,
     /// Metrics endpoints, one per node.
@@ -87,6 +91,10 @@ impl LiveCluster {
             // the simulator has no speculative retry: the live run must not have it either
             cfg.speculative_retry = "none".to_string();
             cfg.vnodes = c.vnodes;
+            if !c.faults.is_empty() {
+                // a copy to a hung or dead replica fails after the spec's timeout, as in the simulator
+                cfg.request_timeout_ms = c.failover.timeout_ms.round().max(1.0) as u64;
+            }
             emulate(spec, &mut cfg.emulation);
         })
         .with_context(|| format!("starting {} nodes (logs under {})", c.servers, dir.display()))?;
@@ -97,6 +105,8 @@ impl LiveCluster {
             children,
             nodes: cfgs.iter().map(|c| c.client_addr).collect(),
             metrics: cfgs.iter().filter_map(|c| c.metrics_addr).collect(),
+            cfgs,
+            dir: dir.to_path_buf(),
         };
         Ok(cluster)
     }
@@ -132,6 +142,58 @@ impl LiveCluster {
         LoadSampler { stop, handle }
     }
 
+    /// Kill node `i` with SIGKILL (a crash: nothing is flushed or handed off) and reap it.
+    pub fn kill(&mut self, i: usize) -> Result<()> {
+        let child = self.children.get_mut(i).with_context(|| format!("no node {i}"))?;
+        child.kill().with_context(|| format!("killing node {i}"))?;
+        child.wait().with_context(|| format!("reaping node {i}"))?;
+        Ok(())
+    }
+
+    /// Start node `i` again from its configuration (same ports, same data, an empty row cache:
+    /// a cold start) and wait until it listens. Must run on the thread that started the
+    /// cluster: a node dies with the thread that spawned it.
+    pub fn restart(&mut self, i: usize) -> Result<()> {
+        let exe = std::env::current_exe().context("finding the tailor executable")?;
+        let cfg = &self.cfgs[i];
+        let child = cluster::spawn_node(&exe, cfg, &self.dir, 5, cluster::Lifetime::WithParent)
+            .with_context(|| format!("restarting node {i}"))?;
+        if let Ok(mut pids) = RUNNING_NODES.lock() {
+            pids.retain(|&p| p != self.children[i].id());
+            pids.push(child.id());
+        }
+        self.children[i] = child;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        if !(cluster::wait_listening(cfg.client_listen(), deadline)
+            && cluster::wait_listening(cfg.peer_listen(), deadline))
+        {
+            anyhow::bail!(
+                "node {i} did not listen within 30 s of its restart (log: {})",
+                self.dir.join(format!("node{i}/node.log")).display()
+            );
+        }
+        Ok(())
+    }
+
+    /// Set emulation knob `knob` of node `i` to `value` (`TAILOR.SET`); the node's refusal is
+    /// the error.
+    pub fn set_knob(&self, i: usize, knob: &str, value: &str) -> Result<()> {
+        use std::io::{BufRead, Write};
+        let addr = self.nodes[i];
+        let mut conn = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+            .with_context(|| format!("connecting to node {i} at {addr}"))?;
+        conn.set_read_timeout(Some(Duration::from_secs(2)))?;
+        conn.write_all(&tailor_bench::resp::encode(&[b"TAILOR.SET", knob.as_bytes(), value.as_bytes()]))?;
+        let mut line = String::new();
+        std::io::BufReader::new(conn)
+            .read_line(&mut line)
+            .with_context(|| format!("node {i}: no reply to TAILOR.SET"))?;
+        match line.trim_end() {
+            "+OK" => Ok(()),
+            reply => anyhow::bail!("node {i} refused TAILOR.SET {knob} {value}: {reply}"),
+        }
+    }
+
     /// Each node's Prometheus text, for the record.
     pub fn scrape_metrics(&self) -> Vec<String> {
         self.metrics
@@ -164,7 +226,7 @@ impl Drop for LiveCluster {
 /// exponential model becomes its mean. "Faster" fluctuation (absim: slow base, `D` times faster
 /// half of the time) becomes a fast base that is `D` times slower half of the time: the same two
 /// states with the same probabilities.
-fn emulate(spec: &Spec, e: &mut tailor_store::config::EmulationConfig) {
+pub(crate) fn emulate(spec: &Spec, e: &mut tailor_store::config::EmulationConfig) {
     let (alpha, beta_ms) = spec.cluster.service.linear();
     let f = &spec.cluster.fluctuation;
     let on = f.interval_ms > 0.0 && f.factor > 1.0;
@@ -193,7 +255,7 @@ impl LoadSampler {
 }
 
 /// The value of counter `name` (with or without labels) in Prometheus text.
-fn counter(text: &str, name: &str) -> Option<u64> {
+pub(crate) fn counter(text: &str, name: &str) -> Option<u64> {
     text.lines().find_map(|l| {
         let rest = l.strip_prefix(name)?;
         let rest = match rest.strip_prefix('{') {

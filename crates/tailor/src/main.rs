@@ -3,6 +3,8 @@
 mod cmd;
 mod compare;
 mod live;
+mod live_faults;
+mod live_sends;
 mod logging;
 mod panic_log;
 mod progress;

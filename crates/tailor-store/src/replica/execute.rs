@@ -7,6 +7,9 @@ use crate::storage::Applied;
 use std::sync::atomic::Ordering;
 use tailor_core::time::Nanos;
 
+/// How often a hanging worker looks whether the gray failure is over.
+const HANG_POLL: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// What running a job gave: its outcome, its service time and when it ended (the replica's
 /// clock), and whether its reply waits for the committer's sync.
 pub(super) struct Executed {
@@ -26,6 +29,9 @@ impl Replica {
         }
         if let Some(d) = self.emulation.stall_remaining(|| self.now()) {
             std::thread::sleep(d);
+        }
+        while self.emulation.hanging() {
+            std::thread::sleep(HANG_POLL);
         }
         let start = self.now();
         let is_write = matches!(work, Work::Write { .. });

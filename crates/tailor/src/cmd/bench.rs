@@ -101,6 +101,12 @@ pub fn run(args: BenchArgs) -> Result<()> {
     if !spec.sweep.is_empty() {
         eprintln!("note: the bench runs one point; [sweep] is ignored (use `--set` to pick a value)");
     }
+    if !spec.cluster.faults.is_empty() {
+        eprintln!(
+            "note: cluster.faults are not injected by `tailor bench` (it does not own the node processes); \
+             `tailor experiment --engine live` injects them (docs/failures.md)"
+        );
+    }
     let nodes = args.nodes.iter().map(|n| resolve(n)).collect::<Result<Vec<_>>>()?;
     if args.timeout_ms == 0 {
         bail!("--timeout-ms must be > 0");

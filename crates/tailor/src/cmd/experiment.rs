@@ -140,6 +140,9 @@ pub fn execute(args: &ExperimentArgs) -> Result<ExperimentOutput> {
         let results = run_live(&spec, &live_plans, args, &dir)?;
         println!("== live cluster");
         print!("{}", crate::table::render(&results.runs));
+        if let Some(failover) = tailor_report::failover::text(&results.runs) {
+            print!("\n{failover}");
+        }
         write_results_named(&dir, "results-live", &results)?;
         out.live = Some(results);
     }
@@ -170,7 +173,7 @@ fn run_live(spec: &Spec, plans: &[&RunPlan], args: &ExperimentArgs, dir: &Path) 
         let run_dir = dir.join("live").join(format!("{i:03}-{}-{}", plan.selector, plan.local));
         let cluster_dir = run_dir.join("cluster");
         let _ = std::fs::remove_dir_all(&cluster_dir);
-        let cluster = LiveCluster::start(&plan.spec, &plan.selector, &plan.local, &cluster_dir)
+        let mut cluster = LiveCluster::start(&plan.spec, &plan.selector, &plan.local, &cluster_dir)
             .with_context(|| format!("starting the cluster for {label}"))?;
         let mut cfg = tailor_bench::BenchConfig::new(cluster.nodes.clone(), plan.spec.clone());
         cfg.seed = Some(plan.seed);
@@ -183,7 +186,12 @@ fn run_live(spec: &Spec, plans: &[&RunPlan], args: &ExperimentArgs, dir: &Path) 
         cfg.warmup = args.live_warmup.map(Duration::from_secs_f64);
         let window_ms = plan.spec.report.window_ms;
         let sampler = cluster.sample_load(Duration::from_secs_f64(window_ms / 1000.0));
-        let bench = tailor_bench::run(&cfg).with_context(|| format!("load for {label}"));
+        let bench = if plan.spec.cluster.faults.is_empty() {
+            tailor_bench::run(&cfg).map_err(anyhow::Error::from)
+        } else {
+            crate::live_faults::run(&mut cluster, cfg)
+        };
+        let bench = bench.with_context(|| format!("load for {label}"));
         let per_server_load = sampler.finish();
         for (n, text) in cluster.scrape_metrics().iter().enumerate() {
             let _ = std::fs::write(run_dir.join(format!("metrics-node{n}.txt")), text);

@@ -1,10 +1,10 @@
-//! Failover figures of a run with faults: where reads were sent and how long they took around
-//! each fault, turned at the end into the time the faulty server took to shed its reads, the
-//! time the tail took to recover, and a per-window timeline for the plot.
+//! Failover figures of a run with faults, shared by every engine: where reads were sent and
+//! how long they took around each fault, turned at the end into the time the faulty server took
+//! to shed its reads, the time the tail took to recover, and a per-window timeline for the plot.
 
+use crate::{FailoverSpec, Fault, Spec};
 use tailor_core::results::{Failover, FaultOutcome, TimelineWindow};
 use tailor_core::time::{from_ms, Nanos};
-use tailor_spec::{FailoverSpec, Fault, Spec};
 
 /// Steps a sliding window moves per window length.
 const STEPS_PER_WINDOW: u64 = 10;
