@@ -78,6 +78,21 @@ pub struct RunResult {
     /// Little's law can be checked. Absent for live runs (and older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queueing: Option<Queueing>,
+    /// Runs that cancel hedged reads' losing copies (`cluster.hedge_cancel`): how many and the
+    /// work saved. Absent otherwise, so older results keep their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hedge_cancel: Option<HedgeCancel>,
+}
+
+/// What cancelling hedged reads' losing copies did in a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HedgeCancel {
+    /// Losing copies the coordinators asked to cancel.
+    pub requested: u64,
+    /// Of those, copies still queued at their replica and dropped there (the others ran).
+    pub cancelled: u64,
+    /// The dropped copies' estimated processing time, in ms: replica work saved.
+    pub work_saved_ms: f64,
 }
 
 impl RunResult {

@@ -458,6 +458,7 @@ impl Dst {
                 Action::Send(s) => self.send(node, s)?,
                 Action::Reply { request, .. } => self.end(request, true)?,
                 Action::Fail { request, .. } => self.end(request, false)?,
+                Action::Cancel { .. } => unreachable!("the DST's cores do not cancel hedges"),
             }
         }
         self.actions = actions;

@@ -24,6 +24,7 @@ use tailor_core::oracle::bloom::BloomConfig;
 use tailor_core::oracle::size::{self, Knowledge};
 use tailor_core::replica::sharing::Sharing;
 use tailor_core::replica::{Arrival, ReplicaCore, ServiceEstimate};
+use tailor_core::results::HedgeCancel;
 use tailor_core::ring::{ReplicaSet, Ring};
 use tailor_core::selector::{self, Reach, ReplicaSelector, SelectorEnv};
 use tailor_core::time::{from_ms, round_nonneg, Nanos};
@@ -93,6 +94,9 @@ enum Event {
     Fault { fault: u32, edge: Edge },
     /// A copy sent to `server` reaches its client timeout (runs with faults only).
     Timeout { server: NodeId, ticket: Ticket },
+    /// A coordinator's cancel of a hedged read's losing copy reaches `server`
+    /// (`cluster.hedge_cancel`).
+    Cancel { server: NodeId, ticket: Ticket },
 }
 
 const _: () = assert!(size_of::<Event>() <= 48, "events stay small");
@@ -230,6 +234,9 @@ impl<'a> Engine<'a> {
             if let Some(hedging) = c.speculation().map_err(|e| bad(&e))? {
                 core = core.with_speculation(hedging);
             }
+            if c.hedge_cancel {
+                core = core.with_hedge_cancel();
+            }
             clients.push(SimCoordinator::new(core));
         }
         let base_service_ns = mean_service_ns(spec, &gen.sizes);
@@ -325,6 +332,7 @@ impl<'a> Engine<'a> {
         let hedging = self.spec.cluster.speculative_retry != "none";
         let hedge_ratio = hedging.then(|| self.per_read(|s| s.hedges));
         let probe_ratio = self.probe_replies_seen().then(|| self.per_read(|s| s.probes));
+        let cancels = self.spec.cluster.hedge_cancel.then(|| self.hedge_cancel());
         let mut out = self.rec.finish(self.now, offered, events);
         if let Some(ratio) = hedge_ratio {
             out.result.extra.insert("hedge_ratio".into(), ratio);
@@ -336,6 +344,7 @@ impl<'a> Engine<'a> {
             let refused: u64 = self.servers.iter().map(|s| s.core.refused()).sum();
             out.result.extra.insert("refused_copies".into(), refused as f64);
         }
+        out.result.hedge_cancel = cancels;
         if let Some(faults) = self.faults.take() {
             out.result.failover = Some(faults.log.finish(self.spec, self.servers.len(), self.plan.first_seed));
         }
@@ -493,8 +502,8 @@ impl<'a> Engine<'a> {
                     _ => {}
                 }
             }
-            Event::Refused { .. } => {}
-            _ => unreachable!("only arrivals at servers, answers and refusals travel the hops lane"),
+            Event::Refused { .. } | Event::Cancel { .. } => {}
+            _ => unreachable!("only arrivals at servers, answers, refusals and cancels travel the hops lane"),
         }
     }
 
@@ -526,6 +535,7 @@ impl<'a> Engine<'a> {
             }
             Event::Fault { fault, edge } => self.on_fault(fault, edge),
             Event::Timeout { server, ticket } => self.on_timeout(server, ticket),
+            Event::Cancel { server, ticket } => self.on_cancel(server, ticket),
         }
     }
 
@@ -593,6 +603,10 @@ impl<'a> Engine<'a> {
                     );
                 }
                 Action::Reply { request, .. } => self.completed(request),
+                Action::Cancel { replica, ticket, .. } => {
+                    // a message like any other: it crosses the network in the hops lane
+                    self.events.push_in_order(HOPS, self.now + self.net, Event::Cancel { server: replica, ticket });
+                }
                 Action::Fail { request, failure } => {
                     assert!(
                         self.spec.cluster.max_queue.is_some() || self.faults.is_some(),
@@ -851,6 +865,33 @@ impl<'a> Engine<'a> {
     }
 }
 
+/// Hedge cancellation (`cluster.hedge_cancel`).
+impl Engine<'_> {
+    /// A cancel reaches `server`: the copy is dropped if it still waits there, and then no
+    /// answer comes for it. One already running finishes and answers (its work is spent; the
+    /// coordinator ignores the answer), as with Dean and Barroso's tied requests.
+    #[cold]
+    fn on_cancel(&mut self, server: NodeId, ticket: Ticket) {
+        if !self.servers[server as usize].core.cancel(ticket.id) {
+            return;
+        }
+        if let Some(f) = self.faults.as_mut() {
+            // the copy will not answer: its timeout must not fail it
+            f.settle(ticket.id, server);
+        }
+        self.track_occupancy(server);
+        self.reqs.answered(ticket.id);
+    }
+
+    /// The run's cancellation figures.
+    fn hedge_cancel(&self) -> HedgeCancel {
+        let requested = self.clients.iter().map(|c| c.core.stats().cancels).sum();
+        let (cancelled, saved) =
+            self.servers.iter().map(|s| s.core.cancelled()).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+        HedgeCancel { requested, cancelled, work_saved_ms: saved as f64 / 1e6 }
+    }
+}
+
 /// Injected failures (`cluster.faults`, [`crate::faults`]).
 impl Engine<'_> {
     /// A copy is sent under faults: it waits for its answer or its timeout, and a read's
@@ -947,6 +988,9 @@ fn replica_core(plan: &RunPlan, s: NodeId) -> Result<ReplicaCore<Job>, SimError>
     let queue = local::build::<Job>(&plan.local, &spec.local, seed).map_err(|e| SimError::Spec(e.to_string()))?;
     let mut core = ReplicaCore::new(s, queue, c.workers, spec.workload.large_threshold);
     core.set_max_queue(c.max_queue);
+    if c.hedge_cancel {
+        core = core.with_cancellation();
+    }
     if selector::probing(&plan.selector) {
         core = core.with_probe_estimates();
     }

@@ -363,6 +363,7 @@ impl<'s> SimDriver<'s> {
                     let n = self.requests_of[request as usize];
                     log.decisions.push(Decision::Fail { at: self.now, request: n });
                 }
+                Action::Cancel { .. } => unreachable!("scripted cores do not cancel hedges"),
             }
         }
         if let Some(t) = self.coordinator.arm(self.now) {

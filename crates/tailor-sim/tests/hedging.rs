@@ -39,3 +39,29 @@ fn hedging_at_p95_lowers_p99_within_its_budget() {
     assert!(p99_on < 0.8 * p99_off, "p99 {p99_on} ms hedged vs {p99_off} ms");
     assert_eq!(on.read_latency_ms.count, off.read_latency_ms.count, "every read answered once");
 }
+
+/// Jobs the servers ran to completion.
+fn completions(r: &RunResult) -> u64 {
+    r.queueing.as_ref().expect("simulator runs measure queues").servers.iter().map(|s| s.completions).sum()
+}
+
+#[test]
+fn cancelling_the_losing_copy_saves_work_and_keeps_the_tail() {
+    let hedged = ["cluster.speculative_retry=95p", "cluster.speculative_budget=0.1"];
+    let plain = run(&[]);
+    let kept = run(&hedged);
+    assert!(kept.hedge_cancel.is_none(), "no cancelling, no figure");
+    let cancelled = run(&[&hedged[..], &["cluster.hedge_cancel=true"]].concat());
+    let c = cancelled.hedge_cancel.expect("the run's cancellation figures");
+    let (base, extra_kept, extra_cancelled) = (completions(&plain), completions(&kept), completions(&cancelled));
+    let (p99_kept, p99_cancelled) = (kept.read_latency_ms.p99, cancelled.read_latency_ms.p99);
+    eprintln!(
+        "jobs run: {base} unhedged, {extra_kept} hedged, {extra_cancelled} hedged with cancel ({} asked, {} dropped, \
+         {:.0} ms saved); p99 {p99_kept:.1} ms kept, {p99_cancelled:.1} ms cancelled",
+        c.requested, c.cancelled, c.work_saved_ms
+    );
+    assert!(c.cancelled > 0 && c.cancelled <= c.requested && c.work_saved_ms > 0.0, "{c:?}");
+    assert!(extra_cancelled - base < extra_kept - base, "cancelling lowers the extra jobs hedging runs");
+    assert!(p99_cancelled <= p99_kept * 1.02, "p99 {p99_cancelled} ms with cancel vs {p99_kept} ms without");
+    assert_eq!(cancelled.read_latency_ms.count, plain.read_latency_ms.count, "every read answered once");
+}

@@ -102,6 +102,11 @@ pub struct ClusterSpec {
     pub speculative_retry: String,
     /// Hedges allowed per read on average (the extra load hedging may spend), in [0, 1].
     pub speculative_budget: f64,
+    /// Cancel the losing copy of a hedged read once the first answers: a copy still queued at
+    /// its replica is dropped, one already running finishes (Dean and Barroso's tied requests).
+    /// Off by default; written only when on.
+    #[serde(skip_serializing_if = "tailor_core::is_default")]
+    pub hedge_cancel: bool,
     /// Most requests a server lets wait (the store's `max_queue`): one that finds that many
     /// waiting is refused at once, a failed copy its coordinator retries on another replica
     /// (none by default; left out of the spec text when unset).
@@ -138,6 +143,7 @@ impl Default for ClusterSpec {
             omniscient: true,
             speculative_retry: "none".into(),
             speculative_budget: DEFAULT_SPECULATIVE_BUDGET,
+            hedge_cancel: false,
             max_queue: None,
             faults: Vec::new(),
             failover: crate::FailoverSpec::default(),

@@ -58,7 +58,10 @@ impl Spec {
         non_negative("cluster.network_delay_ms", c.network_delay_ms)?;
         fraction("cluster.read_repair", c.read_repair)?;
         fraction("cluster.speculative_budget", c.speculative_budget)?;
-        c.speculation().map_err(|reason| invalid("cluster.speculative_retry", reason))?;
+        let hedging = c.speculation().map_err(|reason| invalid("cluster.speculative_retry", reason))?.is_some();
+        if c.hedge_cancel && !hedging {
+            return Err(invalid("cluster.hedge_cancel", "cancels hedges: set cluster.speculative_retry too"));
+        }
         self.selector.validate().map_err(|e| invalid(&e.field, e.reason))?;
         self.local.validate().map_err(|e| invalid(&e.field, e.reason))?;
         positive("cluster.service.mean_ms", c.service.mean_ms)?;
@@ -208,6 +211,7 @@ mod tests {
             ("workload.arrival=trace", "workload.trace"),
             ("cluster.speculative_retry=soon", "cluster.speculative_retry"),
             ("cluster.speculative_budget=2", "cluster.speculative_budget"),
+            ("cluster.hedge_cancel=true", "cluster.hedge_cancel"),
             ("cluster.slow_servers=[{server=12,duty=0.5,period_ms=100}]", "cluster.slow_servers[0].server"),
             ("cluster.slow_servers=[{server=1,duty=1,period_ms=100}]", "cluster.slow_servers[0].duty"),
             ("cluster.slow_servers=[{server=1,duty=0.5,period_ms=0}]", "cluster.slow_servers[0].period_ms"),
@@ -219,6 +223,15 @@ mod tests {
             let err = Spec::default().with_overrides(&[set]).unwrap_err().to_string();
             assert!(err.contains(field), "{set}: {err}");
         }
+    }
+
+    #[test]
+    fn hedge_cancel_is_absent_by_default_and_round_trips() {
+        assert!(!Spec::default().to_toml().contains("hedge_cancel"));
+        let spec =
+            Spec::default().with_overrides(&["cluster.speculative_retry=95p", "cluster.hedge_cancel=true"]).unwrap();
+        spec.validate().unwrap();
+        assert!(Spec::from_toml(&spec.to_toml()).unwrap().cluster.hedge_cancel);
     }
 
     #[test]

@@ -311,6 +311,10 @@ pub struct NodeConfig {
     /// three even under a load-blind selector, which keeps sending it a third of the reads until
     /// the failure detector marks it down.
     pub speculative_budget: f64,
+    /// Cancel the losing copy of a hedged read once the first answers (default false; the
+    /// spec's `cluster.hedge_cancel`): a copy still queued at its replica is dropped there, one
+    /// already running finishes. Needs `speculative_retry`.
+    pub hedge_cancel: bool,
     /// Largest clock offset tolerated between nodes: a write whose version is further ahead of
     /// this node's clock is refused (see `hlc.rs`).
     pub max_clock_offset_ms: u64,
@@ -408,6 +412,7 @@ impl Default for NodeConfig {
             request_timeout_ms: 1000,
             speculative_retry: "99p".to_string(),
             speculative_budget: 0.5,
+            hedge_cancel: false,
             max_clock_offset_ms: 500,
             hint_max_bytes: 64 << 20,
             hint_replay_ms: 1000,
@@ -521,6 +526,9 @@ impl NodeConfig {
         }
         if let Err(reason) = self.speculation() {
             return bad("speculative_retry", reason);
+        }
+        if self.hedge_cancel && self.speculation().ok().flatten().is_none() {
+            return bad("hedge_cancel", "cancels hedges: set speculative_retry too".into());
         }
         if !(0.0..=1.0).contains(&self.speculative_budget) {
             return bad("speculative_budget", format!("{} must be in [0, 1]", self.speculative_budget));

@@ -166,6 +166,12 @@ pub struct Metrics {
     pub retries: AtomicU64,
     /// Reads also sent to a second replica because the first was late (speculative retry).
     pub hedges: AtomicU64,
+    /// Losing copies of hedged reads this coordinator asked their replica to cancel.
+    pub hedge_cancels: AtomicU64,
+    /// Copies this replica dropped while they waited, cancelled by their coordinator.
+    pub cancelled_copies: AtomicU64,
+    /// The dropped copies' estimated processing time, in ns (work saved).
+    pub cancel_saved_ns: AtomicU64,
     /// Requests to replicas that timed out.
     pub timeouts: AtomicU64,
     /// Responses whose feedback was stale (older than already applied).
@@ -263,7 +269,7 @@ impl Metrics {
     pub fn render(&self, node: u32, selector: &str, local: &str, families: &[Family]) -> String {
         let mut o = String::new();
         let l = format!("node=\"{node}\",selector=\"{selector}\",local=\"{local}\"");
-        let counters: [(&str, &str, &AtomicU64); 28] = [
+        let counters: [(&str, &str, &AtomicU64); 31] = [
             ("tailor_reads_served_total", "Reads executed by this replica.", &self.reads_served),
             ("tailor_writes_served_total", "Writes executed by this replica.", &self.writes_served),
             ("tailor_client_commands_total", "RESP commands handled.", &self.client_commands),
@@ -271,6 +277,9 @@ impl Metrics {
             ("tailor_park_rejected_total", "Reads refused by a full park queue or its timeout.", &self.park_rejected),
             ("tailor_retries_total", "Reads retried on another replica.", &self.retries),
             ("tailor_speculative_retries_total", "Reads also sent to a second replica (late first).", &self.hedges),
+            ("tailor_hedge_cancels_total", "Hedged reads' losing copies asked to cancel.", &self.hedge_cancels),
+            ("tailor_cancelled_copies_total", "Copies dropped while queued (cancelled).", &self.cancelled_copies),
+            ("tailor_cancel_saved_ns_total", "Estimated work of the dropped copies, ns.", &self.cancel_saved_ns),
             ("tailor_timeouts_total", "Replica requests that timed out.", &self.timeouts),
             ("tailor_stale_feedback_total", "Responses with stale feedback.", &self.stale_feedback),
             ("tailor_writes_acked_total", "Writes acknowledged to clients.", &self.writes_acked),

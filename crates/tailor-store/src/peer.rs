@@ -212,6 +212,15 @@ impl Peer {
         res
     }
 
+    /// Send `msg`, which has no reply, on the open connection if there is one (best effort: a
+    /// cancel for a copy sent on a connection since lost has nothing left to cancel).
+    pub fn tell(&self, msg: &Message) {
+        let Ok(guard) = self.conn.try_lock() else { return };
+        if let Some(c) = guard.as_ref().filter(|c| c.alive.load(Ordering::Relaxed)) {
+            let _ = c.tx.try_send(self.seal.encode(msg));
+        }
+    }
+
     /// Heartbeat forever: ping every `every`, counting misses, measuring the peer's clock
     /// against `hlc` (and moving `hlc` past the peer's), keeping whether the peer is recovering,
     /// telling `recovery` how many hints it holds for this node, and handing each answer's facts

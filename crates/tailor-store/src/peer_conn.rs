@@ -17,8 +17,9 @@ use crate::limits::{accept_capped, check_key, Lease};
 use crate::node::Node;
 use crate::replica::{Outcome, Work};
 use crate::transport::Transport;
+use std::collections::HashMap;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tailor_core::model::Tags;
 use tokio::net::tcp::OwnedReadHalf;
@@ -53,6 +54,7 @@ async fn run(node: Arc<Node>, sock: TcpStream, max_frame: u64, _slot: OwnedSemap
     let mut receiver: Option<u32> = None;
     let writer = tokio::spawn(crate::internode::writer::write_frames(rx, wr));
     let mut lease = node.peer_budget.lease();
+    let link = Link { tx: tx.clone(), queued: Arc::default() };
     let stop = loop {
         let msg = match next_message(&node, &mut rd, max_frame, &mut lease).await {
             Ok(m) => m,
@@ -74,11 +76,12 @@ async fn run(node: Arc<Node>, sock: TcpStream, max_frame: u64, _slot: OwnedSemap
                 let pong = Message::Pong { id, feedback, healthy, clock, wall, hints, recovering };
                 let _ = tx.send(node.seal.encode(&pong)).await;
             }
-            Message::Read { id, key, tags, age } => request(&node, &tx, id, Work::Read { key }, tags, age, receiver),
+            Message::Read { id, key, tags, age } => request(&node, &link, id, Work::Read { key }, tags, age, receiver),
             Message::Write { id, key, version, value, tags, age } => {
                 let work = Work::Write { key, version, value: value.map(Arc::new) };
-                request(&node, &tx, id, work, tags, age, receiver)
+                request(&node, &link, id, work, tags, age, receiver)
             }
+            Message::Cancel { id } => cancel(&node, &link, id),
             m @ (Message::TreeRequest { .. } | Message::KeysRequest { .. }) => {
                 crate::anti_entropy::serve(&node, &tx, m)
             }
@@ -101,7 +104,7 @@ async fn run(node: Arc<Node>, sock: TcpStream, max_frame: u64, _slot: OwnedSemap
             tracing::warn!("dropping internode connection: {what}");
         }
     }
-    drop(tx);
+    drop((tx, link));
     // let replies already queued go out; the writer ends when the last sender (a pending job) drops
     let _ = writer.await;
 }
@@ -165,18 +168,56 @@ fn refusal(node: &Node, work: &Work) -> Option<(String, Failure)> {
     }
 }
 
-/// Hand a request to the replica; its reply (or refusal) goes out through `tx`.
-fn request(node: &Node, tx: &mpsc::Sender<Vec<u8>>, id: u64, work: Work, tags: Tags, age: u64, receiver: Option<u32>) {
+/// Where a connection's replies go, and its reads still at the replica: by request id, the
+/// replica's job id (what a [`Message::Cancel`] names).
+struct Link {
+    tx: mpsc::Sender<Vec<u8>>,
+    queued: Arc<Mutex<HashMap<u64, u64>>>,
+}
+
+fn lock(queued: &Mutex<HashMap<u64, u64>>) -> std::sync::MutexGuard<'_, HashMap<u64, u64>> {
+    queued.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The coordinator cancelled read `id`: if it still waits at the replica it is dropped, and
+/// answered at once as failed (the coordinator forgot it; its exchange ends now rather than
+/// at its timeout). A read already running finishes and answers as usual.
+fn cancel(node: &Node, link: &Link, id: u64) {
+    let mut queued = lock(&link.queued);
+    let Some(&job) = queued.get(&id) else { return };
+    if !node.replica.cancel(job) {
+        return;
+    }
+    queued.remove(&id);
+    drop(queued);
+    let frame = node.seal.encode(&Message::Failed { id, reason: "cancelled".into(), failure: Failure::Now });
+    let tx = link.tx.clone();
+    tokio::spawn(async move { tx.send(frame).await });
+}
+
+/// Hand a request to the replica; its reply (or refusal) goes out through `link`.
+fn request(node: &Node, link: &Link, id: u64, work: Work, tags: Tags, age: u64, receiver: Option<u32>) {
+    let tx = &link.tx;
     if let Some((reason, failure)) = refusal(node, &work) {
         node.metrics.limit_refusals.fetch_add(1, Ordering::Relaxed);
         let (tx, frame) = (tx.clone(), node.seal.encode(&Message::Failed { id, reason, failure }));
         tokio::spawn(async move { tx.send(frame).await });
         return;
     }
-    let done = node.replica.submit(work, tags, age, receiver);
+    let read = matches!(work, Work::Read { .. });
+    let (job, done) = node.replica.submit_tracked(work, tags, age, receiver);
+    let queued = (read && job != 0).then(|| link.queued.clone());
+    if let Some(q) = &queued {
+        lock(q).insert(id, job);
+    }
     let (tx, seal) = (tx.clone(), node.seal.clone());
     tokio::spawn(async move {
-        let reply = match done.await {
+        let done = done.await;
+        if queued.is_some_and(|q| lock(&q).remove(&id).is_none()) {
+            // cancelled while it waited, and answered then
+            return;
+        }
+        let reply = match done {
             Ok(d) => match d.outcome {
                 Ok(Outcome::Read(v)) => {
                     Message::ReadReply { id, version: v.version, value: v.value, feedback: d.feedback }

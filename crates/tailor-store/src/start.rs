@@ -152,6 +152,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
         timeout,
         metrics: metrics.clone(),
         recovery: Arc::new(recovery),
+        copies: cfg.hedge_cancel.then(Default::default),
     });
     let coordinator = Coordinator::start(CoordinatorParts {
         clock: tokio::time::Instant::from_std(clock),
@@ -260,6 +261,7 @@ fn coordinator_core(cfg: &NodeConfig, env: &SelectorEnv, emulation: &Emulation) 
     };
     let core = CoordinatorCore::new(core_cfg, selector, oracle);
     Ok(match cfg.speculation().map_err(|e| err(&e))? {
+        Some(s) if cfg.hedge_cancel => core.with_speculation(s).with_hedge_cancel(),
         Some(s) => core.with_speculation(s),
         None => core,
     })

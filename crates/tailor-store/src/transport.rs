@@ -9,14 +9,18 @@ use crate::peer::{Peer, PeerError};
 use crate::recovery::Recovery;
 use crate::replica::{Outcome, Replica, Work};
 use crate::storage::Versioned;
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::Duration;
-use tailor_core::coordinator::Send;
+use tailor_core::coordinator::{Send, SendKind, Ticket};
 use tailor_core::facts::Feedback;
 use tailor_core::model::NodeId;
+use tailor_core::model::RequestId;
+use tokio::sync::oneshot;
 use tokio::sync::oneshot::error::TryRecvError;
 
 /// A replica's answer to one copy, or why there is none.
@@ -111,6 +115,10 @@ pub trait Transport: std::marker::Send + Sync + 'static {
     fn runs_here(&self, _node: NodeId) -> bool {
         false
     }
+
+    /// The core cancelled the copy sent to `node` with `ticket` (a hedged read's losing copy):
+    /// drop it there if it still waits. Best effort; its exchange still ends as every one does.
+    fn cancel(&self, _node: NodeId, _ticket: Ticket) {}
 }
 
 /// The real network: this node's replica through its channel, peers through their connections.
@@ -129,6 +137,10 @@ pub struct Network {
     pub metrics: Arc<Metrics>,
     /// This node's recovery state (its own replica's answer to [`Transport::recovering`]).
     pub recovery: Arc<Recovery>,
+    /// The read copies in flight that a cancel can name: by (node, request) the id the replica
+    /// knows the copy by (the wire id for a peer, the job id for this node's replica). `None`
+    /// when this coordinator never cancels (`hedge_cancel` off): no map on the read path.
+    pub copies: Option<Mutex<Copies>>,
 }
 
 impl Transport for Network {
@@ -177,11 +189,45 @@ impl Transport for Network {
     fn runs_here(&self, node: NodeId) -> bool {
         node == self.id
     }
+
+    fn cancel(&self, node: NodeId, ticket: Ticket) {
+        let Some(id) = self.copies.as_ref().and_then(|c| lock(c).remove(&(node, ticket.id))) else { return };
+        match self.peers.get(node as usize) {
+            Some(None) => {
+                self.replica.cancel(id);
+            }
+            Some(Some(peer)) => peer.tell(&Message::Cancel { id }),
+            None => {}
+        }
+    }
+}
+
+/// Read copies by (node, request): the id the replica knows each by.
+pub type Copies = HashMap<(NodeId, RequestId), u64>;
+
+fn lock(copies: &Mutex<Copies>) -> std::sync::MutexGuard<'_, Copies> {
+    copies.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Network {
+    /// Run `exchange` for a read copy that a cancel may name by `id` meanwhile (writes are
+    /// never cancelled: not tracked).
+    async fn cancellable<R, F: Future<Output = R>>(&self, node: NodeId, s: &Send, id: u64, exchange: F) -> R {
+        let copies = self.copies.as_ref().filter(|_| matches!(s.kind, SendKind::Read | SendKind::Hedge));
+        let Some(copies) = copies else { return exchange.await };
+        lock(copies).insert((node, s.ticket.id), id);
+        let result = exchange.await;
+        lock(copies).remove(&(node, s.ticket.id));
+        result
+    }
+
     async fn local(&self, work: Work, s: Send) -> Exchanged {
-        let mut rx = self.replica.submit(work, s.tags, s.age, Some(self.id));
+        let (job, rx) = self.replica.submit_tracked(work, s.tags, s.age, Some(self.id));
+        self.cancellable(self.id, &s, job, self.local_answer(rx)).await
+    }
+
+    /// The local replica's answer, or a timeout.
+    async fn local_answer(&self, mut rx: oneshot::Receiver<crate::replica::Done>) -> Exchanged {
         // a job the replica ran inline has answered already: no timer for it (arming one reads
         // the clock twice, about 3 % of a GET's CPU)
         let answer = match rx.try_recv() {
@@ -207,7 +253,7 @@ impl Network {
                 Message::Write { id, key, version, value: value.map(Arc::unwrap_or_clone), tags: s.tags, age: s.age }
             }
         };
-        match peer.call(msg, self.timeout).await {
+        match self.cancellable(peer.id, &s, id, peer.call(msg, self.timeout)).await {
             Ok(Message::ReadReply { version, value, feedback, .. }) => {
                 Ok((Outcome::Read(Versioned { version, value }), feedback))
             }

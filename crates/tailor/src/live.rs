@@ -88,8 +88,10 @@ impl LiveCluster {
             cfg.large_value_bytes = spec.workload.large_threshold;
             cfg.size_oracle = spec.workload.oracle;
             cfg.read_repair = c.read_repair;
-            // the simulator has no speculative retry: the live run must not have it either
-            cfg.speculative_retry = "none".to_string();
+            // hedging as the spec says (`none` by default, as in the simulator)
+            cfg.speculative_retry = c.speculative_retry.clone();
+            cfg.speculative_budget = c.speculative_budget;
+            cfg.hedge_cancel = c.hedge_cancel;
             cfg.vnodes = c.vnodes;
             if !c.faults.is_empty() {
                 // a copy to a hung or dead replica fails after the spec's timeout, as in the simulator

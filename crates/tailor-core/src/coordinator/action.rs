@@ -84,4 +84,17 @@ pub enum Action {
         /// Why.
         failure: Failure,
     },
+    /// The read at ONE is answered and its other attempt (the first one or the hedge) at
+    /// `replica` is no longer wanted (hedge cancellation, on with
+    /// [`super::CoordinatorCore::with_hedge_cancel`]): drop it if it still waits in the replica's
+    /// queue ([`crate::replica::ReplicaCore::cancel`]); a copy already running finishes. The core
+    /// has settled the copy already: an answer that still comes is ignored.
+    Cancel {
+        /// The request.
+        request: RequestId,
+        /// Where the unwanted copy went.
+        replica: NodeId,
+        /// The copy's ticket, as it was sent.
+        ticket: Ticket,
+    },
 }

@@ -32,6 +32,10 @@
 //!   answered by the threshold is offered to the selector once more among the other untried up
 //!   replicas and sent there too (`Hedge`); the first answer replies, the other only feeds the
 //!   selector. A selector that says wait gets no hedge.
+//! - **Hedge cancellation** (optional, [`CoordinatorCore::with_hedge_cancel`]): when the first
+//!   answer of a hedged read replies, the other attempt still out is settled at once (reported
+//!   to the selector like a failure, no retry) and the engine is asked to drop it
+//!   ([`Action::Cancel`]): Dean and Barroso's tied requests, which cancel the copy still queued.
 //! - **Probes** (Prequal): after every `select`, the selector may ask for probes
 //!   ([`ReplicaSelector::probes`]); each leaves as a `Send` of kind `Probe`, and its answer comes
 //!   back through [`CoordinatorCore::probed`] to [`ReplicaSelector::on_probe`] only.
@@ -137,6 +141,8 @@ pub struct CoreStats {
     pub unknown: u64,
     /// Probes sent for the selector.
     pub probes: u64,
+    /// Losing attempts of hedged reads the core asked its engine to cancel.
+    pub cancels: u64,
     /// Reads the selector said wait for, sent to the fallback at once because the engine cannot
     /// park ([`EngineLimits::park`]).
     pub forced: u64,
@@ -229,6 +235,16 @@ impl CoordinatorCore {
     /// Hedge late reads at ONE by `cfg` (off unless called).
     pub fn with_speculation(mut self, cfg: SpeculationConfig) -> Self {
         self.speculation = Some(Box::new(Speculation::new(cfg)));
+        self
+    }
+
+    /// Cancel the losing attempt of a hedged read once the first answer replies
+    /// ([`Action::Cancel`]); without hedging ([`CoordinatorCore::with_speculation`]) nothing is
+    /// ever cancelled.
+    pub fn with_hedge_cancel(mut self) -> Self {
+        if let Some(s) = &mut self.speculation {
+            s.cancel = true;
+        }
         self
     }
 
@@ -789,12 +805,24 @@ impl CoordinatorCore {
         let p = self.pending.at(t);
         let large = p.large();
         let (attempt, at) = p.settle_copy(replica);
-        let Mode::Selected { done, chosen, hedge, shadows, .. } = &mut p.mode else { unreachable!() };
+        let Mode::Selected { done, chosen, hedge, shadows, sent_at, hedge_sent_at, .. } = &mut p.mode else {
+            unreachable!()
+        };
         let first = attempt && !*done;
         if first {
             *done = true;
             out.push(Action::Reply { request: t.id, replica });
         }
+        let cancel = first && self.speculation.as_ref().is_some_and(|s| s.cancel);
+        // the answered copy is settled already: what is still out is the losing attempt
+        let loser = match (cancel, chosen.take()) {
+            (false, c) => {
+                *chosen = c;
+                None
+            }
+            (true, Some(c)) => Some((c, *sent_at)),
+            (true, None) => hedge.take().map(|h| (h, *hedge_sent_at)),
+        };
         if chosen.is_none() && hedge.is_none() && *shadows == 0 && *done {
             self.pending.remove(t);
         }
@@ -803,6 +831,29 @@ impl CoordinatorCore {
             s.record(now - at);
         }
         self.selector.on_response(now, &Response { request: t.id, replica, sent_at: at, large, feedback, fresh });
+        if let Some((loser, sent_at)) = loser {
+            self.cancel_copy(now, t, loser, sent_at, large, out);
+        }
+    }
+
+    /// Cancel read `t`'s losing attempt at `replica`, already settled in its record: the engine
+    /// drops it, and the selector hears of it as of a failed copy (its in-flight counts stay
+    /// balanced).
+    #[cold]
+    fn cancel_copy(
+        &mut self,
+        now: Nanos,
+        t: Ticket,
+        replica: NodeId,
+        sent_at: Nanos,
+        large: bool,
+        out: &mut Vec<Action>,
+    ) {
+        self.stats.cancels += 1;
+        out.push(Action::Cancel { request: t.id, replica, ticket: t });
+        let feedback = Feedback { from: replica, ..Feedback::default() };
+        let response = Response { request: t.id, replica, sent_at, large, feedback: &feedback, fresh: false };
+        self.selector.on_response(now, &response);
     }
 
     fn selected_failure(&mut self, now: Nanos, t: Ticket, replica: NodeId, world: &dyn World, out: &mut Vec<Action>) {

@@ -99,6 +99,8 @@ pub struct Speculation {
     earn: u64,
     deadlines: BinaryHeap<Reverse<Deadline>>,
     scratch: Vec<Nanos>,
+    /// Whether the losing attempt is cancelled once the first answer replies.
+    pub cancel: bool,
 }
 
 impl Speculation {
@@ -122,6 +124,7 @@ impl Speculation {
             earn: (cfg.budget * MICRO as f64).round() as u64,
             deadlines: BinaryHeap::new(),
             scratch: Vec::new(),
+            cancel: false,
         }
     }
 

@@ -353,6 +353,41 @@ fn a_late_read_is_hedged_once_and_the_first_answer_replies() {
 }
 
 #[test]
+fn with_cancel_the_first_answer_cancels_the_losing_attempt_and_settles_it() {
+    for (winner, loser) in [(4, 3), (3, 4)] {
+        let (c, log) = hedging(100, 1.0);
+        let mut c = c.with_hedge_cancel();
+        let mut out = Vec::new();
+        c.read(10, req(1, 7, None), &Blind, &mut out);
+        c.wake(110, &Blind, &mut out);
+        let t = tk(&c, 1);
+        out.clear();
+        c.answered(150, t, &mut answer(winner, fb(140), None), &Blind, &mut out);
+        let cancel = Action::Cancel { request: 1, replica: loser, ticket: t };
+        assert_eq!(out, [Action::Reply { request: 1, replica: winner }, cancel]);
+        assert_eq!((c.in_flight(), c.stats().cancels), (0, 1), "the cancelled copy is settled at once");
+        let seen = take(&log);
+        let stale = format!("resp 1 {loser} fresh=false");
+        assert_eq!(seen.last(), Some(&stale), "the selector hears of the cancelled copy as of a failed one");
+        out.clear();
+        // a copy that was running when its cancel came still answers: ignored
+        c.answered(900, t, &mut answer(loser, fb(890), None), &Blind, &mut out);
+        assert!(out.is_empty() && c.stats().unknown == 1);
+    }
+}
+
+#[test]
+fn without_a_hedge_out_nothing_is_cancelled() {
+    let (c, _log) = hedging(100, 1.0);
+    let mut c = c.with_hedge_cancel();
+    let mut out = Vec::new();
+    c.read(10, req(1, 7, None), &Blind, &mut out);
+    c.answered(50, tk(&c, 1), &mut answer(3, fb(40), None), &Blind, &mut out);
+    assert!(out.iter().all(|a| !matches!(a, Action::Cancel { .. })), "{out:?}");
+    assert_eq!(c.stats().cancels, 0);
+}
+
+#[test]
 fn a_read_answered_in_time_is_not_hedged_and_leaves_no_wake_up() {
     let (mut c, _log) = hedging(100, 1.0);
     let mut out = Vec::new();

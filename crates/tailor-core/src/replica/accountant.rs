@@ -104,6 +104,11 @@ impl RifLatency {
         debug_assert!(level.is_some_and(|avg| avg.is_finite() && avg >= 0.0), "level {rif}: {level:?}");
     }
 
+    /// Request `id` was cancelled before it ran: no sample.
+    pub fn forgets(&mut self, id: u64) {
+        self.arrived.remove(&id);
+    }
+
     /// The latency estimate for a request arriving at `rif` requests in flight, in ns.
     pub fn estimate(&self, rif: u32) -> Nanos {
         let at = (rif as usize).min(RIF_LEVELS - 1);
@@ -226,6 +231,16 @@ impl Accountant {
         self.running.push(Running { id, estimated_end: now + service, large });
         self.running_large += large as u32;
         self.record(now);
+        self.check_invariants();
+    }
+
+    /// A waiting request with estimate `service` was cancelled: it leaves the counts as if it
+    /// had never waited (no queue-length step: cancelling reads no clock).
+    pub fn withdraws(&mut self, service: Nanos, large: bool) {
+        assert!(self.waiting > 0, "only a waiting request is withdrawn");
+        self.waiting -= 1;
+        self.waiting_work -= service;
+        self.waiting_large -= large as u32;
         self.check_invariants();
     }
 

@@ -17,6 +17,7 @@
 //! comparable, a duration is; the one-way network delay is not counted.
 
 pub mod accountant;
+pub mod cancel;
 pub mod estimate;
 pub mod sharing;
 
@@ -25,6 +26,7 @@ use crate::local::LocalQueue;
 use crate::model::{JobMeta, NodeId, RequestId, Tags};
 use crate::time::Nanos;
 pub use accountant::{Accountant, ProbeReply, RifLatency};
+use cancel::{Cancels, Withdrawn};
 pub use estimate::ServiceEstimate;
 
 /// A request as it reaches a replica.
@@ -54,6 +56,8 @@ pub struct ReplicaCore<T> {
     accountant: Accountant,
     /// Latency per requests-in-flight level, for probes (boxed: off unless asked for).
     rif_latency: Option<Box<RifLatency>>,
+    /// Waiting jobs that may be cancelled (boxed: off unless asked for, see [`cancel`]).
+    cancels: Option<Box<Cancels>>,
 }
 
 impl<T> ReplicaCore<T> {
@@ -68,6 +72,7 @@ impl<T> ReplicaCore<T> {
             large_threshold,
             accountant: Accountant::new(id),
             rif_latency: None,
+            cancels: None,
         }
     }
 
@@ -76,6 +81,47 @@ impl<T> ReplicaCore<T> {
     pub fn with_probe_estimates(mut self) -> Self {
         self.rif_latency = Some(Box::default());
         self
+    }
+
+    /// The same, able to cancel waiting jobs ([`ReplicaCore::cancel`]): it keeps their ids.
+    pub fn with_cancellation(mut self) -> Self {
+        self.cancels = Some(Box::default());
+        self
+    }
+
+    /// Drop waiting job `id` (its copy is no longer wanted, [`cancel`]): true if it was waiting
+    /// and will not run; false if it runs or ran already, is unknown, or this core was not
+    /// built [`ReplicaCore::with_cancellation`].
+    pub fn cancel(&mut self, id: RequestId) -> bool {
+        let Some(job) = self.cancels.as_mut().and_then(|c| c.cancel(id)) else { return false };
+        self.accountant.withdraws(job.service, job.large);
+        if let Some(r) = &mut self.rif_latency {
+            r.forgets(id);
+        }
+        debug_assert_eq!(self.accountant.waiting() as usize, self.queued(), "the accountant counts the queue");
+        true
+    }
+
+    /// Jobs cancelled so far and their estimated work ([`ReplicaCore::cancel`]).
+    pub fn cancelled(&self) -> (u64, Nanos) {
+        self.cancels.as_ref().map_or((0, 0), |c| c.totals())
+    }
+
+    /// Jobs waiting in the queue, cancelled ones left out.
+    #[inline]
+    fn queued(&self) -> usize {
+        self.queue.len() - self.cancels.as_ref().map_or(0, |c| c.zombies())
+    }
+
+    /// The queue's next job that was not cancelled.
+    #[inline]
+    fn pop_live(&mut self, now: Nanos) -> Option<(JobMeta, T)> {
+        loop {
+            let (meta, payload) = self.queue.pop(now)?;
+            if self.cancels.as_mut().is_none_or(|c| c.popped(meta.id)) {
+                return Some((meta, payload));
+            }
+        }
     }
 
     /// The same, not measuring the queue-length trend `dq` (the facts carry 0): see
@@ -88,7 +134,7 @@ impl<T> ReplicaCore<T> {
     /// Answer a probe at `now`, at once and without queueing it: the requests in flight and the
     /// latency estimate for a request arriving now.
     pub fn probe(&self, _now: Nanos) -> ProbeReply {
-        let rif = self.queue.len() as u32 + self.accountant.running() as u32;
+        let rif = self.queued() as u32 + self.accountant.running() as u32;
         ProbeReply { rif, latency: self.rif_latency.as_ref().map_or(0, |r| r.estimate(rif)) }
     }
 
@@ -101,34 +147,35 @@ impl<T> ReplicaCore<T> {
     /// large-value request is queued or running before it (Héron's small-behind-large count).
     pub fn admit(&mut self, now: Nanos, a: Arrival, payload: T) -> bool {
         debug_assert!(self.accountant.waiting() < self.max_queue, "job {} admitted past the queue cap", a.id);
-        let (waiting, running) = (self.queue.len(), self.accountant.running());
+        let (waiting, running) = (self.queued(), self.accountant.running());
         let behind_large = self.accountant.running() >= self.slots as usize && self.accountant.large_present();
         let release = now.saturating_sub(a.age);
         let meta = JobMeta { id: a.id, release, enqueued: now, service: a.service.max(1), size: a.size, tags: a.tags };
+        let rif = (waiting + running) as u32;
         if let Some(r) = &mut self.rif_latency {
-            r.arrives(now, a.id, self.queue.len() as u32 + self.accountant.running() as u32);
+            r.arrives(now, a.id, rif);
         }
-        self.accountant.waits(now, meta.service, self.is_large(a.size));
+        let large = self.is_large(a.size);
+        self.accountant.waits(now, meta.service, large);
+        if let Some(c) = &mut self.cancels {
+            c.queued(a.id, Withdrawn { service: meta.service, large });
+        }
         self.queue.push(now, meta, payload);
         debug_assert!(meta.release <= meta.enqueued && meta.service > 0, "release before arrival, some work: {meta:?}");
-        debug_assert_eq!(self.accountant.waiting() as usize, self.queue.len(), "the accountant counts the queue");
-        debug_assert_eq!(
-            (self.queue.len(), self.accountant.running()),
-            (waiting + 1, running),
-            "an admitted job waits"
-        );
+        debug_assert_eq!(self.accountant.waiting() as usize, self.queued(), "the accountant counts the queue");
+        debug_assert_eq!((self.queued(), self.accountant.running()), (waiting + 1, running), "an admitted job waits");
         behind_large
     }
 
     /// The next job to run at `now`, if a worker slot is free and a job waits.
     pub fn start(&mut self, now: Nanos) -> Option<(JobMeta, T)> {
         // the accountant counts what the queue holds: an empty queue is known without asking it
-        debug_assert_eq!(self.accountant.waiting() as usize, self.queue.len(), "the accountant counts the queue");
+        debug_assert_eq!(self.accountant.waiting() as usize, self.queued(), "the accountant counts the queue");
         if self.accountant.running() >= self.slots as usize || self.accountant.waiting() == 0 {
             return None;
         }
-        let (waiting, running) = (self.queue.len(), self.accountant.running());
-        let (meta, payload) = self.queue.pop(now)?;
+        let (waiting, running) = (self.queued(), self.accountant.running());
+        let (meta, payload) = self.pop_live(now)?;
         debug_assert!(meta.enqueued <= now, "job {} starts before it arrived", meta.id);
         debug_assert!(
             meta.release <= meta.enqueued && meta.service > 0,
@@ -136,25 +183,17 @@ impl<T> ReplicaCore<T> {
         );
         self.accountant.starts(now, meta.id, meta.service, self.is_large(meta.size));
         debug_assert!(self.accountant.running() <= self.slots as usize, "a job started without a free worker slot");
-        debug_assert_eq!(self.accountant.waiting() as usize, self.queue.len(), "the accountant counts the queue");
-        debug_assert_eq!(
-            (self.queue.len(), self.accountant.running()),
-            (waiting - 1, running + 1),
-            "a waiting job runs"
-        );
+        debug_assert_eq!(self.accountant.waiting() as usize, self.queued(), "the accountant counts the queue");
+        debug_assert_eq!((self.queued(), self.accountant.running()), (waiting - 1, running + 1), "a waiting job runs");
         Some((meta, payload))
     }
 
     /// Job `id` finished at `now` after `service` of real work: the facts its reply carries.
     pub fn finish(&mut self, now: Nanos, id: RequestId, service: Nanos) -> Feedback {
-        let (waiting, running) = (self.queue.len(), self.accountant.running());
+        let (waiting, running) = (self.queued(), self.accountant.running());
         debug_assert!(running > 0, "job {id} finished with no job running");
         self.accountant.finishes(id);
-        debug_assert_eq!(
-            (self.queue.len(), self.accountant.running()),
-            (waiting, running - 1),
-            "a finish frees one slot"
-        );
+        debug_assert_eq!((self.queued(), self.accountant.running()), (waiting, running - 1), "a finish frees one slot");
         if let Some(r) = &mut self.rif_latency {
             r.finishes(now, id);
         }
@@ -217,7 +256,7 @@ impl<T> ReplicaCore<T> {
 
     /// Jobs waiting.
     pub fn waiting(&self) -> usize {
-        self.queue.len()
+        self.queued()
     }
 
     /// Jobs running.
@@ -319,6 +358,23 @@ mod tests {
         c.admit(7 * MS, arrival(3, 1), 'c');
         assert_eq!(c.probe(7 * MS), ProbeReply { rif: 1, latency: 6 * MS });
         assert_eq!(core(1).probe(0).latency, 0, "no estimates unless asked for");
+    }
+
+    #[test]
+    fn a_cancelled_waiting_job_never_starts_and_leaves_the_facts() {
+        let mut c = core(1).with_probe_estimates().with_cancellation();
+        for (id, name) in [(1, 'a'), (2, 'b'), (3, 'c')] {
+            c.admit(0, arrival(id, 5), name);
+        }
+        c.start(0);
+        assert!(!c.cancel(1), "a running job finishes");
+        assert!(c.cancel(2) && !c.cancel(2), "a waiting one is cancelled once");
+        assert!(!c.cancel(9), "an unknown job");
+        assert_eq!((c.waiting(), c.facts(0).queue_len, c.probe(0).rif), (1, 1, 2), "the cancelled job is not counted");
+        assert_eq!(c.facts(0).pending_work, 50 + 50, "job 1's remaining work and job 3's");
+        c.finish(MS, 1, MS);
+        assert_eq!(c.start(MS).map(|j| j.1), Some('c'), "the cancelled job is skipped");
+        assert_eq!((c.cancelled(), core(1).cancel(1)), ((1, 50), false), "nothing cancels without being asked to");
     }
 
     #[test]

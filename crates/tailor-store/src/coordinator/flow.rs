@@ -61,6 +61,10 @@ impl Coordinator {
                         let _ = f.done.send(Err(CoordError::from_failure(failure, f.last_error)));
                     }
                 }
+                Action::Cancel { replica, ticket, .. } => {
+                    self.metrics.hedge_cancels.fetch_add(1, Ordering::Relaxed);
+                    self.transport.cancel(replica, ticket);
+                }
             }
         }
         let stats = inner.core.stats();

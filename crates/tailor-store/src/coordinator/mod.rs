@@ -333,6 +333,7 @@ mod tests {
                 timeout: Duration::from_secs(5),
                 metrics: metrics.clone(),
                 recovery: Arc::new(crate::recovery::Recovery::off()),
+                copies: None,
             }),
             ids: Arc::new(AtomicU64::new(1)),
             timeout: Duration::from_secs(5),

@@ -11,7 +11,7 @@ use tailor_core::model::Tags;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Protocol version carried by every frame.
-pub const VERSION: u8 = 6;
+pub const VERSION: u8 = 7;
 
 /// Bytes reserved for a frame's body before any of it arrived; the body then grows (doubling)
 /// with the bytes that came, so a frame that declares 17 MB and stalls costs at most this.
@@ -31,6 +31,7 @@ const KEYS_REQUEST: u8 = 11;
 const KEYS_REPLY: u8 = 12;
 const INCR: u8 = 13;
 const INCR_REPLY: u8 = 14;
+const CANCEL: u8 = 15;
 
 /// Most keys one [`Message::KeysReply`] may list.
 pub const MAX_LISTED: usize = 4096;
@@ -304,6 +305,10 @@ pub fn encode(msg: &Message) -> Vec<u8> {
             w.u64(*id);
             w.u64(*total as u64);
         }
+        Message::Cancel { id } => {
+            w.u8(CANCEL);
+            w.u64(*id);
+        }
         Message::Failed { id, reason, failure } => {
             w.u8(FAILED);
             w.u64(*id);
@@ -363,6 +368,7 @@ pub fn decode(body: &[u8]) -> Result<Message, DecodeError> {
         KEYS_REPLY => Message::KeysReply { id: r.u64()?, entries: r.entries()?, more: r.u8()? != 0 },
         INCR => Message::Incr { id: r.u64()?, key: r.bytes()?, by: r.u64()? as i64, level: r.u8()? },
         INCR_REPLY => Message::IncrReply { id: r.u64()?, total: r.u64()? as i64 },
+        CANCEL => Message::Cancel { id: r.u64()? },
         FAILED => {
             let id = r.u64()?;
             let reason = String::from_utf8(r.bytes()?).map_err(|_| DecodeError::Utf8)?;
@@ -442,7 +448,7 @@ mod tests {
     }
 
     /// How many message variants there are ([`variant`]).
-    const VARIANTS: usize = 14;
+    const VARIANTS: usize = 15;
 
     /// Which variant `m` is: exhaustive, so a new message does not compile here until it is
     /// numbered, and [`every_message_round_trips`] then wants an example of it.
@@ -462,6 +468,7 @@ mod tests {
             Message::Incr { .. } => 11,
             Message::IncrReply { .. } => 12,
             Message::Failed { .. } => 13,
+            Message::Cancel { .. } => 14,
         }
     }
 
@@ -494,6 +501,7 @@ mod tests {
             Message::KeysRequest { id: 13, first: 0, last: 99, after: None },
             Message::Incr { id: 16, key: b"n".to_vec(), by: i64::MIN, level: 2 },
             Message::IncrReply { id: 17, total: -5 },
+            Message::Cancel { id: u64::MAX },
             Message::KeysReply {
                 id: 14,
                 entries: vec![

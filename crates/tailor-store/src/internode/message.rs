@@ -157,6 +157,14 @@ pub enum Message {
         /// The new total.
         total: i64,
     },
+    /// Cancel the copy sent as request `id` on this connection (a hedged read's losing copy;
+    /// coordinator → replica). Has no reply of its own: a replica that drops the copy while it
+    /// still waits answers the copy's `id` with [`Message::Failed`] at once; a copy already
+    /// running finishes and answers as usual.
+    Cancel {
+        /// The copy's request id.
+        id: u64,
+    },
     /// The replica could not execute the request.
     Failed {
         /// Request id.
@@ -215,6 +223,7 @@ impl Message {
             | Message::KeysReply { id, .. }
             | Message::Incr { id, .. }
             | Message::IncrReply { id, .. }
+            | Message::Cancel { id }
             | Message::Failed { id, .. } => *id,
         }
     }

@@ -60,7 +60,21 @@ impl<J> Admission<J> {
     /// Replica `id`'s decisions with local policy `queue`, `workers` slots (clamped to
     /// 1..=[`MAX_WORKERS`]) and values above `large` bytes large.
     pub fn new(id: NodeId, queue: Box<dyn LocalQueue<J>>, workers: usize, large: u64) -> Self {
-        Admission { core: ReplicaCore::new(id, queue, workers.clamp(1, MAX_WORKERS), large), next_id: 0 }
+        // a coordinator may cancel a hedged read's losing copy while it waits (its own config
+        // says whether it does): every replica can take the cancel
+        let core = ReplicaCore::new(id, queue, workers.clamp(1, MAX_WORKERS), large).with_cancellation();
+        Admission { core, next_id: 0 }
+    }
+
+    /// The id the last admitted job got.
+    pub fn last_id(&self) -> RequestId {
+        self.next_id
+    }
+
+    /// Drop job `id` if it still waits: its estimated work if it did ([`ReplicaCore::cancel`]).
+    pub fn cancel(&mut self, id: RequestId) -> Option<Nanos> {
+        let before = self.core.cancelled().1;
+        self.core.cancel(id).then(|| self.core.cancelled().1 - before)
     }
 
     /// Answer "busy" rather than queue more than `n` waiting requests (`max_queue`).
@@ -142,6 +156,18 @@ impl Replica {
     /// coordinator `receiver` (if known); the reply arrives on the returned channel once a
     /// worker executed it.
     pub fn submit(&self, work: Work, tags: Tags, age: Nanos, receiver: Option<NodeId>) -> oneshot::Receiver<Done> {
+        self.submit_tracked(work, tags, age, receiver).1
+    }
+
+    /// [`Replica::submit`], also giving the job's id for [`Replica::cancel`] (0: refused, never
+    /// queued).
+    pub fn submit_tracked(
+        &self,
+        work: Work,
+        tags: Tags,
+        age: Nanos,
+        receiver: Option<NodeId>,
+    ) -> (RequestId, oneshot::Receiver<Done>) {
         let (tx, rx) = oneshot::channel();
         let (size, key_hash) = match &work {
             Work::Read { key } => {
@@ -154,7 +180,9 @@ impl Replica {
         let job = Job { work, size, key_hash, receiver, reply: tx };
         let now = self.now();
         let mut s = self.lock();
-        match s.enter(now, incoming, job, self.emulation.off()) {
+        let entry = s.enter(now, incoming, job, self.emulation.off());
+        let id = if matches!(entry, Entry::Refused { .. }) { 0 } else { s.last_id() };
+        match entry {
             Entry::Refused { max, feedback, job } => {
                 drop(s);
                 self.metrics.busy_refusals.fetch_add(1, Ordering::Relaxed);
@@ -174,7 +202,17 @@ impl Replica {
                 self.ready.notify_one();
             }
         }
-        rx
+        (id, rx)
+    }
+
+    /// Drop job `id` if it still waits (its coordinator cancelled the copy): true if it will
+    /// not run. Its reply channel closes once the queue reaches it (the local policy is not
+    /// searched, see `tailor_core::replica::cancel`).
+    pub fn cancel(&self, id: RequestId) -> bool {
+        let Some(saved) = self.lock().cancel(id) else { return false };
+        self.metrics.cancelled_copies.fetch_add(1, Ordering::Relaxed);
+        self.metrics.cancel_saved_ns.fetch_add(saved, Ordering::Relaxed);
+        true
     }
 
     /// The size of `key`'s value from storage's metadata (0 if absent), remembered.
