@@ -12,6 +12,7 @@ mod engine;
 mod events;
 mod faults;
 mod lru;
+mod multiget;
 mod prefetch;
 mod queueing;
 mod record;
