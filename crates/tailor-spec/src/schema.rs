@@ -355,6 +355,10 @@ pub struct WorkloadSpec {
     pub large_threshold: u64,
     /// The coordinators' size oracle: "exact", "bloom" (Héron) or "none".
     pub oracle: OracleKind,
+    /// Multi-get reads (one request of many keys, done when its last key is read). Written
+    /// into a spec only when set, so every existing spec reads and writes as before.
+    #[serde(default, skip_serializing_if = "tailor_core::is_default")]
+    pub multiget: MultigetSpec,
 }
 
 impl Default for WorkloadSpec {
@@ -376,7 +380,35 @@ impl Default for WorkloadSpec {
             skew: None,
             large_threshold: 256 * 1024,
             oracle: OracleKind::Exact,
+            multiget: MultigetSpec::default(),
         }
+    }
+}
+
+/// Multi-get reads: a share of reads each ask for `keys` distinct keys at once, drawn from the
+/// workload's popularity law, each key with its own size; the request completes when all are read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MultigetSpec {
+    /// Distinct keys per multi-get; 0 (the default) turns multi-gets off.
+    pub keys: u32,
+    /// Share of reads that are multi-gets, in (0, 1].
+    pub fraction: f64,
+}
+
+impl MultigetSpec {
+    /// The most keys one multi-get may read.
+    pub const MAX_KEYS: u32 = 10_000;
+
+    /// Whether the workload issues multi-gets at all.
+    pub fn enabled(&self) -> bool {
+        self.keys > 0
+    }
+}
+
+impl Default for MultigetSpec {
+    fn default() -> Self {
+        MultigetSpec { keys: 0, fraction: 1.0 }
     }
 }
 

@@ -99,6 +99,7 @@ impl Spec {
         tailor_core::workload::popularity::KeySampler::new(&w.popularity, w.keys)
             .map_err(|e| invalid("workload.popularity", e.to_string()))?;
         tailor_core::workload::sizes::SizeModel::new(&w.sizes).map_err(|e| invalid("workload.sizes", e.to_string()))?;
+        self.validate_multiget()?;
         if let Some(skew) = w.skew {
             tailor_core::workload::clients::ClientSampler::new(c.coordinators() as u32, Some(skew))
                 .map_err(|e| invalid("workload.skew", e.to_string()))?;
@@ -160,6 +161,33 @@ impl Spec {
         Ok(())
     }
 
+    /// A multi-get reads at most `MAX_KEYS` distinct keys out of the data set, a share of reads
+    /// in (0, 1]; a trace fixes each request's key, so it cannot also hold multi-gets.
+    fn validate_multiget(&self) -> Result<(), SpecError> {
+        let (w, m) = (&self.workload, &self.workload.multiget);
+        if !m.enabled() {
+            return Ok(());
+        }
+        let most = u64::from(crate::MultigetSpec::MAX_KEYS).min(w.keys);
+        if u64::from(m.keys) > most {
+            return Err(invalid(
+                "workload.multiget.keys",
+                format!(
+                    "must be at most min({}, workload.keys) = {most}, got {}",
+                    crate::MultigetSpec::MAX_KEYS,
+                    m.keys
+                ),
+            ));
+        }
+        if !(m.fraction > 0.0 && m.fraction <= 1.0) {
+            return Err(invalid("workload.multiget.fraction", format!("must be in (0, 1], got {}", m.fraction)));
+        }
+        if w.arrival == ArrivalKind::Trace {
+            return Err(invalid("workload.multiget.keys", "multi-gets cannot be combined with arrival = \"trace\""));
+        }
+        Ok(())
+    }
+
     /// Each slowed server exists once, with a duty in (0, 1) and a period of at least 1 µs.
     fn validate_slow_servers(&self) -> Result<(), SpecError> {
         let c = &self.cluster;
@@ -208,6 +236,8 @@ mod tests {
             ("workload.arrival=trace", "workload.trace"),
             ("cluster.speculative_retry=soon", "cluster.speculative_retry"),
             ("cluster.speculative_budget=2", "cluster.speculative_budget"),
+            ("workload.multiget.keys=10001", "workload.multiget.keys"),
+            ("workload.multiget={keys=10,fraction=0}", "workload.multiget.fraction"),
             ("cluster.slow_servers=[{server=12,duty=0.5,period_ms=100}]", "cluster.slow_servers[0].server"),
             ("cluster.slow_servers=[{server=1,duty=1,period_ms=100}]", "cluster.slow_servers[0].duty"),
             ("cluster.slow_servers=[{server=1,duty=0.5,period_ms=0}]", "cluster.slow_servers[0].period_ms"),
@@ -231,6 +261,19 @@ mod tests {
         let stops = ["cluster.shared_capacity=1", "cluster.slow_servers=[{server=1,duty=0.5,period_ms=100}]"];
         let err = Spec::default().with_overrides(&stops).unwrap_err().to_string();
         assert!(err.contains("cluster.shared_capacity"), "{err}");
+    }
+
+    #[test]
+    fn multiget_is_absent_by_default_and_round_trips() {
+        assert!(!Spec::default().to_toml().contains("multiget"));
+        let spec = Spec::default().with_overrides(&["workload.multiget={keys=10,fraction=0.5}"]).unwrap();
+        let back = Spec::from_toml(&spec.to_toml()).unwrap();
+        assert_eq!(back.workload.multiget, spec.workload.multiget);
+        assert_eq!((back.workload.multiget.keys, back.workload.multiget.fraction), (10, 0.5));
+        let keys_only = Spec::from_toml("[workload.multiget]\nkeys = 4\n").unwrap();
+        assert_eq!(keys_only.workload.multiget.fraction, 1.0);
+        let err = Spec::default().with_overrides(&["workload.keys=5", "workload.multiget.keys=6"]).unwrap_err();
+        assert!(err.to_string().contains("workload.multiget.keys"), "{err}");
     }
 
     #[test]
