@@ -40,6 +40,8 @@ pub struct Completion {
     pub op: Op,
     /// Value size in bytes.
     pub size: u64,
+    /// Keys of a multi-get read (`MGET`); 0 for a single read or a write.
+    pub keys: u32,
     /// How it ended.
     pub outcome: Outcome,
 }
@@ -98,6 +100,9 @@ pub struct Recorder {
     service: ServiceSpec,
     reads: Hist,
     writes: Hist,
+    multigets: Hist,
+    multiget_keys: u32,
+    multiget_failed: u64,
     stretch: Hist,
     send_lag: Hist,
     all: Hist,
@@ -128,6 +133,9 @@ impl Recorder {
             service,
             reads: Hist::latency(),
             writes: Hist::latency(),
+            multigets: Hist::latency(),
+            multiget_keys: 0,
+            multiget_failed: 0,
             stretch: Hist::stretch(),
             send_lag: Hist::latency(),
             all: Hist::latency(),
@@ -160,7 +168,8 @@ impl Recorder {
         }
     }
 
-    /// Account for one finished request.
+    /// Account for one finished request (a multi-get's latency goes to its own histogram, not
+    /// to the single reads').
     pub fn record(&mut self, c: Completion) {
         let latency = c.done.saturating_sub(c.intended);
         let measured = c.intended >= self.warmup;
@@ -180,6 +189,9 @@ impl Recorder {
             } else {
                 self.errors += 1;
             }
+            if measured && c.keys > 0 {
+                self.multiget_failed += 1;
+            }
             return;
         }
         self.total_completed += 1;
@@ -197,13 +209,17 @@ impl Recorder {
             self.measured_in_window += 1;
         }
         self.last_done = self.last_done.max(c.done);
+        if c.outcome == Outcome::Miss {
+            self.misses += 1;
+        }
         match c.op {
+            Op::Read if c.keys > 0 => {
+                self.multiget_keys = c.keys;
+                self.multigets.record(latency as f64);
+            }
             Op::Read => {
                 self.reads.record(latency as f64);
                 self.stretch.record(latency as f64 / self.service.nominal_ns(c.size).max(1.0));
-                if c.outcome == Outcome::Miss {
-                    self.misses += 1;
-                }
             }
             Op::Write => self.writes.record(latency as f64),
         }
@@ -280,6 +296,27 @@ impl Recorder {
         .map(|(k, v)| (k.to_string(), v))
         .collect();
         r.extra.extend(extra);
+        r.extra.extend(self.multiget_figures());
+    }
+
+    /// The multi-get figures, none in a run without multi-gets: `multiget_keys`,
+    /// `multiget_requests` (measured and fully answered), `multiget_failed` (measured, an
+    /// error or a timeout) and `multiget_latency_{mean,p50,p95,p99,p999,max}_ms`, the fields
+    /// of the simulator's multi-get section under these names (a client sees an `MGET`'s
+    /// whole reply only, so the straggler gap is not measured live).
+    fn multiget_figures(&self) -> Vec<(String, f64)> {
+        if self.multigets.count() == 0 && self.multiget_failed == 0 {
+            return Vec::new();
+        }
+        let l = self.multigets.summary();
+        let latency =
+            [("mean", l.mean), ("p50", l.p50), ("p95", l.p95), ("p99", l.p99), ("p999", l.p999), ("max", l.max)];
+        let counts = [
+            ("multiget_keys".to_string(), self.multiget_keys as f64),
+            ("multiget_requests".to_string(), self.multigets.count() as f64),
+            ("multiget_failed".to_string(), self.multiget_failed as f64),
+        ];
+        counts.into_iter().chain(latency.map(|(q, v)| (format!("multiget_latency_{q}_ms"), v))).collect()
     }
 }
 
@@ -289,7 +326,7 @@ mod tests {
     use tailor_core::time::MS;
 
     fn c(intended: Nanos, done: Nanos, op: Op, outcome: Outcome) -> Completion {
-        Completion { intended, sent: intended, done, op, size: 1000, outcome }
+        Completion { intended, sent: intended, done, op, size: 1000, keys: 0, outcome }
     }
 
     fn recorder() -> Recorder {
@@ -370,6 +407,29 @@ mod tests {
         assert_eq!(rows, vec![(0, true, 2, 1, 0), (1, false, 1, 0, 0), (2, false, 0, 1, 1)]);
         assert!((ts[2].max_ms - 1200.0).abs() < 1.0);
         assert!((ts[0].p99_ms - 100.0).abs() < 0.1);
+    }
+
+    #[test]
+    fn multigets_have_their_own_latency_and_counts() {
+        let mut r = recorder();
+        let m = |intended, done, outcome| Completion { keys: 4, ..c(intended, done, Op::Read, outcome) };
+        r.record(m(500 * MS, 590 * MS, Outcome::Ok)); // warm-up
+        r.record(c(1100 * MS, 1102 * MS, Op::Read, Outcome::Ok));
+        r.record(m(1200 * MS, 1230 * MS, Outcome::Ok));
+        r.record(m(1300 * MS, 1340 * MS, Outcome::Miss));
+        r.record(m(1400 * MS, 1401 * MS, Outcome::Error));
+        let mut res = RunResult::default();
+        r.fill(&mut res, 1.0, 10);
+        assert_eq!(res.read_latency_ms.count, 1, "single reads only");
+        assert!((res.read_latency_ms.max - 2.0).abs() < 0.01);
+        let x = &res.extra;
+        assert_eq!((x["multiget_keys"], x["multiget_requests"], x["multiget_failed"]), (4.0, 2.0, 1.0));
+        assert!((x["multiget_latency_max_ms"] - 40.0).abs() < 0.1, "{x:?}");
+        assert_eq!(x["read_misses"], 1.0);
+        assert_eq!((res.requests, res.errors), (3, 1));
+        let mut plain = RunResult::default();
+        recorder().fill(&mut plain, 1.0, 10);
+        assert!(!plain.extra.contains_key("multiget_requests"));
     }
 
     #[test]

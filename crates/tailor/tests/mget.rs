@@ -64,3 +64,39 @@ fn mget_reads_every_key_in_parallel_and_fails_as_a_whole() {
     redis::cmd("CONSISTENCY").arg("ONE").query::<()>(&mut con).expect("CONSISTENCY ONE");
     assert_eq!(mget(&mut con, &keys[..2]).expect("MGET at ONE").len(), 2);
 }
+
+#[test]
+fn the_bench_sends_multigets_and_reports_their_tail_above_single_reads() {
+    let opts = ClusterOptions { nodes: 3, ..ClusterOptions::default() };
+    let cl = TestCluster::start(opts, |c| {
+        c.emulation.beta_us = 500.0;
+        c.emulation.fluct_factor = 4.0;
+        c.emulation.fluct_period_ms = 50;
+    });
+    let nodes: Vec<String> = cl.cfgs.iter().map(|c| c.client_addr.to_string()).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(exe())
+        .arg("bench")
+        .args(["--nodes", &nodes.join(","), "--rate", "150", "--duration", "4", "--warmup", "0.5"])
+        .args(["--connections", "12", "--quiet", "--set", "workload.keys=300", "--set", "workload.reads=0.9"])
+        .args(["--set", "workload.multiget.keys=8", "--set", "workload.multiget.fraction=0.3"])
+        .args(["--out", dir.path().to_str().unwrap()])
+        .output()
+        .expect("run tailor bench");
+    // 3: results written but the run judged invalid (a loaded machine); the figures are still there
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 3)), "tailor bench: {stderr}");
+    let text = std::fs::read_to_string(dir.path().join("results.json")).expect("results.json");
+    let results: tailor_core::results::Results = serde_json::from_str(&text).expect("results parse");
+    let r = &results.runs[0];
+    let x = &r.extra;
+    assert_eq!(x["multiget_keys"], 8.0, "{x:?}");
+    assert!(x["multiget_requests"] >= 60.0, "about 160 multi-gets measured: {x:?}");
+    assert_eq!(x["multiget_failed"], 0.0, "{stderr}");
+    assert_eq!(x["read_misses"], 0.0, "every key a multi-get reads was loaded");
+    let (single, multi) = (r.read_latency_ms.p99, x["multiget_latency_p99_ms"]);
+    assert!(multi > single, "a multi-get waits for its slowest key: p99 {multi} ms vs a single read's {single} ms");
+    // each MGET the bench sent reached a coordinator's histogram (warm-up ones too)
+    let coordinated: f64 = (0..3).map(|i| cl.metric(i, "tailor_mget_latency_seconds_count", &[])).sum();
+    assert!(coordinated >= x["multiget_requests"], "{coordinated} MGETs coordinated");
+}
