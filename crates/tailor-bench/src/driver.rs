@@ -293,7 +293,7 @@ impl<T: Target> Worker<T> {
             };
             let done = Instant::now();
             let since = |t: Instant| nanos(t.saturating_duration_since(self.start));
-            let keys = p.multiget.as_ref().map_or(1, |m| m.len() as u32);
+            let keys = p.multiget.as_ref().map_or(0, |m| m.len() as u32);
             let (op, size) = (p.op, p.size);
             let c = Completion { intended: p.at, sent: since(sent), done: since(done), op, size, keys, outcome };
             self.recorder.lock().unwrap_or_else(|e| e.into_inner()).record(c);
