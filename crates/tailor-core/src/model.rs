@@ -27,6 +27,16 @@ pub struct Tags {
     pub priority: u8,
     /// Size class from the coordinator's oracle (0 = small, 1 = large, ...); picks RML's sub-queue.
     pub size_class: u8,
+    /// Keys in the multi-get this read is part of (saturating; 0 = a single read): Rein's
+    /// scheduler falls back on it when the coordinator has no cost estimate.
+    #[serde(default, skip_serializing_if = "crate::is_default")]
+    pub multiget_keys: u16,
+    /// The bottleneck of the read's multi-get: the largest processing time the coordinator
+    /// estimates among its keys, in µs (saturating at 65.5 ms; 0 = a single read or no
+    /// estimate). Rein's `rein-sbf` serves the smallest first. 16 bits keep the simulator's
+    /// events within 48 bytes.
+    #[serde(default, skip_serializing_if = "crate::is_default")]
+    pub bottleneck_us: u16,
 }
 
 /// A request as the engine knows it, including its true value size.

@@ -78,6 +78,10 @@ pub struct RunResult {
     /// Little's law can be checked. Absent for live runs (and older files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queueing: Option<Queueing>,
+    /// Runs with multi-gets (`workload.multiget`): the whole requests' latency beside the
+    /// per-key reads above. Absent otherwise, so older results keep their bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub multiget: Option<MultigetResult>,
 }
 
 impl RunResult {
@@ -95,6 +99,22 @@ impl RunResult {
     pub fn errors_besides_timeouts(&self) -> u64 {
         self.errors.saturating_sub(self.timeouts())
     }
+}
+
+/// Multi-get figures of a run: a multi-get's latency runs from its release to its last key's
+/// answer; its straggler gap is that last key's latency minus the median of its keys'.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MultigetResult {
+    /// Keys per multi-get.
+    pub keys: u32,
+    /// Multi-gets measured (released after the warm-up and fully answered).
+    pub requests: u64,
+    /// Multi-gets with a key that failed (refused or timed out everywhere): not in the latency.
+    pub failed: u64,
+    /// Multi-get latency in milliseconds.
+    pub latency_ms: Summary,
+    /// Straggler gap in milliseconds.
+    pub straggler_gap_ms: Summary,
 }
 
 /// A run's distance from the lower bound.

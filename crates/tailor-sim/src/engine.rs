@@ -5,6 +5,7 @@
 use crate::coordinator::SimCoordinator;
 use crate::events::{EventQueue, LANES};
 use crate::faults::{Active, Edge, Faults};
+use crate::multiget::{Multigets, SubOver};
 use crate::prefetch::{prefetch, prefetch_addr, prefetch_all, prefetch_head, prefetch_lines};
 use crate::record::Recorder;
 use crate::requests::{seq, Req, Requests};
@@ -21,6 +22,7 @@ use tailor_core::coordinator::{
     Action, Answer, ClientRequest, CoordinatorConfig, CoordinatorCore, CoreStats, SendKind, Ticket,
 };
 use tailor_core::facts::ProbeReply;
+use tailor_core::local::rein_sbf::multiget_tags;
 use tailor_core::oracle::bloom::BloomConfig;
 use tailor_core::oracle::size::{self, Knowledge};
 use tailor_core::replica::{Arrival, ReplicaCore, ServiceEstimate};
@@ -28,7 +30,7 @@ use tailor_core::ring::{ReplicaSet, Ring};
 use tailor_core::selector::{self, Reach, ReplicaSelector, SelectorEnv};
 use tailor_core::time::{from_ms, round_nonneg, Nanos};
 use tailor_core::workload::TraceRecord;
-use tailor_core::{local, Consistency, NodeId, Op, RequestId};
+use tailor_core::{local, Consistency, NodeId, Op, RequestId, Tags};
 use tailor_spec::{ArrivalKind, RunPlan, ServiceModel, Spec};
 
 /// The omniscient view of `servers` at `now`, or none when the spec runs blind like the store.
@@ -122,6 +124,8 @@ pub struct Engine<'a> {
     shared: Vec<Shared>,
     clients: Vec<SimCoordinator>,
     reqs: Requests,
+    /// The multi-gets in flight and their figures (`workload.multiget`; none without).
+    mget: Option<Multigets>,
     /// The facts of answers travelling to their coordinators, in the order they were sent: all
     /// answers take the same network delay through the queue's FIFO, so they arrive in this
     /// order too. Kept out of [`Event::Answer`] so that events stay small.
@@ -237,6 +241,7 @@ impl<'a> Engine<'a> {
             shared: (0..c.servers).filter(|_| c.shared_capacity > 0).map(|_| Shared::new(c.shared_capacity)).collect(),
             clients,
             reqs: Requests::default(),
+            mget: Multigets::new(spec),
             answers: VecDeque::new(),
             probe_replies: VecDeque::new(),
             actions: Vec::new(),
@@ -327,6 +332,7 @@ impl<'a> Engine<'a> {
             let refused: u64 = self.servers.iter().map(|s| s.core.refused()).sum();
             out.result.extra.insert("refused_copies".into(), refused as f64);
         }
+        out.result.multiget = self.mget.as_ref().map(Multigets::finish);
         if let Some(faults) = self.faults.take() {
             out.result.failover = Some(faults.log.finish(self.spec, self.servers.len(), self.plan.first_seed));
         }
@@ -549,11 +555,34 @@ impl<'a> Engine<'a> {
         if self.generated == self.total {
             self.rec.arrivals_ended(self.now);
         }
+        match self.gen.multiget(d) {
+            Some(draws) => self.issue_multiget(draws),
+            None => self.hand_over(d, None),
+        }
+    }
+
+    /// A multi-get arrives at its coordinator: each key is a read of its own, tagged with the
+    /// multi-get's key count and bottleneck as the coordinator estimates them (Rein).
+    fn issue_multiget(&mut self, draws: Vec<Draw>) {
+        let client = draws[0].client;
+        let core = &self.clients[client as usize].core;
+        let tags = multiget_tags(draws.iter().map(|d| core.hint(d.key).service));
+        let slot = self.mget.as_mut().expect("multi-gets are tracked").open(self.now, client, tags, draws.len());
+        for d in draws {
+            self.hand_over(d, Some(slot));
+        }
+    }
+
+    /// Hand request `d` to its coordinator (a sub-read of the multi-get in `multiget`, if any).
+    fn hand_over(&mut self, d: Draw, multiget: Option<u32>) {
         let replicas = self.ring.replicas(d.key);
         let nominal = self.nominal(d.size);
         let (now, op, client) = (self.now, d.op, d.client);
         let req = Req::new(d.key, d.size, op, client, now, nominal);
         let id = self.reqs.insert(req);
+        if let (Some(slot), Some(m)) = (multiget, self.mget.as_mut()) {
+            m.add(slot, id);
+        }
         let req = ClientRequest { id, key: d.key, replicas, size: Some(d.size) };
         let world = world(&self.servers, now, self.spec, self.base_service_ns);
         self.clients[client as usize].request(now, op, req, &world, &mut self.actions);
@@ -576,7 +605,8 @@ impl<'a> Engine<'a> {
                     if self.faults.is_some() {
                         self.watch_copy(s.ticket, s.replica, s.kind);
                     }
-                    let job = Job { ticket: s.ticket, kind: s.kind, tags: s.tags, age: s.age };
+                    let tags = self.multiget_tags(s.ticket.id, s.tags);
+                    let job = Job { ticket: s.ticket, kind: s.kind, tags, age: s.age };
                     self.events.push_in_order(
                         HOPS,
                         self.now + self.net,
@@ -620,8 +650,26 @@ impl<'a> Engine<'a> {
             done: self.now,
         });
         self.reqs.replied(req);
-        self.finished += 1;
-        self.closed_loop_next(client);
+        self.request_over(req, client, true);
+    }
+
+    /// `tags` with the multi-get's own when request `id` is a sub-read.
+    #[inline]
+    fn multiget_tags(&self, id: RequestId, tags: Tags) -> Tags {
+        match self.mget.as_ref().and_then(|m| m.tags(id)) {
+            Some(t) => Tags { multiget_keys: t.multiget_keys, bottleneck_us: t.bottleneck_us, ..tags },
+            None => tags,
+        }
+    }
+
+    /// Read or write `req` of `client` is over (`ok`: answered): so is its client request,
+    /// unless it is a sub-read whose multi-get still waits for other keys.
+    fn request_over(&mut self, req: RequestId, client: u32, ok: bool) {
+        let over = self.mget.as_mut().map_or(SubOver::Single, |m| m.sub_over(req, self.now, ok));
+        if over != SubOver::Pending {
+            self.finished += 1;
+            self.closed_loop_next(client);
+        }
     }
 
     /// The client got request `req`'s failure (every replica it could try refused it).
@@ -634,8 +682,7 @@ impl<'a> Engine<'a> {
         }
         self.rec.failed();
         self.reqs.replied(req);
-        self.finished += 1;
-        self.closed_loop_next(client);
+        self.request_over(req, client, false);
     }
 
     fn on_server_arrive(&mut self, server: NodeId, job: Job) {

@@ -13,6 +13,7 @@ mod events;
 mod failover;
 mod faults;
 mod lru;
+mod multiget;
 mod prefetch;
 mod queueing;
 mod record;

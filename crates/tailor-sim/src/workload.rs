@@ -2,7 +2,7 @@
 
 use crate::SimError;
 use rand::rngs::SmallRng;
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use tailor_core::time::Nanos;
 use tailor_core::workload::arrivals::{rate_for_load, Poisson};
 use tailor_core::workload::clients::ClientSampler;
@@ -40,6 +40,9 @@ pub struct Generator {
     seed: u64,
     /// Offered rate in requests per second (0 for closed loop).
     pub offered_rps: f64,
+    /// Multi-gets' own random stream, keys per multi-get and share of reads (`workload.multiget`;
+    /// none without): a run without multi-gets draws exactly what it drew before they existed.
+    multiget: Option<(SmallRng, usize, f64)>,
 }
 
 impl Generator {
@@ -51,7 +54,8 @@ impl Generator {
         let keys = KeySampler::new(&w.popularity, w.keys).map_err(|e| bad("popularity", &e))?;
         let ops = OpMix::new(w.reads).map_err(|e| bad("reads", &e))?;
         let clients = ClientSampler::new(spec.cluster.coordinators() as u32, w.skew).map_err(|e| bad("skew", &e))?;
-        let mean_service = mean_service_ns(spec, &sizes);
+        // a multi-get is `keys` reads of work: the load counts them all
+        let mean_service = mean_service_ns(spec, &sizes) * keys_per_request(spec);
         let (poisson, offered_rps) = match w.arrival {
             ArrivalKind::Poisson => {
                 let rate = if w.rate > 0.0 {
@@ -78,6 +82,9 @@ impl Generator {
             trace,
             seed,
             offered_rps,
+            multiget: w.multiget.enabled().then(|| {
+                (SmallRng::seed_from_u64(seed ^ 0x4d55_4c54_4947_4554), w.multiget.keys as usize, w.multiget.fraction)
+            }),
         })
     }
 
@@ -90,6 +97,27 @@ impl Generator {
             op: self.ops.sample(&mut self.rng),
             client: self.clients.sample(&mut self.rng),
         }
+    }
+
+    /// The keys of the multi-get `first` starts, `first` included, or none when `first` is a
+    /// write or a single read: distinct keys from the popularity law (a key drawn twice is
+    /// drawn again), each with its own size.
+    pub fn multiget(&mut self, first: Draw) -> Option<Vec<Draw>> {
+        let (rng, keys, fraction) = self.multiget.as_mut().filter(|_| first.op == Op::Read)?;
+        if *fraction < 1.0 && rng.random::<f64>() >= *fraction {
+            return None;
+        }
+        let mut seen = std::collections::HashSet::with_capacity(*keys);
+        seen.insert(first.key);
+        let mut draws = Vec::with_capacity(*keys);
+        draws.push(first);
+        while draws.len() < *keys {
+            let key = self.keys.sample(rng);
+            if seen.insert(key) {
+                draws.push(Draw { key, size: self.sizes.size_of_key(self.seed, key), ..first });
+            }
+        }
+        Some(draws)
     }
 
     /// The next request for a given client (closed loop).
@@ -117,6 +145,16 @@ impl Generator {
     /// Records in the trace.
     pub fn trace_len(&self) -> usize {
         self.trace.len()
+    }
+}
+
+/// Reads one request makes on average: 1, or more with multi-gets.
+fn keys_per_request(spec: &Spec) -> f64 {
+    let (w, m) = (&spec.workload, &spec.workload.multiget);
+    if m.enabled() {
+        1.0 + w.reads * m.fraction * (f64::from(m.keys) - 1.0)
+    } else {
+        1.0
     }
 }
 

@@ -894,12 +894,12 @@ impl CoordinatorCore {
 
 /// A write copy's tags (tag rule): the oracle's size class, priority 0.
 fn write_tags(large: bool) -> Tags {
-    Tags { priority: 0, size_class: large as u8 }
+    Tags { priority: 0, size_class: large as u8, ..Tags::default() }
 }
 
 /// A read's tags: the selector's, the size class raised to 1 when the oracle says large.
 fn tag_read(tags: Tags, large: bool) -> Tags {
-    Tags { priority: tags.priority, size_class: tags.size_class.max(large as u8) }
+    Tags { priority: tags.priority, size_class: tags.size_class.max(large as u8), ..Tags::default() }
 }
 
 #[cfg(test)]

@@ -43,7 +43,7 @@ macro_rules! register {
     };
 }
 
-register!(fcfs, max_stretch, rml, sjf, max_wait_over_size, fair_share);
+register!(fcfs, max_stretch, rml, sjf, max_wait_over_size, fair_share, rein_sbf);
 
 /// Whether a local policy called `name` exists, built in or registered as a plugin.
 pub fn is_known(name: &str) -> bool {

@@ -331,7 +331,7 @@ pub fn decode(body: &[u8]) -> Result<Message, DecodeError> {
         READ => Message::Read {
             id: r.u64()?,
             key: r.bytes()?,
-            tags: Tags { priority: r.u8()?, size_class: r.u8()? },
+            tags: Tags { priority: r.u8()?, size_class: r.u8()?, ..Tags::default() },
             age: r.u64()?,
         },
         WRITE => Message::Write {
@@ -339,7 +339,7 @@ pub fn decode(body: &[u8]) -> Result<Message, DecodeError> {
             key: r.bytes()?,
             version: r.u64()?,
             value: r.opt()?,
-            tags: Tags { priority: r.u8()?, size_class: r.u8()? },
+            tags: Tags { priority: r.u8()?, size_class: r.u8()?, ..Tags::default() },
             age: r.u64()?,
         },
         PING => Message::Ping { id: r.u64()?, clock: r.u64()? },
@@ -468,13 +468,18 @@ mod tests {
     #[test]
     fn every_message_round_trips() {
         let msgs = vec![
-            Message::Read { id: 1, key: b"k".to_vec(), tags: Tags { priority: 1, size_class: 2 }, age: 1_500 },
+            Message::Read {
+                id: 1,
+                key: b"k".to_vec(),
+                tags: Tags { priority: 1, size_class: 2, ..Tags::default() },
+                age: 1_500,
+            },
             Message::Write {
                 id: 2,
                 key: b"k".to_vec(),
                 version: 77,
                 value: Some(vec![0; 100]),
-                tags: Tags { priority: 3, size_class: 1 },
+                tags: Tags { priority: 3, size_class: 1, ..Tags::default() },
                 age: 9,
             },
             Message::Write { id: 3, key: b"k".to_vec(), version: 78, value: None, tags: Tags::default(), age: 0 },
