@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use tailor_core::results::RunResult;
+use tailor_core::results::{MultigetResult, RunResult};
 use tailor_core::stats::Hist;
 use tailor_core::time::{Nanos, SEC};
 use tailor_core::Op;
@@ -190,6 +190,7 @@ impl Recorder {
                 self.errors += 1;
             }
             if measured && c.keys > 0 {
+                self.multiget_keys = c.keys;
                 self.multiget_failed += 1;
             }
             return;
@@ -296,27 +297,20 @@ impl Recorder {
         .map(|(k, v)| (k.to_string(), v))
         .collect();
         r.extra.extend(extra);
-        r.extra.extend(self.multiget_figures());
+        r.multiget = self.multiget_figures();
     }
 
-    /// The multi-get figures, none in a run without multi-gets: `multiget_keys`,
-    /// `multiget_requests` (measured and fully answered), `multiget_failed` (measured, an
-    /// error or a timeout) and `multiget_latency_{mean,p50,p95,p99,p999,max}_ms`, the fields
-    /// of the simulator's multi-get section under these names (a client sees an `MGET`'s
-    /// whole reply only, so the straggler gap is not measured live).
-    fn multiget_figures(&self) -> Vec<(String, f64)> {
-        if self.multigets.count() == 0 && self.multiget_failed == 0 {
-            return Vec::new();
-        }
-        let l = self.multigets.summary();
-        let latency =
-            [("mean", l.mean), ("p50", l.p50), ("p95", l.p95), ("p99", l.p99), ("p999", l.p999), ("max", l.max)];
-        let counts = [
-            ("multiget_keys".to_string(), self.multiget_keys as f64),
-            ("multiget_requests".to_string(), self.multigets.count() as f64),
-            ("multiget_failed".to_string(), self.multiget_failed as f64),
-        ];
-        counts.into_iter().chain(latency.map(|(q, v)| (format!("multiget_latency_{q}_ms"), v))).collect()
+    /// The multi-get section, none in a run without multi-gets: the simulator's fields, a
+    /// multi-get's latency from its intended time to its whole reply. A client sees only the
+    /// whole reply of an `MGET`, so the straggler gap is not measured live (left at zero).
+    fn multiget_figures(&self) -> Option<MultigetResult> {
+        (self.multigets.count() > 0 || self.multiget_failed > 0).then(|| MultigetResult {
+            keys: self.multiget_keys,
+            requests: self.multigets.count(),
+            failed: self.multiget_failed,
+            latency_ms: self.multigets.summary(),
+            straggler_gap_ms: Default::default(),
+        })
     }
 }
 
@@ -422,14 +416,14 @@ mod tests {
         r.fill(&mut res, 1.0, 10);
         assert_eq!(res.read_latency_ms.count, 1, "single reads only");
         assert!((res.read_latency_ms.max - 2.0).abs() < 0.01);
-        let x = &res.extra;
-        assert_eq!((x["multiget_keys"], x["multiget_requests"], x["multiget_failed"]), (4.0, 2.0, 1.0));
-        assert!((x["multiget_latency_max_ms"] - 40.0).abs() < 0.1, "{x:?}");
-        assert_eq!(x["read_misses"], 1.0);
+        let m = res.multiget.expect("a multi-get section");
+        assert_eq!((m.keys, m.requests, m.failed), (4, 2, 1));
+        assert!((m.latency_ms.max - 40.0).abs() < 0.1, "{m:?}");
+        assert_eq!(res.extra["read_misses"], 1.0);
         assert_eq!((res.requests, res.errors), (3, 1));
         let mut plain = RunResult::default();
         recorder().fill(&mut plain, 1.0, 10);
-        assert!(!plain.extra.contains_key("multiget_requests"));
+        assert!(plain.multiget.is_none());
     }
 
     #[test]

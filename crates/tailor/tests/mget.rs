@@ -89,14 +89,14 @@ fn the_bench_sends_multigets_and_reports_their_tail_above_single_reads() {
     let text = std::fs::read_to_string(dir.path().join("results.json")).expect("results.json");
     let results: tailor_core::results::Results = serde_json::from_str(&text).expect("results parse");
     let r = &results.runs[0];
-    let x = &r.extra;
-    assert_eq!(x["multiget_keys"], 8.0, "{x:?}");
-    assert!(x["multiget_requests"] >= 60.0, "about 160 multi-gets measured: {x:?}");
-    assert_eq!(x["multiget_failed"], 0.0, "{stderr}");
-    assert_eq!(x["read_misses"], 0.0, "every key a multi-get reads was loaded");
-    let (single, multi) = (r.read_latency_ms.p99, x["multiget_latency_p99_ms"]);
+    let m = r.multiget.as_ref().expect("the run's multi-get section");
+    assert_eq!(m.keys, 8, "{m:?}");
+    assert!(m.requests >= 60, "about 160 multi-gets measured: {m:?}");
+    assert_eq!(m.failed, 0, "{stderr}");
+    assert_eq!(r.extra["read_misses"], 0.0, "every key a multi-get reads was loaded");
+    let (single, multi) = (r.read_latency_ms.p99, m.latency_ms.p99);
     assert!(multi > single, "a multi-get waits for its slowest key: p99 {multi} ms vs a single read's {single} ms");
     // each MGET the bench sent reached a coordinator's histogram (warm-up ones too)
     let coordinated: f64 = (0..3).map(|i| cl.metric(i, "tailor_mget_latency_seconds_count", &[])).sum();
-    assert!(coordinated >= x["multiget_requests"], "{coordinated} MGETs coordinated");
+    assert!(coordinated >= m.requests as f64, "{coordinated} MGETs coordinated");
 }
