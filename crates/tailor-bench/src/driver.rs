@@ -150,7 +150,7 @@ async fn load_phase<T: Target>(cfg: &BenchConfig, target: &Arc<T>, keys: &[(u64,
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(&(key, size)) = keys.get(i) else { break };
-                let write = Planned { at: 0, key, op: Op::Write, size, node: node as u32 };
+                let write = Planned { at: 0, key, op: Op::Write, size, node: node as u32, multiget: None };
                 let done = tokio::time::timeout(timeout, async {
                     let c = match &mut conn {
                         Some(c) => c,
@@ -309,15 +309,9 @@ impl<T: Target> Worker<T> {
             };
             let done = Instant::now();
             let since = |t: Instant| nanos(t.saturating_duration_since(self.start));
-            let c = Completion {
-                intended: p.at,
-                sent: since(sent),
-                done: since(done),
-                op: p.op,
-                size: p.size,
-                outcome,
-                node: self.node as u32,
-            };
+            let keys = p.multiget.as_ref().map_or(0, |m| m.len() as u32);
+            let (op, size, node) = (p.op, p.size, self.node as u32);
+            let c = Completion { intended: p.at, sent: since(sent), done: since(done), op, size, keys, outcome, node };
             self.recorder.lock().unwrap_or_else(|e| e.into_inner()).record(c);
         }
     }
@@ -331,7 +325,11 @@ impl<T: Target> Worker<T> {
             Some(c) => c,
             None => self.conn.insert(self.target.connect(self.node).await?),
         };
-        Ok(match self.target.exec(conn, p).await? {
+        let answer = match &p.multiget {
+            Some(keys) => self.target.multiget(conn, keys).await?,
+            None => self.target.exec(conn, p).await?,
+        };
+        Ok(match answer {
             Answer::Ok => Outcome::Ok,
             Answer::Miss => Outcome::Miss,
             Answer::Failed(e) => {

@@ -23,12 +23,17 @@
 //!   (`cluster.service`), the only processing time the bench knows.
 //! - **Validity**: every run is judged by [`validity`] (send lag, timeouts, errors, achieved
 //!   rate) and carries the verdict in its `valid` and `invalid_reasons` fields.
+//! - **Multi-gets** (`workload.multiget`): a share of reads are one `MGET` of that many
+//!   distinct keys, drawn as the simulator draws them ([`multiget`]); their latency (intended
+//!   time to the whole reply) is kept apart from the single reads' in the run's `multiget`
+//!   section, the simulator's (its straggler gap is not seen by a client: zero).
 //! - **Not measured by the bench alone**: `small_behind_large` (0) and `per_server_load` (empty):
 //!   the bench sees coordinators, not which replica served a read (`tailor experiment` fills
 //!   `per_server_load` from the nodes' metrics).
 
 pub mod driver;
 pub mod host;
+pub mod multiget;
 pub mod node_cpu;
 pub mod record;
 pub mod resp;

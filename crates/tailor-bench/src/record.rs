@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use tailor_core::results::RunResult;
+use tailor_core::results::{MultigetResult, RunResult};
 use tailor_core::stats::Hist;
 use tailor_core::time::{Nanos, SEC};
 use tailor_core::Op;
@@ -40,6 +40,8 @@ pub struct Completion {
     pub op: Op,
     /// Value size in bytes.
     pub size: u64,
+    /// Keys of a multi-get read (`MGET`); 0 for a single read or a write.
+    pub keys: u32,
     /// How it ended.
     pub outcome: Outcome,
     /// Index of the node that coordinated it.
@@ -114,6 +116,9 @@ pub struct Recorder {
     service: ServiceSpec,
     reads: Hist,
     writes: Hist,
+    multigets: Hist,
+    multiget_keys: u32,
+    multiget_failed: u64,
     stretch: Hist,
     send_lag: Hist,
     all: Hist,
@@ -145,6 +150,9 @@ impl Recorder {
             service,
             reads: Hist::latency(),
             writes: Hist::latency(),
+            multigets: Hist::latency(),
+            multiget_keys: 0,
+            multiget_failed: 0,
             stretch: Hist::stretch(),
             send_lag: Hist::latency(),
             all: Hist::latency(),
@@ -188,7 +196,8 @@ impl Recorder {
         }
     }
 
-    /// Account for one finished request.
+    /// Account for one finished request (a multi-get's latency goes to its own histogram, not
+    /// to the single reads').
     pub fn record(&mut self, c: Completion) {
         let latency = c.done.saturating_sub(c.intended);
         let measured = c.intended >= self.warmup;
@@ -211,6 +220,10 @@ impl Recorder {
             } else {
                 self.errors += 1;
             }
+            if measured && c.keys > 0 {
+                self.multiget_keys = c.keys;
+                self.multiget_failed += 1;
+            }
             return;
         }
         self.total_completed += 1;
@@ -228,13 +241,17 @@ impl Recorder {
             self.measured_in_window += 1;
         }
         self.last_done = self.last_done.max(c.done);
+        if c.outcome == Outcome::Miss {
+            self.misses += 1;
+        }
         match c.op {
+            Op::Read if c.keys > 0 => {
+                self.multiget_keys = c.keys;
+                self.multigets.record(latency as f64);
+            }
             Op::Read => {
                 self.reads.record(latency as f64);
                 self.stretch.record(latency as f64 / self.service.nominal_ns(c.size).max(1.0));
-                if c.outcome == Outcome::Miss {
-                    self.misses += 1;
-                }
             }
             Op::Write => self.writes.record(latency as f64),
         }
@@ -311,6 +328,20 @@ impl Recorder {
         .map(|(k, v)| (k.to_string(), v))
         .collect();
         r.extra.extend(extra);
+        r.multiget = self.multiget_figures();
+    }
+
+    /// The multi-get section, none in a run without multi-gets: the simulator's fields, a
+    /// multi-get's latency from its intended time to its whole reply. A client sees only the
+    /// whole reply of an `MGET`, so the straggler gap is not measured live (left at zero).
+    fn multiget_figures(&self) -> Option<MultigetResult> {
+        (self.multigets.count() > 0 || self.multiget_failed > 0).then(|| MultigetResult {
+            keys: self.multiget_keys,
+            requests: self.multigets.count(),
+            failed: self.multiget_failed,
+            latency_ms: self.multigets.summary(),
+            straggler_gap_ms: Default::default(),
+        })
     }
 }
 
@@ -320,7 +351,7 @@ mod tests {
     use tailor_core::time::MS;
 
     fn c(intended: Nanos, done: Nanos, op: Op, outcome: Outcome) -> Completion {
-        Completion { intended, sent: intended, done, op, size: 1000, outcome, node: 0 }
+        Completion { intended, sent: intended, done, op, size: 1000, keys: 0, outcome, node: 0 }
     }
 
     fn recorder() -> Recorder {
@@ -415,6 +446,29 @@ mod tests {
         assert_eq!(rows, vec![(0, true, 2, 1, 0), (1, false, 1, 0, 0), (2, false, 0, 1, 1)]);
         assert!((ts[2].max_ms - 1200.0).abs() < 1.0);
         assert!((ts[0].p99_ms - 100.0).abs() < 0.1);
+    }
+
+    #[test]
+    fn multigets_have_their_own_latency_and_counts() {
+        let mut r = recorder();
+        let m = |intended, done, outcome| Completion { keys: 4, ..c(intended, done, Op::Read, outcome) };
+        r.record(m(500 * MS, 590 * MS, Outcome::Ok)); // warm-up
+        r.record(c(1100 * MS, 1102 * MS, Op::Read, Outcome::Ok));
+        r.record(m(1200 * MS, 1230 * MS, Outcome::Ok));
+        r.record(m(1300 * MS, 1340 * MS, Outcome::Miss));
+        r.record(m(1400 * MS, 1401 * MS, Outcome::Error));
+        let mut res = RunResult::default();
+        r.fill(&mut res, 1.0, 10);
+        assert_eq!(res.read_latency_ms.count, 1, "single reads only");
+        assert!((res.read_latency_ms.max - 2.0).abs() < 0.01);
+        let m = res.multiget.expect("a multi-get section");
+        assert_eq!((m.keys, m.requests, m.failed), (4, 2, 1));
+        assert!((m.latency_ms.max - 40.0).abs() < 0.1, "{m:?}");
+        assert_eq!(res.extra["read_misses"], 1.0);
+        assert_eq!((res.requests, res.errors), (3, 1));
+        let mut plain = RunResult::default();
+        recorder().fill(&mut plain, 1.0, 10);
+        assert!(plain.multiget.is_none());
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! the run will read. The schedule is a pure function of the spec, the seed, the node count and
 //! the rate/duration options, so two bench runs of the same spec send the same requests.
 
+use crate::multiget::{self, Draws};
 use crate::BenchError;
 use rand::rngs::SmallRng;
 use rand::SeedableRng;
@@ -18,11 +19,11 @@ use tailor_core::workload::trace::TraceRecord;
 use tailor_core::Op;
 use tailor_spec::{ArrivalKind, Spec};
 
-/// Most requests one schedule may hold (about 1.6 GB of memory would be needed beyond it).
+/// Most requests one schedule may hold (about 2.4 GB of memory would be needed beyond it).
 pub const MAX_REQUESTS: u64 = 50_000_000;
 
 /// One request of the run: when it is meant to be sent, what it does and which node coordinates it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Planned {
     /// Intended send time since the start of the run, ns (latency is measured from here).
     pub at: Nanos,
@@ -34,6 +35,9 @@ pub struct Planned {
     pub size: u64,
     /// Index of the coordinator node in the node list.
     pub node: u32,
+    /// A multi-get read: all its keys with their sizes, `key` first (`MGET`); `None` for a
+    /// single read or a write.
+    pub multiget: Option<multiget::Keys>,
 }
 
 /// How requests are timed.
@@ -131,6 +135,7 @@ pub fn generate(input: &ScheduleInput) -> Result<Schedule, BenchError> {
         None => None,
     };
     let mut rng = SmallRng::seed_from_u64(input.seed ^ 0x4245_4e43_485f_4c44);
+    let mut multigets = Draws::new(spec, input.seed)?;
     let mut requests = Vec::new();
     let pick_node = |rng: &mut SmallRng, i: usize| match &coordinators {
         Some(c) => c.sample(rng),
@@ -159,7 +164,12 @@ pub fn generate(input: &ScheduleInput) -> Result<Schedule, BenchError> {
                 let key = keys.sample(&mut rng);
                 let op = ops.sample(&mut rng);
                 let node = pick_node(&mut rng, requests.len());
-                requests.push(Planned { at: t, key, op, size: sizes.size_of_key(input.seed, key), node });
+                let multiget = match &mut multigets {
+                    Some(m) if op == Op::Read => m.draw(key, &keys, &sizes),
+                    _ => None,
+                };
+                let size = sizes.size_of_key(input.seed, key);
+                requests.push(Planned { at: t, key, op, size, node, multiget });
             }
             Ok(Schedule { requests, offered_rps: rate, duration })
         }
@@ -169,7 +179,7 @@ pub fn generate(input: &ScheduleInput) -> Result<Schedule, BenchError> {
             let duration = input.duration.unwrap_or(span);
             for r in trace.iter().take_while(|r| r.time < duration) {
                 let node = pick_node(&mut rng, requests.len());
-                requests.push(Planned { at: r.time, key: r.key, op: r.op, size: r.size, node });
+                requests.push(Planned { at: r.time, key: r.key, op: r.op, size: r.size, node, multiget: None });
             }
             let offered = if duration > 0 { requests.len() as f64 * SEC as f64 / duration as f64 } else { 0.0 };
             Ok(Schedule { requests, offered_rps: offered, duration })
@@ -177,11 +187,17 @@ pub fn generate(input: &ScheduleInput) -> Result<Schedule, BenchError> {
     }
 }
 
-/// The keys the load phase writes, with their sizes: every key the schedule reads, ascending
-/// (key 0 is the hottest under Zipf and hotspot popularity), the first `cap` of them if given.
+/// The keys the load phase writes, with their sizes: every key the schedule reads (a
+/// multi-get's included), ascending (key 0 is the hottest under Zipf and hotspot popularity),
+/// the first `cap` of them if given.
 pub fn load_set(schedule: &Schedule, cap: Option<u64>) -> Vec<(u64, u64)> {
-    let mut keys: Vec<(u64, u64)> =
-        schedule.requests.iter().filter(|r| r.op == Op::Read).map(|r| (r.key, r.size)).collect();
+    let reads = schedule.requests.iter().filter(|r| r.op == Op::Read);
+    let mut keys: Vec<(u64, u64)> = reads
+        .flat_map(|r| match &r.multiget {
+            Some(m) => m.to_vec(),
+            None => vec![(r.key, r.size)],
+        })
+        .collect();
     keys.sort_unstable();
     keys.dedup_by_key(|k| k.0);
     if let Some(cap) = cap {
@@ -302,8 +318,24 @@ mod tests {
     }
 
     #[test]
+    fn multigets_are_a_share_of_reads_and_leave_the_rest_of_the_schedule_as_it_was() {
+        let plain = spec();
+        let mut s = spec();
+        s.workload.multiget.keys = 5;
+        s.workload.multiget.fraction = 0.3;
+        let (before, after) = (generate(&input(&plain)).unwrap(), generate(&input(&s)).unwrap());
+        let strip = |r: &Planned| (r.at, r.key, r.op, r.size, r.node);
+        assert!(before.requests.iter().map(strip).eq(after.requests.iter().map(strip)));
+        assert!(after.requests.iter().all(|r| r.op == Op::Read || r.multiget.is_none()));
+        let reads = after.requests.iter().filter(|r| r.op == Op::Read).count() as f64;
+        let multi = after.requests.iter().filter(|r| r.multiget.is_some()).count() as f64;
+        assert!((multi / reads - 0.3).abs() < 0.02, "{multi} of {reads}");
+        assert!(after.requests.iter().flat_map(|r| &r.multiget).all(|m| m.len() == 5));
+    }
+
+    #[test]
     fn load_set_is_the_distinct_read_keys_capped() {
-        let p = |key, op| Planned { at: 0, key, op, size: key * 10, node: 0 };
+        let p = |key, op| Planned { at: 0, key, op, size: key * 10, node: 0, multiget: None };
         let sch = Schedule {
             requests: vec![p(9, Op::Read), p(3, Op::Read), p(9, Op::Read), p(4, Op::Write), p(1, Op::Read)],
             offered_rps: 1.0,
@@ -311,6 +343,9 @@ mod tests {
         };
         assert_eq!(load_set(&sch, None), vec![(1, 10), (3, 30), (9, 90)]);
         assert_eq!(load_set(&sch, Some(2)), vec![(1, 10), (3, 30)]);
+        let mut sch = sch;
+        sch.requests[1].multiget = Some(vec![(3, 30), (7, 70)].into());
+        assert_eq!(load_set(&sch, None), vec![(1, 10), (3, 30), (7, 70), (9, 90)]);
         assert!(load_set(&sch, Some(0)).is_empty());
     }
 

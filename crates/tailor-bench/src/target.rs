@@ -32,6 +32,15 @@ pub trait Target: Send + Sync + 'static {
     /// Execute `p` on `conn`. An `Err` means the connection is unusable and is dropped.
     fn exec(&self, conn: &mut Self::Conn, p: &Planned) -> impl Future<Output = io::Result<Answer>> + Send;
 
+    /// Read `keys` in one request on `conn` (a multi-get); a target without one refuses.
+    fn multiget(
+        &self,
+        _conn: &mut Self::Conn,
+        _keys: &[(u64, u64)],
+    ) -> impl Future<Output = io::Result<Answer>> + Send {
+        async { Ok(Answer::Failed(format!("{} has no multi-get", self.describe(0)))) }
+    }
+
     /// The selector and local policy the target runs, when it can tell.
     fn labels(&self) -> impl Future<Output = (Option<String>, Option<String>)> + Send;
 
@@ -45,7 +54,7 @@ pub trait Target: Send + Sync + 'static {
     }
 }
 
-/// Tailor's store, or any server speaking RESP: `GET key`, `SET key value`.
+/// Tailor's store, or any server speaking RESP: `GET key`, `SET key value`, `MGET key...`.
 pub struct RespTarget {
     /// Client addresses of the nodes.
     pub nodes: Vec<SocketAddr>,
@@ -70,6 +79,13 @@ impl Target for RespTarget {
             (_, Reply::Error(e)) => Answer::Failed(e),
             (_, other) => Answer::Failed(format!("unexpected reply {other:?}")),
         })
+    }
+
+    async fn multiget(&self, conn: &mut Conn, keys: &[(u64, u64)]) -> io::Result<Answer> {
+        let names: Vec<String> = keys.iter().map(|(k, _)| k.to_string()).collect();
+        let mut args: Vec<&[u8]> = vec![b"MGET"];
+        args.extend(names.iter().map(|k| k.as_bytes()));
+        Ok(crate::multiget::answer(keys.len(), conn.command(&args).await?))
     }
 
     /// What the first answering node says (`TAILOR.GET selector`/`local`, falling back to the

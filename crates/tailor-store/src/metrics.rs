@@ -224,6 +224,8 @@ pub struct Metrics {
     pub read_latency: Histogram,
     /// Writes and deletes this node coordinated, the same way.
     pub write_latency: Histogram,
+    /// MGETs this node coordinated, from the first key's read to the reply (all keys read).
+    pub mget_latency: Histogram,
     /// Reads this node coordinated, by [`ReadOutcome`] (index = its place in `ALL`).
     pub read_decisions: [AtomicU64; 5],
     /// Their latency, from reaching the coordinator core to being resolved, by the same index.
@@ -372,6 +374,12 @@ impl Metrics {
             "Writes and deletes coordinated here, from the coordinator's call to its result.",
             &l,
         );
+        self.mget_latency.render(
+            &mut o,
+            "tailor_mget_latency_seconds",
+            "MGETs coordinated here, from their first read to their reply (every key read).",
+            &l,
+        );
         for f in families {
             f.render(&mut o);
         }
@@ -462,6 +470,7 @@ mod tests {
         m.read_latency.observe(3_000_000);
         m.read_latency.observe(30_000_000_000);
         m.write_latency.observe(700_000);
+        m.mget_latency.observe(2_000_000);
         let text = m.render(0, "lor", "fcfs", &[]);
         let l = "node=\"0\",selector=\"lor\",local=\"fcfs\"";
         for line in [
@@ -473,6 +482,8 @@ mod tests {
             format!("tailor_write_latency_seconds_bucket{{{l},le=\"0.0005\"}} 0"),
             format!("tailor_write_latency_seconds_bucket{{{l},le=\"0.001\"}} 1"),
             format!("tailor_write_latency_seconds_sum{{{l}}} 0.0007"),
+            format!("tailor_mget_latency_seconds_bucket{{{l},le=\"0.0025\"}} 1"),
+            format!("tailor_mget_latency_seconds_count{{{l}}} 1"),
         ] {
             assert!(text.lines().any(|t| t == line), "missing {line} in\n{text}");
         }

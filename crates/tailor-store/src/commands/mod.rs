@@ -1,7 +1,8 @@
 //! Client commands: the Redis subset unmodified clients need, plus `TAILOR.*` admin commands.
 //!
 //! Families, one file each: [`strings`] (GET, SET and its options, SETEX, SETNX, GETSET,
-//! GETDEL, MSET, APPEND, STRLEN; INCRBYFLOAT refused), [`counters`] (INCR, DECR, INCRBY,
+//! GETDEL, MSET, APPEND, STRLEN; INCRBYFLOAT refused), [`mget`] (MGET: a read per key, in
+//! parallel), [`counters`] (INCR, DECR, INCRBY,
 //! DECRBY: replicated counters whose increments merge across replicas, `crate::counter`),
 //! [`expiry`] (EXPIRE family, TTL, PERSIST),
 //! [`keyspace`] (DEL/UNLINK, EXISTS, TYPE), [`scan`] (SCAN, KEYS, DBSIZE, FLUSHDB over the ring, with
@@ -40,6 +41,7 @@ mod expiry;
 mod glob;
 mod hints;
 mod keyspace;
+mod mget;
 pub mod parse;
 mod scan;
 mod strings;
@@ -47,6 +49,7 @@ mod table;
 mod transaction;
 
 pub use counters::serve_incr;
+pub use mget::MAX_MGET_KEYS;
 pub use parse::Command;
 pub use table::COMMANDS;
 
@@ -206,7 +209,7 @@ impl Command {
             Command::GetSet { key, value } => strings::get_and(node, session, &key, Some(&value)).await,
             Command::GetDel { key } => strings::get_and(node, session, &key, None).await,
             Command::MSet { pairs } => strings::mset(node, session, &pairs).await,
-            Command::MGet { keys } => return mget(node, session, &keys).await,
+            Command::MGet { keys } => return mget::mget(node, session, &keys).await,
             Command::Append { key, value } => strings::append(node, session, &key, &value).await,
             Command::Strlen { key } => strings::strlen(node, session, &key).await,
             Command::Incr { key, by } => counters::incr(node, session, &key, by).await,
@@ -333,31 +336,4 @@ fn tailor_get(node: &Arc<Node>, knob: &str) -> Reply {
         },
     };
     Reply::Bulk(text.into_bytes())
-}
-
-/// Bytes a reply element costs beyond its value (the RESP header, the element itself).
-const REPLY_OVERHEAD: u64 = 64;
-
-/// MGET: each key read in turn; the reply's bytes are leased from the node's buffer budget as
-/// they arrive, so many keys of large values cannot grow the node without bound.
-async fn mget(node: &Arc<Node>, session: &Session, keys: &[Vec<u8>]) -> Executed {
-    let mut lease = node.budget.lease();
-    let mut out = Vec::with_capacity(keys.len());
-    for k in keys {
-        let value = match access::read(node, session, k).await {
-            Ok(v) => v.map(|v| v.value),
-            Err(reply) => return Executed { reply, close: false, lease: None },
-        };
-        let bytes = value.as_ref().map_or(0, |v| v.len() as u64) + REPLY_OVERHEAD;
-        if lease.resize(lease.held() + bytes).is_err() {
-            node.metrics.limit_refusals.fetch_add(1, Ordering::Relaxed);
-            let budget = node.cfg.max_buffered_bytes;
-            let text = format!(
-                "MGET reply would go over the node's {budget}-byte buffer budget (max_buffered_bytes); ask for fewer keys"
-            );
-            return Executed { reply: Reply::err(text), close: false, lease: None };
-        }
-        out.push(value.map_or(Reply::Null, Reply::Bulk));
-    }
-    Executed { reply: Reply::Array(out), close: false, lease: Some(lease) }
 }

@@ -10,6 +10,7 @@
 //! size (`max_value_bytes`), a node id's membership, a knob's name and range.
 
 use super::expiry::{self, Cond, Unit};
+use super::mget::MAX_MGET_KEYS;
 use super::strings::{SetOptions, MAX_MSET_KEYS, NO_FLOAT_COUNTERS};
 use super::{access, scan, table};
 use crate::config::Consistency;
@@ -444,6 +445,7 @@ impl Command {
             "getset" => Command::GetSet { key: a.next()?, value: a.next()? },
             "getdel" => Command::GetDel { key: key(&mut a)? },
             "mset" => return mset(a),
+            "mget" if a.remaining() > MAX_MGET_KEYS => return Err(super::mget::too_many(a.remaining())),
             "mget" => Command::MGet { keys: a.rest() },
             "append" => Command::Append { key: a.next()?, value: a.next()? },
             "strlen" => Command::Strlen { key: key(&mut a)? },
@@ -688,6 +690,7 @@ mod tests {
             parse(&["mset", "a", "1", "b", "2"]),
             Ok(Command::MSet { pairs: vec![(b("a"), b("1")), (b("b"), b("2"))] })
         );
+        assert_eq!(parse(&["MGET", "a", "b"]), Ok(Command::MGet { keys: vec![b("a"), b("b")] }));
         assert_eq!(parse(&["unlink", "a", "b"]), Ok(Command::Del { keys: vec![b("a"), b("b")] }));
         assert_eq!(parse(&["pttl", "k"]), Ok(Command::Ttl { key: b("k"), millis: true }));
         assert_eq!(parse(&["auth", "pw"]), Ok(Command::Auth { user: None, password: b("pw") }));
@@ -798,6 +801,10 @@ mod tests {
             .collect();
         let many: Vec<&str> = many.iter().map(String::as_str).collect();
         refused(&many, "MSET of 1025 keys is above the limit of 1024 keys; split it");
+        let many: Vec<String> =
+            std::iter::once("mget".to_string()).chain((0..=MAX_MGET_KEYS).map(|i| format!("k{i}"))).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        refused(&many, "MGET of 1025 keys is above the limit of 1024 keys; split it");
     }
 
     #[test]
