@@ -68,6 +68,12 @@ impl<T> ReplicaCore<T> {
             accountant: Accountant::new(id),
             rif_latency: None,
         }
+        .with_workers(workers)
+    }
+
+    fn with_workers(mut self, workers: usize) -> Self {
+        self.set_workers(workers);
+        self
     }
 
     /// The same, keeping the latency per requests-in-flight level that probe answers carry
@@ -81,6 +87,12 @@ impl<T> ReplicaCore<T> {
     /// [`Accountant::without_dq`].
     pub fn without_dq(mut self) -> Self {
         self.accountant = self.accountant.without_dq();
+        self
+    }
+
+    /// The same, not measuring `utilization` ([`Accountant::without_utilization`]).
+    pub fn without_utilization(mut self) -> Self {
+        self.accountant = self.accountant.without_utilization();
         self
     }
 
@@ -148,7 +160,7 @@ impl<T> ReplicaCore<T> {
     pub fn finish(&mut self, now: Nanos, id: RequestId, service: Nanos) -> Feedback {
         let (waiting, running) = (self.queue.len(), self.accountant.running());
         debug_assert!(running > 0, "job {id} finished with no job running");
-        self.accountant.finishes(id);
+        self.accountant.finishes(now, id);
         debug_assert_eq!(
             (self.queue.len(), self.accountant.running()),
             (waiting, running - 1),
@@ -169,6 +181,7 @@ impl<T> ReplicaCore<T> {
     pub fn set_workers(&mut self, workers: usize) {
         assert!(workers > 0, "a replica needs at least one worker");
         self.slots = slots(workers);
+        self.accountant.set_workers(self.slots);
         debug_assert_eq!(self.workers(), workers, "the slots are the workers");
     }
 

@@ -11,7 +11,7 @@ use tailor_core::model::Tags;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Protocol version carried by every frame.
-pub const VERSION: u8 = 6;
+pub const VERSION: u8 = 7;
 
 /// Bytes reserved for a frame's body before any of it arrived; the body then grows (doubling)
 /// with the bytes that came, so a frame that declares 17 MB and stalls costs at most this.
@@ -120,6 +120,7 @@ impl W {
         self.u64(f.dq as u64);
         self.u64(f.pending_work);
         self.u32(f.bloom_generation);
+        self.u64(f.utilization.to_bits());
         self.u32(f.bloom_bits.len() as u32);
         for b in &f.bloom_bits {
             self.u32(*b);
@@ -175,6 +176,7 @@ impl<'a> R<'a> {
             dq: self.u64()? as i64,
             pending_work: self.u64()?,
             bloom_generation: self.u32()?,
+            utilization: f64::from_bits(self.u64()?),
             bloom_bits: Vec::new(),
         };
         let n = self.count("Bloom bits", u32::MAX as usize, 4)?;
@@ -438,7 +440,15 @@ mod tests {
     use super::*;
 
     fn fb() -> Feedback {
-        Feedback { from: 2, timestamp: 9, queue_len: 3, dq: -4, bloom_bits: vec![1, 7], ..Feedback::default() }
+        Feedback {
+            from: 2,
+            timestamp: 9,
+            queue_len: 3,
+            dq: -4,
+            bloom_bits: vec![1, 7],
+            utilization: 0.625,
+            ..Feedback::default()
+        }
     }
 
     /// How many message variants there are ([`variant`]).
