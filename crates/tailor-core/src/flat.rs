@@ -66,12 +66,24 @@ pub fn columns(runs: &[RunResult], params: Params) -> Vec<(String, Vec<Cell>)> {
     out.push(("stretch_p99".into(), figure(&|r| r.stretch.p99)));
     out.push(("small_behind_large".into(), count(&|r| r.small_behind_large)));
     out.push(("bound_ratio".into(), runs.iter().map(|r| Cell::Figure(r.bound.map(|b| b.ratio))).collect()));
+    // queue figures (simulator only; empty for live runs)
+    let queueing: [(&str, QueueFigure); 3] = [
+        ("util_max", |q| q.max_utilisation()),
+        ("in_system", |q| q.servers.iter().map(|s| s.mean_in_system).sum()),
+        ("waiting", |q| q.servers.iter().map(|s| s.mean_waiting).sum()),
+    ];
+    for (name, f) in queueing {
+        out.push((name.into(), runs.iter().map(|r| Cell::Figure(r.queueing.as_ref().map(f))).collect()));
+    }
     out.push(("errors".into(), count(&|r| r.errors_besides_timeouts())));
     out.push(("timeouts".into(), count(&|r| r.timeouts())));
     out.push(("valid".into(), runs.iter().map(|r| Cell::Flag(r.is_valid())).collect()));
     out.push(("invalid_reasons".into(), text(&|r| r.invalid_reasons.join("; "))));
     out
 }
+
+/// A figure of a run's queue measures.
+type QueueFigure = fn(&crate::results::Queueing) -> f64;
 
 /// `results.csv`: a header, then one line per run (figures as Rust prints them, which reads
 /// back to the same bits; text quoted where it may hold commas).

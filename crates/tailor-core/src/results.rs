@@ -74,6 +74,10 @@ pub struct RunResult {
     /// recovered. Absent without faults, so older results keep their bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failover: Option<Failover>,
+    /// Simulator runs: time-averaged queue figures per server over the measured window, so
+    /// Little's law can be checked. Absent for live runs (and older files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queueing: Option<Queueing>,
 }
 
 impl RunResult {
@@ -174,4 +178,38 @@ pub struct TimelineWindow {
     pub p99_ms: f64,
     /// Share of the reads sent in it that each server got.
     pub share: Vec<f64>,
+}
+
+/// Queue figures of a run, measured from the warm-up's end to the workload's last arrival (the
+/// throughput's window), so the drain after the last arrival does not dilute them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Queueing {
+    /// Length of the measured window, in ms.
+    pub window_ms: f64,
+    /// One entry per server, by server id.
+    pub servers: Vec<ServerQueueing>,
+}
+
+/// One server's queue figures over the measured window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ServerQueueing {
+    /// Time-averaged number of jobs waiting in the local queue.
+    pub mean_waiting: f64,
+    /// Time-averaged number of jobs waiting or in service.
+    pub mean_in_system: f64,
+    /// Busy worker-time over workers × window.
+    pub utilisation: f64,
+    /// Jobs admitted in the window.
+    pub arrivals: u64,
+    /// Jobs completed in the window.
+    pub completions: u64,
+    /// Mean time from admission to completion of the jobs admitted in the window, in ms.
+    pub mean_sojourn_ms: f64,
+}
+
+impl Queueing {
+    /// The highest utilisation of any server (0 with none).
+    pub fn max_utilisation(&self) -> f64 {
+        self.servers.iter().map(|s| s.utilisation).fold(0.0, f64::max)
+    }
 }

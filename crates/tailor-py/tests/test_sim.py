@@ -48,6 +48,12 @@ def test_frames_have_the_csv_columns_and_swept_parameters():
     series = res.load_series()
     assert set(series["server"]) == set(range(50))
     assert (series["requests"] >= 0).all()
+    queueing = res.queueing()
+    assert len(queueing) == 8 * 50 and queueing["utilisation"].between(0.0, 1.0).all()
+    assert (queueing["mean_in_system"] >= queueing["mean_waiting"]).all()
+    busiest = queueing.groupby("run")["utilisation"].max()
+    assert busiest.tolist() == pytest.approx(runs["util_max"].tolist())
+    assert "util_max" in table.columns
 
 
 def test_same_spec_and_seed_give_the_same_bits():

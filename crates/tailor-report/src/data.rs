@@ -253,6 +253,7 @@ pub(crate) mod tests {
             valid: None,
             invalid_reasons: Vec::new(),
             failover: None,
+            queueing: None,
         }
     }
 

@@ -9,6 +9,7 @@ use crate::prefetch::{prefetch, prefetch_addr, prefetch_all, prefetch_head, pref
 use crate::record::Recorder;
 use crate::requests::{seq, Req, Requests};
 use crate::server::{Job, Pause, Server, SimWorld};
+use crate::sharing::Shared;
 use crate::workload::{mean_service_ns, Draw, Generator};
 use crate::{RunOutput, SimError};
 use rand::rngs::SmallRng;
@@ -33,7 +34,7 @@ use tailor_spec::{ArrivalKind, RunPlan, ServiceModel, Spec};
 /// The omniscient view of `servers` at `now`, or none when the spec runs blind like the store.
 fn world<'s>(servers: &'s [Server], now: Nanos, spec: &Spec, base_service_ns: f64) -> SimWorld<'s> {
     let servers = if spec.cluster.omniscient { servers } else { &[] };
-    SimWorld { servers, now, workers: spec.cluster.workers, base_service_ns }
+    SimWorld { servers, now, workers: spec.cluster.capacity(), base_service_ns }
 }
 
 /// The spec's nominal processing model `(alpha, beta_ms)` as the replica core's service-time
@@ -64,6 +65,9 @@ enum Event {
     ServerArrive { server: NodeId, job: Job },
     /// A server finishes a job that ran for `service` (so it started `service` ago).
     ServiceDone { server: NodeId, job: Job, service: Nanos },
+    /// A server whose jobs share its capacity finishes its first job, unless the jobs in
+    /// service changed since this was scheduled (a later `generation`).
+    SharedDone { server: NodeId, generation: u32 },
     /// A server's answer (read, shadow or write ack) reaches the coordinator; its facts are the
     /// front of [`Engine::answers`] (a probe's reply: the front of [`Engine::probe_replies`]).
     Answer { server: NodeId, job: Job },
@@ -113,6 +117,9 @@ pub struct Engine<'a> {
     gen: Generator,
     ring: Ring,
     servers: Vec<Server>,
+    /// Each server's jobs in service when they share its capacity (`cluster.shared_capacity`;
+    /// empty otherwise).
+    shared: Vec<Shared>,
     clients: Vec<SimCoordinator>,
     reqs: Requests,
     /// The facts of answers travelling to their coordinators, in the order they were sent: all
@@ -227,6 +234,7 @@ impl<'a> Engine<'a> {
             events: EventQueue::new(),
             ring,
             servers,
+            shared: (0..c.servers).filter(|_| c.shared_capacity > 0).map(|_| Shared::new(c.shared_capacity)).collect(),
             clients,
             reqs: Requests::default(),
             answers: VecDeque::new(),
@@ -493,6 +501,7 @@ impl<'a> Engine<'a> {
             }
             Event::ServerArrive { server, job } => self.on_server_arrive(server, job),
             Event::ServiceDone { server, job, service } => self.on_service_done(server, job, service),
+            Event::SharedDone { server, generation } => self.on_shared_done(server, generation),
             Event::Answer { server, job } => self.on_answer(server, job),
             Event::Refused { server, job } => self.on_refused(server, job),
             Event::Wake { client } => {
@@ -644,6 +653,7 @@ impl<'a> Engine<'a> {
         let arrival = Arrival { id: job.ticket.id, age: job.age, service: r.nominal, size: r.size, tags: job.tags };
         let s = &mut self.servers[server as usize];
         let behind_large = s.core.admit(self.now, arrival, job);
+        self.rec.queue.arrived(server as usize, self.now);
         if behind_large && job.kind == SendKind::Read && !s.core.is_large(r.size) {
             self.rec.small_behind_large(r.release);
         }
@@ -654,6 +664,18 @@ impl<'a> Engine<'a> {
     /// wakes when its stop ends. A job's `service` is the time from its start to its end, stops
     /// included (what the server's own clock would measure).
     fn start_jobs(&mut self, server: NodeId) {
+        self.fill_workers(server);
+        self.track_occupancy(server);
+    }
+
+    /// Tell the recorder what `server` holds from now on (after any change to it).
+    fn track_occupancy(&mut self, server: NodeId) {
+        let core = &self.servers[server as usize].core;
+        self.rec.queue.occupancy(server as usize, self.now, core.waiting(), core.running());
+    }
+
+    /// [`Self::start_jobs`] without the bookkeeping.
+    fn fill_workers(&mut self, server: NodeId) {
         let pause = self.servers[server as usize].pause;
         if let Some(resume) = pause.and_then(|p| p.stopped_until(self.now)) {
             return self.arm_resume(server, resume);
@@ -666,9 +688,34 @@ impl<'a> Engine<'a> {
         while let Some((meta, job)) = self.servers[server as usize].core.start(self.now) {
             let work = self.service_time(server, job.ticket.id, meta.service);
             let work = fault.map_or(work, |f| faulty_work(f, work));
+            if let Some(shared) = self.shared.get_mut(server as usize) {
+                shared.start(self.now, job, work, meta.enqueued);
+                continue;
+            }
             let done = pause.map_or(self.now + work, |p| p.finish(self.now, work));
+            self.rec.queue.started(server as usize, meta.enqueued, done);
             self.events.push(done, Event::ServiceDone { server, job, service: done - self.now });
         }
+        self.schedule_shared(server);
+    }
+
+    /// Schedule the next completion of shared `server` if its jobs in service changed.
+    fn schedule_shared(&mut self, server: NodeId) {
+        if let Some((at, generation)) = self.shared.get_mut(server as usize).and_then(Shared::reschedule) {
+            self.events.push(at, Event::SharedDone { server, generation });
+        }
+    }
+
+    /// Shared `server`'s first job in service is done, unless its jobs changed since.
+    fn on_shared_done(&mut self, server: NodeId, generation: u32) {
+        let shared = &mut self.shared[server as usize];
+        if shared.generation != generation {
+            return;
+        }
+        let done = shared.finish(self.now);
+        self.rec.queue.started(server as usize, done.enqueued, self.now);
+        self.on_service_done(server, done.job, self.now - done.started);
+        self.schedule_shared(server);
     }
 
     /// Wake stopped `server` at `resume` unless a wake-up is already due.
@@ -709,6 +756,7 @@ impl<'a> Engine<'a> {
         }
         let id = job.ticket.id;
         let feedback = self.servers[server as usize].core.finish(self.now, id, service);
+        self.rec.queue.completed(server as usize, self.now);
         if job.kind == SendKind::Hedge {
             self.rec.served(server, self.now);
         }
@@ -855,6 +903,10 @@ impl Engine<'_> {
                 if let Some(cache) = s.cache.as_mut() {
                     **cache = crate::lru::Lru::new(self.spec.cluster.cache.capacity);
                 }
+                if let Some(shared) = self.shared.get_mut(server as usize) {
+                    shared.clear(self.now);
+                }
+                self.track_occupancy(server);
             }
             (Edge::Detect, _) => self.clients.iter_mut().for_each(|c| c.core.set_up(server, false)),
             (Edge::End, _) => {

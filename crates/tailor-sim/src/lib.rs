@@ -14,11 +14,13 @@ mod failover;
 mod faults;
 mod lru;
 mod prefetch;
+mod queueing;
 mod record;
 pub mod replica_script;
 mod requests;
 pub mod script;
 mod server;
+mod sharing;
 mod workload;
 
 use rayon::prelude::*;

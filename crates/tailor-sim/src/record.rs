@@ -1,6 +1,7 @@
 //! Measurements of one run: histograms after warm-up, throughput, per-server load windows,
 //! small-behind-large counts, cache figures, and the requests exported for the lower bound.
 
+use crate::queueing::QueueTracker;
 use crate::{BoundJob, RunOutput};
 use std::collections::BTreeMap;
 use tailor_core::results::RunResult;
@@ -48,6 +49,8 @@ pub struct Recorder {
     cdf_points: usize,
     /// Every measured request, when the spec asks (`report.per_request`).
     per_request: Option<Vec<crate::RequestRecord>>,
+    /// Per-server queue integrals over the measured window.
+    pub queue: QueueTracker,
 }
 
 impl Recorder {
@@ -84,6 +87,7 @@ impl Recorder {
             },
             cdf_points: spec.report.cdf_points,
             per_request: spec.report.per_request.then(Vec::new),
+            queue: QueueTracker::new(servers, spec.cluster.capacity(), from_ms(spec.workload.warmup_ms)),
         }
     }
 
@@ -112,6 +116,7 @@ impl Recorder {
     /// The workload issued its last request at `now`.
     pub fn arrivals_ended(&mut self, now: Nanos) {
         self.arrivals_end = Some(now);
+        self.queue.close(now);
     }
 
     /// A request failed at its coordinator (replicas' queue caps refused it).
@@ -221,7 +226,7 @@ impl Recorder {
     }
 
     /// The run's result.
-    pub fn finish(mut self, _end: Nanos, offered_rps: f64, events: u64) -> RunOutput {
+    pub fn finish(mut self, end: Nanos, offered_rps: f64, events: u64) -> RunOutput {
         let r = &mut self.result;
         r.requests = self.measured;
         r.read_latency_ms = self.reads.summary();
@@ -229,8 +234,8 @@ impl Recorder {
         r.stretch = self.stretch.summary();
         // steady state: completions between the warm-up and the last arrival, so that a run past
         // saturation reports what the cluster completed, not that count diluted by the drain
-        let end = self.arrivals_end.unwrap_or(self.last_done);
-        let span = end.saturating_sub(self.warmup.min(end));
+        let steady_end = self.arrivals_end.unwrap_or(self.last_done);
+        let span = steady_end.saturating_sub(self.warmup.min(steady_end));
         r.throughput_rps = if span > 0 { self.done_in_window as f64 * SEC as f64 / span as f64 } else { 0.0 };
         r.offered_rps = offered_rps;
         r.small_behind_large = self.small_behind_large;
@@ -250,6 +255,7 @@ impl Recorder {
             );
         }
         r.extra = extra;
+        r.queueing = Some(self.queue.finish(end));
         self.bound_jobs.sort_by_key(|j| j.req);
         let requests = self.per_request.unwrap_or_default();
         RunOutput { result: self.result, bound_jobs: self.bound_jobs, events, requests }

@@ -57,7 +57,7 @@ impl Generator {
                 let rate = if w.rate > 0.0 {
                     w.rate
                 } else {
-                    rate_for_load(w.load, spec.cluster.servers, spec.cluster.workers, mean_service)
+                    rate_for_load(w.load, spec.cluster.servers, spec.cluster.capacity(), mean_service)
                 };
                 (Some(Poisson::new(rate).map_err(|e| bad("rate", &e))?), rate)
             }

@@ -76,7 +76,7 @@ fn offered(spec: &Spec) -> Option<(f64, f64)> {
         return None;
     }
     let mean_ns = spec.cluster.mean_service_ns(SizeModel::new(&w.sizes).ok()?.mean());
-    let (servers, workers) = (spec.cluster.servers, spec.cluster.workers);
+    let (servers, workers) = (spec.cluster.servers, spec.cluster.capacity());
     let rate = if w.rate > 0.0 { w.rate } else { rate_for_load(w.load, servers, workers, mean_ns) };
     Some((mean_ns, rate))
 }
@@ -84,7 +84,7 @@ fn offered(spec: &Spec) -> Option<(f64, f64)> {
 /// Offered utilisation of an open-loop spec (1 = the cluster's mean capacity), if computable.
 pub fn utilisation(spec: &Spec) -> Option<f64> {
     let (mean_ns, rate) = offered(spec)?;
-    let capacity_rps = rate_for_load(1.0, spec.cluster.servers, spec.cluster.workers, mean_ns);
+    let capacity_rps = rate_for_load(1.0, spec.cluster.servers, spec.cluster.capacity(), mean_ns);
     Some(rate * work_per_request(spec) / (capacity_rps * mean_speed(spec)))
 }
 

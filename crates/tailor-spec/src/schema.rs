@@ -69,6 +69,13 @@ pub struct ClusterSpec {
     pub vnodes: usize,
     /// Requests a server executes at once, `P`.
     pub workers: usize,
+    /// Units of capacity (disks, cores) the jobs in service share; 0 (the default, left out of
+    /// the spec text) gives every worker its own. When set, each of the `n` jobs in service runs
+    /// at `min(1, shared_capacity / n)` of full speed, so a long read slows every read in
+    /// service beside it (Héron's Cassandra: 32 read threads on two disks); `workers` large and
+    /// 1 here is processor sharing.
+    #[serde(skip_serializing_if = "tailor_core::is_default")]
+    pub shared_capacity: usize,
     /// One-way network delay between a client and a server, in milliseconds.
     pub network_delay_ms: f64,
     /// Probability that a read also sends unmeasured shadow reads to the other replicas.
@@ -120,6 +127,7 @@ impl Default for ClusterSpec {
             replication: 3,
             vnodes: 1,
             workers: 4,
+            shared_capacity: 0,
             network_delay_ms: 0.0,
             read_repair: 0.0,
             write_consistency: Consistency::Quorum,
@@ -138,6 +146,15 @@ impl Default for ClusterSpec {
 }
 
 impl ClusterSpec {
+    /// Jobs a server runs at full speed at once: its workers, or the capacity they share.
+    pub fn capacity(&self) -> usize {
+        if self.shared_capacity > 0 {
+            self.shared_capacity
+        } else {
+            self.workers
+        }
+    }
+
     /// Mean nominal processing time of a request, in ns, given the data set's mean value size:
     /// what "load 1.0" is measured against, the same in the simulator and the load generator.
     pub fn mean_service_ns(&self, mean_size: f64) -> f64 {

@@ -54,6 +54,7 @@ impl Spec {
         if c.workers == 0 {
             return Err(invalid("cluster.workers", "must be at least 1"));
         }
+        self.validate_shared_capacity()?;
         non_negative("cluster.network_delay_ms", c.network_delay_ms)?;
         fraction("cluster.read_repair", c.read_repair)?;
         fraction("cluster.speculative_budget", c.speculative_budget)?;
@@ -143,6 +144,22 @@ impl Spec {
 }
 
 impl Spec {
+    /// A shared capacity is at most the workers that use it, and not combined with the stops
+    /// of slowed servers (the shared model has no stopped time).
+    fn validate_shared_capacity(&self) -> Result<(), SpecError> {
+        let c = &self.cluster;
+        if c.shared_capacity > c.workers {
+            return Err(invalid(
+                "cluster.shared_capacity",
+                format!("must be at most cluster.workers ({}), got {}", c.workers, c.shared_capacity),
+            ));
+        }
+        if c.shared_capacity > 0 && !c.slow_servers.is_empty() {
+            return Err(invalid("cluster.shared_capacity", "cannot be combined with cluster.slow_servers"));
+        }
+        Ok(())
+    }
+
     /// Each slowed server exists once, with a duty in (0, 1) and a period of at least 1 µs.
     fn validate_slow_servers(&self) -> Result<(), SpecError> {
         let c = &self.cluster;
@@ -182,6 +199,7 @@ mod tests {
         for (set, field) in [
             ("cluster.replication=20", "cluster.replication"),
             ("cluster.workers=0", "cluster.workers"),
+            ("cluster.shared_capacity=5", "cluster.shared_capacity"),
             ("cluster.read_repair=1.5", "cluster.read_repair"),
             ("workload.reads=-0.1", "workload.reads"),
             ("compare.selectors=c3,warp", "compare.selectors"),
@@ -201,6 +219,18 @@ mod tests {
             let err = Spec::default().with_overrides(&[set]).unwrap_err().to_string();
             assert!(err.contains(field), "{set}: {err}");
         }
+    }
+
+    #[test]
+    fn shared_capacity_is_absent_by_default_and_round_trips() {
+        assert!(!Spec::default().to_toml().contains("shared_capacity"));
+        let spec = Spec::default().with_overrides(&["cluster.workers=32", "cluster.shared_capacity=2"]).unwrap();
+        spec.validate().unwrap();
+        assert_eq!(Spec::from_toml(&spec.to_toml()).unwrap().cluster.shared_capacity, 2);
+        assert_eq!(spec.cluster.capacity(), 2);
+        let stops = ["cluster.shared_capacity=1", "cluster.slow_servers=[{server=1,duty=0.5,period_ms=100}]"];
+        let err = Spec::default().with_overrides(&stops).unwrap_err().to_string();
+        assert!(err.contains("cluster.shared_capacity"), "{err}");
     }
 
     #[test]

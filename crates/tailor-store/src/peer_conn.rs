@@ -16,6 +16,7 @@ use crate::internode::{finish_frame, wait_frame, DecodeError, Failure, Message};
 use crate::limits::{accept_capped, check_key, Lease};
 use crate::node::Node;
 use crate::replica::{Outcome, Work};
+use crate::transport::Transport;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
@@ -69,7 +70,7 @@ async fn run(node: Arc<Node>, sock: TcpStream, max_frame: u64, _slot: OwnedSemap
                 let (clock, wall) = (node.hlc.peek_us(), node.hlc.wall_us());
                 // what this node holds for the pinging one, and whether it is itself recovering
                 let hints = node.hints.as_ref().zip(receiver).map_or(0, |(h, to)| h.waiting_for(to));
-                let recovering = node.network.recovery.level();
+                let recovering = node.network.recovery.level(|n| node.network.is_up(n));
                 let pong = Message::Pong { id, feedback, healthy, clock, wall, hints, recovering };
                 let _ = tx.send(node.seal.encode(&pong)).await;
             }

@@ -12,8 +12,11 @@
 //! node may miss for a moment. Entering and leaving are logged (why, and after how long).
 //!
 //! Every `Pong` also carries the answering node's [`Recovery::level`]: 0 caught up, 1
-//! recovering (some peer not heard yet), 2 recovering and maybe *behind* (a peer said it holds
-//! hints for it, or no peer has said "none" yet: a node just started assumes the worst). A
+//! recovering (only peers that are down have not said "none"), 2 recovering and maybe *behind*
+//! (a peer said it holds hints for it, or a peer that is up has not said "none" yet: a node
+//! just started assumes the worst). The level is computed when asked, from who is up now: a
+//! peer not heard yet may hold hints, so hearing "none" from one peer must not lower the level
+//! while another, up, is still unheard (seen in CI: 1 of 2,000 reads nil in that window). A
 //! peer not heard from since this node started counts as 1. Each [`crate::peer::Peer`] keeps it, and coordinators hand a read at ONE only the
 //! key's up replicas of the lowest level (`coordinator.rs`); the node's own coordinator treats
 //! its local replica the same. The middle level matters when every node is recovering: a node
@@ -21,7 +24,7 @@
 //! restarted, must still be avoided (seen in the test: 41 of 2,000 reads nil without it). At QUORUM and ALL a recovering replica takes
 //! part (the newest version wins, and it is read-repaired), and writes reach it as ever.
 
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tailor_core::model::NodeId;
@@ -39,8 +42,6 @@ pub enum Caught {
 pub struct Recovery {
     /// The fast path: read by every read at ONE this node coordinates and every `Pong` it sends.
     recovering: AtomicBool,
-    /// [`Recovery::level`], kept with the state.
-    level: AtomicU8,
     state: Mutex<State>,
 }
 
@@ -81,7 +82,6 @@ impl Recovery {
         }
         let r = Recovery {
             recovering: AtomicBool::new(recovering),
-            level: AtomicU8::new(2 * recovering as u8),
             state: Mutex::new(State { me, started: now, bound, clear, waiting: vec![false; members], left }),
         };
         r.lock().check(recovering);
@@ -98,9 +98,21 @@ impl Recovery {
         self.recovering.load(Ordering::Relaxed)
     }
 
-    /// 0: caught up; 1: recovering; 2: recovering, and some peer holds hints for this node.
-    pub fn level(&self) -> u8 {
-        self.level.load(Ordering::Relaxed)
+    /// 0: caught up; 1: recovering; 2: recovering and maybe behind: some peer said it holds
+    /// hints for this node, or some peer `up` says is up has not said "none" yet, or none has.
+    pub fn level(&self, up: impl Fn(NodeId) -> bool) -> u8 {
+        if !self.is_recovering() {
+            return 0;
+        }
+        let s = self.lock();
+        if s.left.is_some() {
+            return 0;
+        }
+        let me = s.me as usize;
+        let none_clear = !s.clear.iter().enumerate().any(|(n, &c)| c && n != me);
+        let unheard_up = s.clear.iter().enumerate().any(|(n, &c)| !c && !s.waiting[n] && up(n as NodeId));
+        let behind = s.waiting.iter().any(|&w| w) || unheard_up || none_clear;
+        1 + behind as u8
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
@@ -119,10 +131,6 @@ impl Recovery {
         }
         s.clear[from as usize] = hints == 0;
         s.waiting[from as usize] = hints > 0;
-        let me = s.me as usize;
-        let none_clear = !s.clear.iter().enumerate().any(|(n, &c)| c && n != me);
-        let behind = s.waiting.iter().any(|&w| w) || none_clear;
-        self.level.store(1 + behind as u8, Ordering::Relaxed);
         if !s.clear.iter().all(|&c| c) {
             return None;
         }
@@ -145,7 +153,6 @@ impl Recovery {
         debug_assert!(s.left.is_none(), "left once");
         s.left = Some((now, why));
         self.recovering.store(false, Ordering::Relaxed);
-        self.level.store(0, Ordering::Relaxed);
         s.check(false);
         let took_ms = now.duration_since(s.started).as_millis() as u64;
         match why {
@@ -191,18 +198,22 @@ mod tests {
         let t0 = Instant::now();
         let r = Recovery::start(1, 3, 60 * S, t0);
         assert!(r.is_recovering());
-        assert_eq!(r.level(), 2, "no peer said none yet");
+        let all_up = |_| true;
+        let two_down = |n| n != 2;
+        assert_eq!(r.level(all_up), 2, "no peer said none yet");
+        assert_eq!(r.level(two_down), 2, "no peer said none yet, even with one down");
         assert_eq!(r.heard(0, 5, t0 + S), None, "hints waiting");
         assert!(r.is_recovering());
-        assert_eq!(r.level(), 2, "behind");
+        assert_eq!(r.level(two_down), 2, "behind");
         assert_eq!(r.heard(0, 0, t0 + 2 * S), None, "node 2 not heard yet");
-        assert_eq!(r.level(), 1, "no longer behind");
+        assert_eq!(r.level(all_up), 2, "node 2 is up and may hold hints for it");
+        assert_eq!(r.level(two_down), 1, "only a peer that is down is unheard");
         assert_eq!(r.heard(1, 0, t0 + 2 * S), None, "its own id changes nothing");
         assert_eq!(r.heard(0, 3, t0 + 3 * S), None, "clear once is enough");
         assert!(r.is_recovering());
         assert_eq!(r.heard(2, 0, t0 + 4 * S), Some(Caught::Up));
         assert!(!r.is_recovering());
-        assert_eq!(r.level(), 0);
+        assert_eq!(r.level(all_up), 0);
         assert_eq!(r.left(), Some((4 * S, Caught::Up)));
         assert_eq!(r.heard(2, 0, t0 + 5 * S), None, "left once");
         assert_eq!(r.tick(t0 + 100 * S), None, "the bound is moot once left");

@@ -148,7 +148,7 @@ impl Transport for Network {
     fn recovering(&self, node: NodeId) -> u8 {
         match self.peers.get(node as usize) {
             Some(Some(p)) => p.recovering(),
-            Some(None) => self.recovery.level(),
+            Some(None) => self.recovery.level(|n| self.is_up(n)),
             None => 0,
         }
     }

@@ -1,6 +1,7 @@
 //! The comparison table printed after a run: one row per swept point × selector × local policy,
 //! each figure the median over seeds (one unlucky seed must not make a row: a mean p99 over seeds
-//! was dominated by the worst one), with the p99's range over seeds beside it. Live runs add `errors`, `timeouts` (summed over seeds) and
+//! was dominated by the worst one), with the p99's range over seeds beside it. Simulated runs add
+//! `util max`, the busiest server's utilisation. Live runs add `errors`, `timeouts` (summed over seeds) and
 //! `valid` (tailor-bench's validity verdict), so an invalid run cannot pass for a result.
 
 use std::collections::BTreeMap;
@@ -27,12 +28,16 @@ pub fn render(runs: &[RunResult]) -> String {
     let mut header: Vec<String> = param_names.iter().map(|p| p.rsplit('.').next().unwrap_or(p).to_string()).collect();
     let with_bound = runs.iter().any(|r| r.bound.is_some());
     let live = runs.iter().any(|r| r.valid.is_some());
+    let queued = runs.iter().any(|r| r.queueing.is_some());
     header.extend(
         ["selector", "local", "p50 ms", "p95 ms", "p99 ms", "p99 range", "p99.9 ms", "max ms", "tput/s", "stretch p99"]
             .map(String::from),
     );
     if with_bound {
         header.push("max/bound".into());
+    }
+    if queued {
+        header.push("util max".into());
     }
     header.push("seeds".into());
     if live {
@@ -56,6 +61,9 @@ pub fn render(runs: &[RunResult]) -> String {
         row.push(format!("{:.2}", avg(&|r| r.stretch.p99)));
         if with_bound {
             row.push(format!("{:.3}", avg(&|r| r.bound.map_or(f64::NAN, |b| b.ratio))));
+        }
+        if queued {
+            row.push(format!("{:.2}", avg(&|r| r.queueing.as_ref().map_or(f64::NAN, |q| q.max_utilisation()))));
         }
         row.push(group.len().to_string());
         if live {

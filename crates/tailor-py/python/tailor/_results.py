@@ -10,6 +10,8 @@ from . import _native
 
 # identify a run in the long frames (CDFs, per-server series)
 _RUN_KEYS = ["selector", "local", "seed"]
+# one server's queue figures (results.json's `queueing.servers[]`)
+_QUEUE_FIGURES = ["mean_waiting", "mean_in_system", "utilisation", "arrivals", "completions", "mean_sojourn_ms"]
 
 
 def _numeric(column):
@@ -76,6 +78,8 @@ class Results:
         figures = ["p50_ms", "p95_ms", "p99_ms", "p999_ms", "max_ms", "throughput_rps", "stretch_p99"]
         if runs["bound_ratio"].notna().any():
             figures.append("bound_ratio")
+        if runs["util_max"].notna().any():
+            figures.append("util_max")
         out = grouped[figures].median()
         out.insert(3, "p99_min", grouped["p99_ms"].min())
         out.insert(4, "p99_max", grouped["p99_ms"].max())
@@ -115,6 +119,19 @@ class Results:
                     yield server, k * w, n
 
         return self._long(["server", "time_ms", "requests"], rows)
+
+    def queueing(self):
+        """Each server's queue figures over each simulated run's measured window, one row per
+        (run, server): ``mean_waiting``, ``mean_in_system`` (L), ``utilisation``, ``arrivals``,
+        ``completions`` and ``mean_sojourn_ms`` (W), with the window's length ``window_ms``.
+        Live runs have none."""
+
+        def rows(run):
+            q = run.get("queueing")
+            for server, f in enumerate(q["servers"] if q else []):
+                yield [server, q["window_ms"]] + [f[k] for k in _QUEUE_FIGURES]
+
+        return self._long(["server", "window_ms"] + _QUEUE_FIGURES, rows)
 
     def requests(self):
         """Every measured request of every run (``tailor.sim(..., per_request=True)``), one row
