@@ -18,7 +18,10 @@
 //! **Choices (engine differences):**
 //! - gRPC's scheduler rotates through every endpoint of a channel; a read here may go only to its
 //!   key's replicas, so one earliest-deadline schedule covers all servers and a pick takes the
-//!   earliest deadline among the read's replicas (ties: the first listed).
+//!   earliest deadline among the read's replicas (ties: the first listed). A deadline is
+//!   raised to the schedule's current time (the latest deadline picked) when it falls behind,
+//!   as a replica joining gRPC's schedule starts within a period of it; otherwise a replica
+//!   that reads stopped offering (down) would win every read on its return until caught up.
 //! - ORCA reports the backend's own `qps`; Tailor's replicas report their `completed` counter
 //!   and this selector derives the rate: over the span since the report it last derived a rate
 //!   from, once that span reaches `weight_update_period` (replica clock), so a weight is
@@ -106,6 +109,8 @@ pub struct GrpcWrr {
     servers: Vec<Server>,
     /// When the scheduler is next rebuilt (coordinator clock).
     next_rebuild: Nanos,
+    /// The schedule's current time: the latest deadline picked since the rebuild.
+    current: f64,
     rng: Rng,
 }
 
@@ -119,6 +124,7 @@ impl GrpcWrr {
             penalty: cfg.error_utilization_penalty.max(0.0),
             servers: vec![Server::default(); env.servers],
             next_rebuild: 0,
+            current: 0.0,
             rng: Rng::new(env.seed, 0x4752_5043 + env.coordinator as u64),
         }
     }
@@ -184,6 +190,7 @@ impl GrpcWrr {
             s.deadline = self.rng.unit() * s.period;
         }
         self.next_rebuild = now + self.update_period;
+        self.current = 0.0;
     }
 }
 
@@ -195,13 +202,18 @@ impl ReplicaSelector for GrpcWrr {
             }
             self.rebuild(now);
         }
+        let current = self.current;
         let mut chosen = replicas[0];
-        for &r in &replicas[1..] {
-            if self.servers[r as usize].deadline < self.servers[chosen as usize].deadline {
+        for &r in replicas {
+            // no deadline before the schedule's current time (see the module's choices)
+            let d = &mut self.servers[r as usize].deadline;
+            *d = d.max(current);
+            if *d < self.servers[chosen as usize].deadline {
                 chosen = r;
             }
         }
         let s = &mut self.servers[chosen as usize];
+        self.current = s.deadline;
         s.deadline += s.period;
         Decision::to(chosen)
     }
@@ -329,6 +341,14 @@ mod tests {
         // in blackout: equal shares; after it, 1 : 3
         close(&picks(&mut s, 2 * SEC, &[0, 1], 400), &[200, 200]);
         close(&picks(&mut s, 12 * SEC, &[0, 1], 400), &[100, 300]);
+    }
+
+    #[test]
+    fn a_replica_back_from_absence_has_no_credit() {
+        let mut s = GrpcWrr::new(&GrpcWrrConfig::default(), &env(3));
+        // server 2 is not offered for 300 reads, then it is again
+        picks(&mut s, 0, &[0, 1], 300);
+        close(&picks(&mut s, 0, &[0, 1, 2], 300), &[100, 100, 100]);
     }
 
     #[test]
