@@ -171,7 +171,7 @@ fn decision(value: &Bound<'_, PyAny>, replicas: &[NodeId]) -> PyResult<Decision>
     }
     if let Ok(send) = value.cast::<views::Send>() {
         let s = send.get();
-        return chosen(s.replica, Tags { priority: s.priority, size_class: s.size_class });
+        return chosen(s.replica, Tags { priority: s.priority, size_class: s.size_class, ..Tags::default() });
     }
     if let Ok(wait) = value.cast::<views::Wait>() {
         return Ok(Decision::Wait { retry_at: wait.get().retry_at });

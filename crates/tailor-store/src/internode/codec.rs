@@ -11,7 +11,7 @@ use tailor_core::model::Tags;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Protocol version carried by every frame.
-pub const VERSION: u8 = 7;
+pub const VERSION: u8 = 8;
 
 /// Bytes reserved for a frame's body before any of it arrived; the body then grows (doubling)
 /// with the bytes that came, so a frame that declares 17 MB and stalls costs at most this.
@@ -91,6 +91,9 @@ impl W {
     fn u8(&mut self, v: u8) {
         self.0.push(v);
     }
+    fn u16(&mut self, v: u16) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
     fn u32(&mut self, v: u32) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
@@ -109,6 +112,11 @@ impl W {
             }
             None => self.u8(0),
         }
+    }
+    fn tags(&mut self, t: &Tags) {
+        self.u8(t.priority);
+        self.u8(t.size_class);
+        self.u16(t.flow);
     }
     fn feedback(&mut self, f: &Feedback) {
         self.u32(f.from);
@@ -145,6 +153,11 @@ impl<'a> R<'a> {
     fn u8(&mut self) -> Result<u8, DecodeError> {
         Ok(self.take(1)?[0])
     }
+    fn u16(&mut self) -> Result<u16, DecodeError> {
+        let mut a = [0u8; 2];
+        a.copy_from_slice(self.take(2)?);
+        Ok(u16::from_le_bytes(a))
+    }
     fn u32(&mut self) -> Result<u32, DecodeError> {
         let mut a = [0u8; 4];
         a.copy_from_slice(self.take(4)?);
@@ -164,6 +177,9 @@ impl<'a> R<'a> {
             0 => None,
             _ => Some(self.bytes()?),
         })
+    }
+    fn tags(&mut self) -> Result<Tags, DecodeError> {
+        Ok(Tags { priority: self.u8()?, size_class: self.u8()?, flow: self.u16()? })
     }
     fn feedback(&mut self) -> Result<Feedback, DecodeError> {
         let mut f = Feedback {
@@ -215,8 +231,7 @@ pub fn encode(msg: &Message) -> Vec<u8> {
             w.u8(READ);
             w.u64(*id);
             w.bytes(key);
-            w.u8(tags.priority);
-            w.u8(tags.size_class);
+            w.tags(tags);
             w.u64(*age);
         }
         Message::Write { id, key, version, value, tags, age } => {
@@ -225,8 +240,7 @@ pub fn encode(msg: &Message) -> Vec<u8> {
             w.bytes(key);
             w.u64(*version);
             w.opt(value);
-            w.u8(tags.priority);
-            w.u8(tags.size_class);
+            w.tags(tags);
             w.u64(*age);
         }
         Message::Hello { id, from } => {
@@ -330,18 +344,13 @@ pub fn decode(body: &[u8]) -> Result<Message, DecodeError> {
     }
     let kind = r.u8()?;
     let msg = match kind {
-        READ => Message::Read {
-            id: r.u64()?,
-            key: r.bytes()?,
-            tags: Tags { priority: r.u8()?, size_class: r.u8()? },
-            age: r.u64()?,
-        },
+        READ => Message::Read { id: r.u64()?, key: r.bytes()?, tags: r.tags()?, age: r.u64()? },
         WRITE => Message::Write {
             id: r.u64()?,
             key: r.bytes()?,
             version: r.u64()?,
             value: r.opt()?,
-            tags: Tags { priority: r.u8()?, size_class: r.u8()? },
+            tags: r.tags()?,
             age: r.u64()?,
         },
         PING => Message::Ping { id: r.u64()?, clock: r.u64()? },
@@ -478,13 +487,13 @@ mod tests {
     #[test]
     fn every_message_round_trips() {
         let msgs = vec![
-            Message::Read { id: 1, key: b"k".to_vec(), tags: Tags { priority: 1, size_class: 2 }, age: 1_500 },
+            Message::Read { id: 1, key: b"k".to_vec(), tags: Tags { priority: 1, size_class: 2, flow: 7 }, age: 1_500 },
             Message::Write {
                 id: 2,
                 key: b"k".to_vec(),
                 version: 77,
                 value: Some(vec![0; 100]),
-                tags: Tags { priority: 3, size_class: 1 },
+                tags: Tags { priority: 3, size_class: 1, flow: u16::MAX },
                 age: 9,
             },
             Message::Write { id: 3, key: b"k".to_vec(), version: 78, value: None, tags: Tags::default(), age: 0 },
