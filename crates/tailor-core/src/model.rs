@@ -37,6 +37,11 @@ pub struct Tags {
     /// events within 48 bytes.
     #[serde(default, skip_serializing_if = "crate::is_default")]
     pub bottleneck_us: u16,
+    /// The flow the request belongs to: its coordinator's id (a client in the simulator, a
+    /// node in the store) modulo 2^16, set by the coordinator core; `las` charges service to
+    /// it. 16 bits keep the tags in 4 bytes, so the simulator's events stay in 48 bytes.
+    #[serde(default, skip_serializing_if = "crate::is_default")]
+    pub flow: u16,
 }
 
 /// A request as the engine knows it, including its true value size.

@@ -11,6 +11,7 @@
 
 use tailor_core::facts::{Feedback, ProbeReply, Response};
 use tailor_core::model::{NodeId, Op, RequestView, SizeHint};
+use tailor_core::selector::grpc_wrr::GrpcWrrConfig;
 use tailor_core::selector::{self, registry, Blind, Decision, Fact, Needs, Rng, SelectorConfig, SelectorEnv};
 use tailor_core::time::{Nanos, US};
 
@@ -37,6 +38,7 @@ fn facts(rng: &mut Rng, from: NodeId, now: Nanos) -> Feedback {
         pending_work: rng.below(20_000) as u64 * US,
         bloom_bits: (0..rng.below(4)).map(|_| rng.next_u64() as u32).collect(),
         bloom_generation: 1,
+        utilization: rng.unit(),
     }
 }
 
@@ -62,6 +64,9 @@ fn scramble(needs: &Needs, rng: &mut Rng, fb: &Feedback) -> Feedback {
     }
     if !keep(Fact::BloomBits) {
         out.bloom_bits = other.bloom_bits;
+    }
+    if !keep(Fact::Utilization) {
+        out.utilization = other.utilization;
     }
     out
 }
@@ -123,10 +128,22 @@ struct Out {
     sent_at: Nanos,
 }
 
+/// Every selector's defaults, except gRPC WRR's periods (seconds and minutes in gRFC A58),
+/// scaled to the script's few seconds so that its weights are used within it.
+fn config() -> SelectorConfig {
+    let grpc_wrr = GrpcWrrConfig {
+        blackout_period_ms: 200.0,
+        weight_expiration_period_ms: 1_000.0,
+        weight_update_period_ms: 100.0,
+        ..GrpcWrrConfig::default()
+    };
+    SelectorConfig { grpc_wrr, ..SelectorConfig::default() }
+}
+
 /// What one copy of a selector decided over the script, in order.
 fn run(name: &str, steps: &[(Nanos, Step)], blur: Option<&Needs>, seed: u64) -> Vec<String> {
     let env = SelectorEnv { coordinator: 0, coordinators: 1, servers: SERVERS, replication: 3, workers: 2, seed };
-    let mut sel = selector::build(name, &SelectorConfig::default(), &env).expect("a registered selector builds");
+    let mut sel = selector::build(name, &config(), &env).expect("a registered selector builds");
     let mut noise = Rng::new(seed, 0xB1_0E);
     let mut out: Vec<Out> = Vec::new();
     let mut probes = Vec::new();

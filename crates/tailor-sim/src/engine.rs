@@ -1044,6 +1044,9 @@ fn replica_core(plan: &RunPlan, s: NodeId) -> Result<ReplicaCore<Job>, SimError>
     if !selector::reads_dq(&plan.selector) {
         core = core.without_dq();
     }
+    if !selector::reads(&plan.selector, selector::Fact::Utilization) {
+        core = core.without_utilization();
+    }
     Ok(core)
 }
 

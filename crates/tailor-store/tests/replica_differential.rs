@@ -162,8 +162,8 @@ fn the_store_and_the_simulator_serve_a_replica_alike_under_every_local_policy() 
 #[test]
 fn lost_tags_or_ages_are_caught() {
     let setup = SETUPS[0];
-    // the size class picks the sub-queue or the share class
-    for policy in ["rml", "fair-share"] {
+    // the size class picks the sub-queue or the share class, the flow the las flow
+    for policy in ["rml", "fair-share", "las"] {
         assert!(first_difference(policy, setup, 1, Loss::Tags, true).is_some(), "{policy}: default tags go unnoticed");
     }
     // release = arrival - age orders by stretch (max-wait-over-size counts from the enqueue)

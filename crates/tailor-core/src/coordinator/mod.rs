@@ -412,7 +412,7 @@ impl CoordinatorCore {
         if let Some(bytes) = size {
             self.oracle.observe(key, bytes);
         }
-        write_tags(self.oracle.hint(key).large)
+        write_tags(self.oracle.hint(key).large, self.flow())
     }
 
     /// A client write arrived (`size` is the value's, `None` for a delete), at the configured
@@ -598,7 +598,7 @@ impl CoordinatorCore {
         };
         assert!(up.contains(&replica), "selector chose replica {replica} outside {:?}", &*up);
         self.selector.on_sent(now, &view, replica);
-        let tags = tag_read(tags, large);
+        let tags = tag_read(tags, large, self.flow());
         let age = now - release;
         out.push(Action::Send(Send { ticket: t, replica, tags, age, kind: SendKind::Read }));
         let shadow = tried == 0 && self.cfg.read_repair > 0.0 && self.rng.unit() < self.cfg.read_repair;
@@ -733,7 +733,7 @@ impl CoordinatorCore {
         }
         self.selector.on_sent(now, &view, replica);
         self.stats.hedges += 1;
-        let tags = tag_read(tags, large);
+        let tags = tag_read(tags, large, self.flow());
         out.push(Action::Send(Send { ticket: t, replica, tags, age: now - release, kind: SendKind::Hedge }));
         if let Mode::Selected { hedge, hedge_sent_at, hedged, .. } = &mut self.pending.at(t).mode {
             (*hedge, *hedge_sent_at, *hedged) = (Some(replica), now, true);
@@ -908,7 +908,7 @@ impl CoordinatorCore {
             let failure = if up.is_empty() { Failure::NoReplica } else { Failure::NotEnough { need, got: 0 } };
             return out.push(Action::Fail { request: p.id, failure });
         }
-        let tags = write_tags(p.large());
+        let tags = write_tags(p.large(), self.flow());
         debug_assert!(need <= up.len() && up.len() <= p.replicas.len(), "need {need} of {} up", up.len());
         p.mode = Mode::FanOut { need: need as u8, answered: 0, outstanding: up.len() as u8, done: false };
         let t = self.pending.insert(p);
@@ -943,14 +943,22 @@ impl CoordinatorCore {
     }
 }
 
-/// A write copy's tags (tag rule): the oracle's size class, priority 0.
-fn write_tags(large: bool) -> Tags {
-    Tags { priority: 0, size_class: large as u8, ..Tags::default() }
+impl CoordinatorCore {
+    /// The flow of every copy this coordinator sends: its id, modulo 2^16 ([`Tags::flow`]).
+    fn flow(&self) -> u16 {
+        self.cfg.id as u16
+    }
 }
 
-/// A read's tags: the selector's, the size class raised to 1 when the oracle says large.
-fn tag_read(tags: Tags, large: bool) -> Tags {
-    Tags { priority: tags.priority, size_class: tags.size_class.max(large as u8), ..Tags::default() }
+/// A write copy's tags (tag rule): the oracle's size class, priority 0, this coordinator's flow.
+fn write_tags(large: bool, flow: u16) -> Tags {
+    Tags { priority: 0, size_class: large as u8, flow, ..Tags::default() }
+}
+
+/// A read's tags: the selector's, the size class raised to 1 when the oracle says large, and
+/// this coordinator's flow (whatever the selector set).
+fn tag_read(tags: Tags, large: bool, flow: u16) -> Tags {
+    Tags { priority: tags.priority, size_class: tags.size_class.max(large as u8), flow, ..Tags::default() }
 }
 
 #[cfg(test)]

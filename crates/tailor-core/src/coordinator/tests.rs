@@ -560,3 +560,19 @@ fn a_poll_rides_on_the_nodes_next_answer_once_neither_lost_nor_applied_twice() {
     assert_eq!(c.stats().stale_feedback, 1, "only the older poll was stale; bare answers are not feedback");
     assert_eq!(c.in_flight(), 0);
 }
+
+#[test]
+fn every_copy_carries_its_coordinators_flow_whatever_the_selector_tags() {
+    let cfg = CoordinatorConfig { id: 65_536 + 42, ..config() };
+    let selector_tags = Tags { priority: 2, size_class: 0, flow: 7 };
+    let (mut c, _) = core_with(cfg, vec![Decision::Send { replica: 4, tags: selector_tags }]);
+    let mut out = Vec::new();
+    c.read(0, req(1, 7, None), &Blind, &mut out);
+    c.write(0, req(2, 8, Some(5)), &mut out);
+    let flows: Vec<(u16, u8)> = out
+        .iter()
+        .filter_map(|a| if let Action::Send(s) = a { Some((s.tags.flow, s.tags.priority)) } else { None })
+        .collect();
+    assert_eq!(flows, [(42, 2), (42, 0), (42, 0), (42, 0)], "the selector's priority kept, its flow not; id mod 2^16");
+    assert_eq!(c.side_tags(9, None).flow, 42);
+}

@@ -132,7 +132,7 @@ mod tests {
     use crate::model::Tags;
 
     fn job(id: u64, size_class: u8, service: Nanos) -> JobMeta {
-        JobMeta { id, release: 0, enqueued: 0, service, size: service, tags: Tags { priority: 0, size_class, ..Tags::default() } }
+        JobMeta { id, release: 0, enqueued: 0, service, size: service, tags: Tags { size_class, ..Tags::default() } }
     }
 
     /// Work served per class over `pops` pops with both classes kept waiting.

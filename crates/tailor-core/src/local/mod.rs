@@ -43,7 +43,7 @@ macro_rules! register {
     };
 }
 
-register!(fcfs, max_stretch, rml, sjf, max_wait_over_size, fair_share, rein_sbf);
+register!(fcfs, max_stretch, rml, sjf, max_wait_over_size, fair_share, rein_sbf, las);
 
 /// Whether a local policy called `name` exists, built in or registered as a plugin.
 pub fn is_known(name: &str) -> bool {
@@ -98,6 +98,9 @@ pub struct LocalConfig {
     /// as before).
     #[serde(skip_serializing_if = "crate::is_default")]
     pub fair_share: fair_share::FairShareConfig,
+    /// Least attained service (written only when set, as `fair_share`).
+    #[serde(skip_serializing_if = "crate::is_default")]
+    pub las: las::LasConfig,
 }
 
 impl LocalConfig {
@@ -108,7 +111,10 @@ impl LocalConfig {
             .map_err(|e| crate::selector::InvalidSetting { field: "local.rml".into(), reason: e.to_string() })?;
         self.fair_share
             .validate()
-            .map_err(|reason| crate::selector::InvalidSetting { field: "local.fair_share.shares".into(), reason })
+            .map_err(|reason| crate::selector::InvalidSetting { field: "local.fair_share.shares".into(), reason })?;
+        self.las
+            .validate()
+            .map_err(|reason| crate::selector::InvalidSetting { field: "local.las.half_life_ms".into(), reason })
     }
 }
 

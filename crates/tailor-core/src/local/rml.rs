@@ -200,7 +200,7 @@ mod tests {
 
     /// A job tagged with `size_class`.
     fn tagged(id: u64, size_class: u8) -> JobMeta {
-        JobMeta { id, release: 0, enqueued: 0, service: 1, size: 1, tags: Tags { priority: 0, size_class, ..Tags::default() } }
+        JobMeta { id, release: 0, enqueued: 0, service: 1, size: 1, tags: Tags { size_class, ..Tags::default() } }
     }
 
     /// Pop `pops` times from a queue of `levels` levels whose levels `active` (1-based) are kept

@@ -14,8 +14,14 @@
 //! - `busy` is true while at least one request for a large value runs (Héron; large writes
 //!   count too: they occupy the device the same way).
 //! - `completed` counts every request a worker finished, failed ones included.
+//! - `utilization` is the busy worker-time over workers × elapsed time since the start of the
+//!   previous [`UTILIZATION_SLOT`] (slots are aligned at multiples of it on the replica's clock,
+//!   so the window spans one to two slots; from time 0 until the first slot ends, since 0). It
+//!   is ORCA's utilization for gRPC's weighted round robin; receivers derive the rate from
+//!   `completed`, as nothing else needs it carried.
 //!
-//! Cost per event and per `facts` call: counters, except `pending_work`'s sum and `finishes`'
+//! Cost per event and per `facts` call: counters (`utilization`: a multiply-add per start and
+//! finish and a compare with the next slot's start), except `pending_work`'s sum and `finishes`'
 //! lookup over the running requests (at most the worker count, and a running request's
 //! remaining estimate saturates at 0, so no running sum can replace that sum), and `dq`'s walk
 //! to the window's baseline, which `record` keeps within a step or two of the front. Nothing
@@ -52,6 +58,9 @@ pub struct Feedback {
     pub bloom_bits: Vec<u32>,
     /// Generation of the replica's Bloom filter (filters are rebuilt periodically).
     pub bloom_generation: u32,
+    /// Busy worker-time over workers × time, from the start of the previous
+    /// [`UTILIZATION_SLOT`] until the facts leave (gRPC WRR's ORCA utilization; 0 to 1).
+    pub utilization: f64,
 }
 
 /// A replica's answer to a probe (Prequal): how loaded it is now, answered at once, unqueued.
@@ -131,6 +140,66 @@ pub const DQ_WINDOW: Nanos = 20 * MS;
 /// 20 ms measures `dq` against a slightly younger baseline instead of growing without bound.
 const MAX_HISTORY: usize = 4096;
 
+/// Slot of [`Feedback::utilization`]: its window starts at the previous slot's start, so it
+/// spans 100 to 200 ms (short beside gRPC's 1 s weight updates, because simulated runs last
+/// seconds and C3's service rates change every 10 to 500 ms).
+pub const UTILIZATION_SLOT: Nanos = 100 * MS;
+
+/// The integral of the running count over time, kept at the last event and at the starts of
+/// the current and previous [`UTILIZATION_SLOT`]: O(1) per event, exact at any later time.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct BusyTime {
+    /// Time of the last start or finish.
+    last: Nanos,
+    /// Busy worker-ns from 0 to `last`.
+    at_last: u64,
+    /// Start of the slot holding `last`.
+    slot: Nanos,
+    /// Busy worker-ns from 0 to `slot`, and to `slot - UTILIZATION_SLOT` (0 before 0).
+    at_slot: u64,
+    at_previous_slot: u64,
+    /// Workers of the replica (the denominator).
+    workers: u32,
+}
+
+impl BusyTime {
+    /// Busy worker-ns from 0 to `t` (`t` at or after `last`), `running` jobs running since `last`.
+    fn at(&self, t: Nanos, running: usize) -> u64 {
+        self.at_last + running as u64 * t.saturating_sub(self.last)
+    }
+
+    /// The running count changes at `now`; `running` jobs ran since the last change.
+    #[inline]
+    fn advance(&mut self, now: Nanos, running: usize) {
+        if now >= self.slot + UTILIZATION_SLOT {
+            let slot = now - now % UTILIZATION_SLOT;
+            let previous = slot - UTILIZATION_SLOT;
+            self.at_previous_slot = if previous == self.slot { self.at_slot } else { self.at(previous, running) };
+            self.at_slot = self.at(slot, running);
+            self.slot = slot;
+        }
+        self.at_last = self.at(now, running);
+        self.last = self.last.max(now);
+    }
+
+    /// Busy worker-time over workers × time since the start of the slot before `now`'s.
+    fn utilization(&self, now: Nanos, running: usize) -> f64 {
+        let start = (now - now % UTILIZATION_SLOT).saturating_sub(UTILIZATION_SLOT);
+        let base = if start >= self.last {
+            self.at(start, running)
+        } else if start == self.slot {
+            self.at_slot
+        } else {
+            self.at_previous_slot
+        };
+        let span = now.saturating_sub(start);
+        if span == 0 {
+            return 0.0;
+        }
+        self.at(now, running).saturating_sub(base) as f64 / (f64::from(self.workers) * span as f64)
+    }
+}
+
 /// A request a worker runs, as the accountant tracks it.
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Running {
@@ -157,6 +226,9 @@ pub struct Accountant {
     refused: u32,
     /// (time, waiting count) steps covering at least the last [`DQ_WINDOW`].
     history: VecDeque<(Nanos, u32)>,
+    /// Busy worker-time behind `utilization` (boxed: a simulated server keeps three cache
+    /// lines; `None` when not measured, [`Accountant::without_utilization`]).
+    busy_time: Option<Box<BusyTime>>,
 }
 
 impl Accountant {
@@ -173,7 +245,24 @@ impl Accountant {
             measures_dq: true,
             refused: 0,
             history: VecDeque::from([(0, 0)]),
+            busy_time: Some(Box::new(BusyTime { workers: 1, ..BusyTime::default() })),
         }
+    }
+
+    /// The replica runs `workers` jobs at once from now on (`utilization`'s denominator).
+    pub fn set_workers(&mut self, workers: u32) {
+        assert!(workers > 0, "a replica needs at least one worker");
+        if let Some(b) = &mut self.busy_time {
+            b.workers = workers;
+        }
+    }
+
+    /// The same, not measuring `utilization` (its facts say 0): for an engine whose selectors
+    /// do not read it (every one but gRPC WRR, [`crate::selector::reads`]); it saves a step
+    /// per job start and finish in memory of its own.
+    pub fn without_utilization(mut self) -> Self {
+        self.busy_time = None;
+        self
     }
 
     /// The queue cap refused a request ([`super::ReplicaCore::admits`]).
@@ -228,6 +317,7 @@ impl Accountant {
         self.waiting -= 1;
         self.waiting_work -= service;
         self.waiting_large -= large as u32;
+        self.advance_busy_time(now);
         self.running.push(Running { id, estimated_end: now + service, large });
         self.running_large += large as u32;
         self.record(now);
@@ -244,10 +334,11 @@ impl Accountant {
         self.check_invariants();
     }
 
-    /// Running request `id` finished.
+    /// Running request `id` finished at `now`.
     #[inline]
-    pub fn finishes(&mut self, id: u64) {
+    pub fn finishes(&mut self, now: Nanos, id: u64) {
         let at = self.running.iter().position(|r| r.id == id).expect("only a running request finishes");
+        self.advance_busy_time(now);
         let done = self.running.swap_remove(at);
         debug_assert!(self.running_large >= done.large as u32, "request {id}: more large ones finished than ran");
         self.running_large -= done.large as u32;
@@ -282,6 +373,14 @@ impl Accountant {
             self.history.iter().zip(self.history.iter().skip(1)).all(|(a, b)| a.0 <= b.0),
             "queue-length steps in time order"
         );
+    }
+
+    /// The running count is about to change at `now`.
+    #[inline]
+    fn advance_busy_time(&mut self, now: Nanos) {
+        if let Some(b) = &mut self.busy_time {
+            b.advance(now, self.running.len());
+        }
     }
 
     #[inline]
@@ -353,6 +452,7 @@ impl Accountant {
             pending_work: self.pending_work(now),
             bloom_bits: Vec::new(),
             bloom_generation: 0,
+            utilization: self.busy_time.as_ref().map_or(0.0, |b| b.utilization(now, self.running.len())),
         }
     }
 }
@@ -377,8 +477,8 @@ mod tests {
         // an overrun contributes nothing, never a negative amount
         let f = a.facts(MS + 10_000, 0);
         assert_eq!(f.pending_work, 40);
-        a.finishes(1);
-        a.finishes(2);
+        a.finishes(2 * MS, 1);
+        a.finishes(2 * MS, 2);
         let f = a.facts(2 * MS, 77);
         assert_eq!((f.queue_len, f.busy, f.completed, f.service_time), (1, false, 2, 77));
         assert!(!a.large_present() && a.waiting() == 1 && a.running() == 0);
@@ -396,6 +496,19 @@ mod tests {
         let (fa, fb) = (a.facts(4 * MS, 9), b.facts(4 * MS, 9));
         assert_eq!(fa.dq, 1);
         assert_eq!(Feedback { dq: 0, ..fa }, fb);
+    }
+
+    /// Without `utilization`, every other fact is the same and `utilization` is 0.
+    #[test]
+    fn without_utilization_only_utilization_is_zero() {
+        let (mut a, mut b) = (Accountant::new(1), Accountant::new(1).without_utilization());
+        for x in [&mut a, &mut b] {
+            x.waits(MS, 300, false);
+            x.starts(MS, 7, 300, false);
+        }
+        let (fa, fb) = (a.facts(4 * MS, 9), b.facts(4 * MS, 9));
+        assert_eq!(fa.utilization, 0.75);
+        assert_eq!(Feedback { utilization: 0.0, ..fa }, fb);
     }
 
     #[test]
@@ -430,6 +543,8 @@ mod tests {
             let mut steps: Vec<(Nanos, u32)> = vec![(0, 0)];
             let mut waiting: Vec<(Nanos, bool)> = Vec::new();
             let mut running: Vec<(u64, Nanos, Nanos, bool)> = Vec::new();
+            // (start, end) of every finished job, for `utilization`
+            let mut ran: Vec<(Nanos, Nanos)> = Vec::new();
             let (mut now, mut next_id, mut completed) = (0, 0u64, 0u64);
             for _ in 0..2_000 {
                 now += rng.random_range(0..3 * MS);
@@ -448,8 +563,9 @@ mod tests {
                         steps.push((now, waiting.len() as u32));
                     }
                     2 if !running.is_empty() => {
-                        let (id, ..) = running.remove(rng.random_range(0..running.len()));
-                        a.finishes(id);
+                        let (id, start, ..) = running.remove(rng.random_range(0..running.len()));
+                        a.finishes(now, id);
+                        ran.push((start, now));
                         completed += 1;
                     }
                     _ => {}
@@ -466,12 +582,49 @@ mod tests {
                     dq: waiting.len() as i64 - base as i64,
                     pending_work: waiting.iter().map(|w| w.0).sum::<Nanos>()
                         + running.iter().map(|r| (r.1 + r.2).saturating_sub(at)).sum::<Nanos>(),
+                    utilization: rescanned_utilization(&ran, &running, at),
                     ..Feedback::default()
                 };
                 assert_eq!(a.facts(at, 7), want, "seed {seed}");
                 assert_eq!(a.large_present(), waiting.iter().any(|w| w.1) || want.busy);
             }
         }
+    }
+
+    /// `utilization` from every job's run interval: overlap with the window over its span
+    /// (one worker).
+    fn rescanned_utilization(ran: &[(Nanos, Nanos)], running: &[(u64, Nanos, Nanos, bool)], at: Nanos) -> f64 {
+        let start = (at - at % UTILIZATION_SLOT).saturating_sub(UTILIZATION_SLOT);
+        let intervals = ran.iter().copied().chain(running.iter().map(|r| (r.1, at)));
+        let busy: u64 = intervals.map(|(s, e)| e.min(at).saturating_sub(s.max(start))).sum();
+        if at == start {
+            0.0
+        } else {
+            busy as f64 / (at - start) as f64
+        }
+    }
+
+    #[test]
+    fn utilization_is_busy_worker_time_since_the_previous_slot() {
+        let mut a = Accountant::new(0);
+        a.set_workers(2);
+        a.waits(0, 10, false);
+        a.starts(0, 1, 10, false);
+        // one of two workers busy from 0 to 50 ms: half busy
+        assert_eq!(a.facts(50 * MS, 0).utilization, 0.5);
+        a.finishes(50 * MS, 1);
+        // at 150 ms the window is [0, 150 ms]: 50 ms of 300 worker-ms
+        assert_eq!(a.facts(150 * MS, 0).utilization, 50.0 / 300.0);
+        // at 250 ms it is [100, 250 ms]: idle
+        assert_eq!(a.facts(250 * MS, 0).utilization, 0.0);
+        a.waits(250 * MS, 10, false);
+        a.starts(250 * MS, 2, 10, false);
+        a.waits(250 * MS, 10, false);
+        a.starts(250 * MS, 3, 10, false);
+        // both workers from 250 ms; at 300 ms the window is [200, 300 ms]: 100 of 200 worker-ms
+        assert_eq!(a.facts(300 * MS, 0).utilization, 0.5);
+        // long after, with both still running, in a later window: fully busy
+        assert_eq!(a.facts(10_000 * MS, 0).utilization, 1.0);
     }
 
     #[test]
@@ -521,6 +674,6 @@ mod tests {
     #[test]
     #[should_panic(expected = "only a running request finishes")]
     fn finishing_an_unknown_request_is_a_bug() {
-        Accountant::new(0).finishes(9);
+        Accountant::new(0).finishes(0, 9);
     }
 }

@@ -74,6 +74,12 @@ impl<T> ReplicaCore<T> {
             rif_latency: None,
             cancels: None,
         }
+        .with_workers(workers)
+    }
+
+    fn with_workers(mut self, workers: usize) -> Self {
+        self.set_workers(workers);
+        self
     }
 
     /// The same, keeping the latency per requests-in-flight level that probe answers carry
@@ -128,6 +134,12 @@ impl<T> ReplicaCore<T> {
     /// [`Accountant::without_dq`].
     pub fn without_dq(mut self) -> Self {
         self.accountant = self.accountant.without_dq();
+        self
+    }
+
+    /// The same, not measuring `utilization` ([`Accountant::without_utilization`]).
+    pub fn without_utilization(mut self) -> Self {
+        self.accountant = self.accountant.without_utilization();
         self
     }
 
@@ -192,8 +204,12 @@ impl<T> ReplicaCore<T> {
     pub fn finish(&mut self, now: Nanos, id: RequestId, service: Nanos) -> Feedback {
         let (waiting, running) = (self.queued(), self.accountant.running());
         debug_assert!(running > 0, "job {id} finished with no job running");
-        self.accountant.finishes(id);
-        debug_assert_eq!((self.queued(), self.accountant.running()), (waiting, running - 1), "a finish frees one slot");
+        self.accountant.finishes(now, id);
+        debug_assert_eq!(
+            (self.queued(), self.accountant.running()),
+            (waiting, running - 1),
+            "a finish frees one slot"
+        );
         if let Some(r) = &mut self.rif_latency {
             r.finishes(now, id);
         }
@@ -209,6 +225,7 @@ impl<T> ReplicaCore<T> {
     pub fn set_workers(&mut self, workers: usize) {
         assert!(workers > 0, "a replica needs at least one worker");
         self.slots = slots(workers);
+        self.accountant.set_workers(self.slots);
         debug_assert_eq!(self.workers(), workers, "the slots are the workers");
     }
 

@@ -154,7 +154,7 @@ impl Heron {
 impl ReplicaSelector for Heron {
     fn select(&mut self, now: Nanos, req: &RequestView, replicas: &[NodeId], _world: &dyn World) -> Decision {
         let large = req.hint.large;
-        let tags = Tags { priority: 0, size_class: u8::from(large), ..Tags::default() };
+        let tags = Tags { size_class: u8::from(large), ..Tags::default() };
         let any_available = replicas.iter().any(|&r| !self.is_busy(now, r));
         let this = &*self;
         let mut rng = self.rng.clone();
@@ -276,11 +276,11 @@ mod tests {
     fn small_request_goes_past_a_busy_replica() {
         let mut s = scored();
         let d = send(&mut s, 2, &read(1, 2, LARGE), &[0, 1, 2]);
-        assert_eq!(d, Decision::Send { replica: 0, tags: Tags { priority: 0, size_class: 1, ..Tags::default() } });
+        assert_eq!(d, Decision::Send { replica: 0, tags: Tags { size_class: 1, ..Tags::default() } });
         assert!(s.is_busy(2, 0));
         // 0 still has the best score, but it is busy with our large request: the small one goes to 1.
         let d = send(&mut s, 3, &read(2, 3, SMALL), &[0, 1, 2]);
-        assert_eq!(d, Decision::Send { replica: 1, tags: Tags { priority: 0, size_class: 0, ..Tags::default() } });
+        assert_eq!(d, Decision::Send { replica: 1, tags: Tags::default() });
         assert!(!s.is_busy(3, 1), "small requests do not mark replicas busy");
         // The large response frees 0.
         s.on_response(4, &response(1, 0, 2, true, fb(1, false)));
@@ -303,7 +303,7 @@ mod tests {
         // The large response from 1 frees it: the blocked request is sent there.
         s.on_response(5, &response(2, 1, 2, true, fb(2, false)));
         let d = send(&mut s, 5, &blocked, &[0, 1, 2]);
-        assert_eq!(d, Decision::Send { replica: 1, tags: Tags { priority: 0, size_class: 1, ..Tags::default() } });
+        assert_eq!(d, Decision::Send { replica: 1, tags: Tags { size_class: 1, ..Tags::default() } });
         assert_eq!(s.select(6, &read(6, 6, LARGE), &[0, 1, 2], &Blind), Decision::Wait { retry_at: None });
     }
 

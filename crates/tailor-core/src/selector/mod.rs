@@ -54,6 +54,7 @@ register!(
     envoy_least_request,
     mongodb_p2c,
     elasticsearch_ars,
+    grpc_wrr,
 );
 
 /// What the selector decided for a request.
@@ -150,7 +151,13 @@ pub fn probing(name: &str) -> bool {
 /// measuring it ([`crate::replica::ReplicaCore::without_dq`]); an unknown name reads it (an
 /// engine never skips a fact a selector might read).
 pub fn reads_dq(name: &str) -> bool {
-    registry::needs(name).is_none_or(|n| n.reads(Fact::Dq))
+    reads(name, Fact::Dq)
+}
+
+/// Whether selector `name` reads `fact`, as its [`Needs::facts`] declare; an unknown name reads
+/// every fact (an engine never skips a fact a selector might read).
+pub fn reads(name: &str, fact: Fact) -> bool {
+    registry::needs(name).is_none_or(|n| n.reads(fact))
 }
 
 /// What a selector knows about its surroundings when it is built.
@@ -197,6 +204,9 @@ pub struct SelectorConfig {
     /// MongoDB's server selection.
     #[serde(skip_serializing_if = "crate::is_default")]
     pub mongodb_p2c: mongodb_p2c::MongodbP2cConfig,
+    /// gRPC's weighted round robin.
+    #[serde(skip_serializing_if = "crate::is_default")]
+    pub grpc_wrr: grpc_wrr::GrpcWrrConfig,
 }
 
 /// A strategy setting that cannot work as written, named by its path in a spec or config.

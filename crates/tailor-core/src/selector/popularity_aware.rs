@@ -104,7 +104,7 @@ impl ReplicaSelector for PopularityAware {
         };
         self.counter.record(req.key);
         if self.counter.frequency(req.key) <= self.threshold {
-            return Decision::Send { replica: primary, tags: Tags { priority: COLD_PRIORITY, size_class: 0, ..Tags::default() } };
+            return Decision::Send { replica: primary, tags: Tags { priority: COLD_PRIORITY, ..Tags::default() } };
         }
         let i = match self.spread {
             Spread::Random => self.rng.below(replicas.len()),
@@ -115,7 +115,7 @@ impl ReplicaSelector for PopularityAware {
                 i
             }
         };
-        Decision::Send { replica: replicas[i], tags: Tags { priority: HOT_PRIORITY, size_class: 0, ..Tags::default() } }
+        Decision::Send { replica: replicas[i], tags: Tags { priority: HOT_PRIORITY, ..Tags::default() } }
     }
 }
 

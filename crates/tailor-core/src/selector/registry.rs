@@ -22,6 +22,9 @@ pub enum Fact {
     PendingWork,
     /// The replica's Bloom filter bits of large keys (`bloom_bits`, Héron's oracle).
     BloomBits,
+    /// The replica's busy worker-time share over its last 100 to 200 ms (`utilization`,
+    /// gRPC's weighted round robin).
+    Utilization,
 }
 
 impl Fact {
@@ -34,6 +37,7 @@ impl Fact {
             Fact::Dq => "the change of each replica's queue over 20 ms windows on every response",
             Fact::PendingWork => "each replica's pending work in time units",
             Fact::BloomBits => "each replica's Bloom filter of large keys",
+            Fact::Utilization => "each replica's utilization (busy worker-time share)",
         }
     }
 }

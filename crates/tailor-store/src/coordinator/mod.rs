@@ -270,7 +270,8 @@ mod tests {
     use tailor_core::facts::Response;
     use tailor_core::model::RequestView;
     use tailor_core::oracle::size::SeenSizes;
-    use tailor_core::selector::{Decision, ReplicaSelector, World};
+    use tailor_core::selector::{Decision, ReplicaSelector, SelectorConfig, World};
+    use tailor_core::time::MS;
 
     /// Says wait (retry in 1 ms) for its first `waits` decisions, then sends to the first
     /// replica; counts events.
@@ -284,7 +285,7 @@ mod tests {
         fn select(&mut self, now: Nanos, _req: &RequestView, replicas: &[NodeId], _w: &dyn World) -> Decision {
             if self.waits > 0 {
                 self.waits -= 1;
-                Decision::Wait { retry_at: Some(now + tailor_core::time::MS) }
+                Decision::Wait { retry_at: Some(now + MS) }
             } else {
                 Decision::to(replicas[0])
             }
@@ -317,7 +318,7 @@ mod tests {
             write_consistency: Consistency::All,
             read_repair: 0.0,
             park_capacity,
-            park_timeout: Some(5_000 * tailor_core::time::MS),
+            park_timeout: Some(5_000 * MS),
             seed: 1,
         };
         let core = CoordinatorCore::new(cfg, selector, Box::new(SeenSizes::new(16, 1000, None)));
@@ -382,12 +383,14 @@ mod tests {
     }
 
     /// Three replicas of every key; node 2 missed the write (it answers nil, the others the
-    /// value) and may be recovering or down; reads counted per replica.
+    /// value) and may be recovering or down; reads counted per replica. A read's facts carry
+    /// the replica's `utilization` (f64 bits) and, 10 ms of replica clock per read, its count.
     #[derive(Default)]
     struct Three {
         recovering: [std::sync::atomic::AtomicU8; 3],
         down: [std::sync::atomic::AtomicBool; 3],
         reads: [AtomicU64; 3],
+        utilization: [AtomicU64; 3],
     }
 
     impl Transport for Three {
@@ -404,19 +407,27 @@ mod tests {
         }
 
         fn exchange(&self, node: NodeId, work: Work, _: Send) -> crate::transport::Exchange<'_> {
-            let outcome = match work {
+            let (outcome, feedback) = match work {
                 Work::Read { .. } => {
-                    self.reads[node as usize].fetch_add(1, Ordering::Relaxed);
+                    let n = self.reads[node as usize].fetch_add(1, Ordering::Relaxed) + 1;
                     let missed = node == 2;
-                    Outcome::Read(Versioned { version: !missed as u64, value: (!missed).then(|| b"v".to_vec()) })
+                    let utilization = f64::from_bits(self.utilization[node as usize].load(Ordering::Relaxed));
+                    let fb = Feedback {
+                        from: node,
+                        timestamp: n * 10 * MS,
+                        completed: n,
+                        utilization,
+                        ..Feedback::default()
+                    };
+                    (Outcome::Read(Versioned { version: !missed as u64, value: (!missed).then(|| b"v".to_vec()) }), fb)
                 }
-                Work::Write { .. } => Outcome::Written(true),
+                Work::Write { .. } => (Outcome::Written(true), Feedback::default()),
             };
-            Box::pin(async move { Ok((outcome, Feedback::default())) })
+            Box::pin(async move { Ok((outcome, feedback)) })
         }
     }
 
-    fn three(transport: Arc<Three>) -> Arc<Coordinator> {
+    fn three(transport: Arc<Three>, selector: &str, tunables: &SelectorConfig) -> Arc<Coordinator> {
         let env = tailor_core::selector::SelectorEnv {
             coordinator: 0,
             coordinators: 3,
@@ -425,14 +436,14 @@ mod tests {
             workers: 2,
             seed: 1,
         };
-        let selector = tailor_core::selector::build("round-robin", &Default::default(), &env).unwrap();
+        let selector = tailor_core::selector::build(selector, tunables, &env).unwrap();
         let cfg = CoordinatorConfig {
             id: 0,
             read_consistency: Consistency::One,
             write_consistency: Consistency::Quorum,
             read_repair: 0.0,
             park_capacity: 8,
-            park_timeout: Some(5_000 * tailor_core::time::MS),
+            park_timeout: Some(5_000 * MS),
             seed: 1,
         };
         let core = CoordinatorCore::new(cfg, selector, Box::new(SeenSizes::new(16, 1000, None)));
@@ -452,7 +463,7 @@ mod tests {
     #[tokio::test]
     async fn a_recovering_replica_is_read_at_one_only_when_no_caught_up_one_is_up() {
         let t = Arc::new(Three::default());
-        let c = three(t.clone());
+        let c = three(t.clone(), "round-robin", &SelectorConfig::default());
         let reads = |i: usize| t.reads[i].load(Ordering::Relaxed);
         let avoided = || c.metrics.reads_avoided_recovering.load(Ordering::Relaxed);
         // caught up: round-robin reads node 2 too, and gets its nil
@@ -494,5 +505,37 @@ mod tests {
         assert_eq!(c.read(b"k", None).await.unwrap().value, None);
         assert_eq!((c.metrics.decisions(ReadOutcome::Sent), c.metrics.decisions(ReadOutcome::Fanout)), (1, 1));
         assert_eq!(c.consistency(), (Consistency::All, Consistency::All));
+    }
+
+    /// The utilization replicas report reaches `grpc-wrr` in the store's coordinator: with
+    /// equal rates, a replica three times as busy gets a third of the others' reads.
+    #[tokio::test]
+    async fn grpc_wrr_weighs_replicas_by_the_utilization_they_report() {
+        let t = Arc::new(Three::default());
+        for (node, u) in [0.25, 0.25, 0.75].into_iter().enumerate() {
+            t.utilization[node].store(f64::to_bits(u), Ordering::Relaxed);
+        }
+        let tunables = SelectorConfig {
+            grpc_wrr: tailor_core::selector::grpc_wrr::GrpcWrrConfig {
+                blackout_period_ms: 0.0,
+                weight_update_period_ms: 100.0,
+                ..Default::default()
+            },
+            ..SelectorConfig::default()
+        };
+        let c = three(t.clone(), "grpc-wrr", &tunables);
+        // reports for longer than two update periods (coordinator clock) set the weights
+        let start = std::time::Instant::now();
+        while start.elapsed() < Duration::from_millis(350) {
+            c.read(b"k", None).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let before: Vec<u64> = t.reads.iter().map(|r| r.load(Ordering::Relaxed)).collect();
+        for _ in 0..700 {
+            c.read(b"k", None).await.unwrap();
+        }
+        let reads: Vec<u64> = t.reads.iter().zip(&before).map(|(r, b)| r.load(Ordering::Relaxed) - b).collect();
+        // weights 400 : 400 : 133, so 300 : 300 : 100 of 700 (a rebuild may fall in between)
+        assert!(reads.iter().zip([300, 300, 100]).all(|(&r, w)| r.abs_diff(w) <= 20), "{reads:?}");
     }
 }

@@ -11,7 +11,7 @@ use tailor_core::model::Tags;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Protocol version carried by every frame.
-pub const VERSION: u8 = 7;
+pub const VERSION: u8 = 9;
 
 /// Bytes reserved for a frame's body before any of it arrived; the body then grows (doubling)
 /// with the bytes that came, so a frame that declares 17 MB and stalls costs at most this.
@@ -92,6 +92,9 @@ impl W {
     fn u8(&mut self, v: u8) {
         self.0.push(v);
     }
+    fn u16(&mut self, v: u16) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
     fn u32(&mut self, v: u32) {
         self.0.extend_from_slice(&v.to_le_bytes());
     }
@@ -111,6 +114,13 @@ impl W {
             None => self.u8(0),
         }
     }
+    fn tags(&mut self, t: &Tags) {
+        self.u8(t.priority);
+        self.u8(t.size_class);
+        self.u16(t.flow);
+        self.u16(t.multiget_keys);
+        self.u16(t.bottleneck_us);
+    }
     fn feedback(&mut self, f: &Feedback) {
         self.u32(f.from);
         self.u64(f.timestamp);
@@ -121,6 +131,7 @@ impl W {
         self.u64(f.dq as u64);
         self.u64(f.pending_work);
         self.u32(f.bloom_generation);
+        self.u64(f.utilization.to_bits());
         self.u32(f.bloom_bits.len() as u32);
         for b in &f.bloom_bits {
             self.u32(*b);
@@ -145,6 +156,11 @@ impl<'a> R<'a> {
     fn u8(&mut self) -> Result<u8, DecodeError> {
         Ok(self.take(1)?[0])
     }
+    fn u16(&mut self) -> Result<u16, DecodeError> {
+        let mut a = [0u8; 2];
+        a.copy_from_slice(self.take(2)?);
+        Ok(u16::from_le_bytes(a))
+    }
     fn u32(&mut self) -> Result<u32, DecodeError> {
         let mut a = [0u8; 4];
         a.copy_from_slice(self.take(4)?);
@@ -165,6 +181,15 @@ impl<'a> R<'a> {
             _ => Some(self.bytes()?),
         })
     }
+    fn tags(&mut self) -> Result<Tags, DecodeError> {
+        Ok(Tags {
+            priority: self.u8()?,
+            size_class: self.u8()?,
+            flow: self.u16()?,
+            multiget_keys: self.u16()?,
+            bottleneck_us: self.u16()?,
+        })
+    }
     fn feedback(&mut self) -> Result<Feedback, DecodeError> {
         let mut f = Feedback {
             from: self.u32()?,
@@ -176,6 +201,7 @@ impl<'a> R<'a> {
             dq: self.u64()? as i64,
             pending_work: self.u64()?,
             bloom_generation: self.u32()?,
+            utilization: f64::from_bits(self.u64()?),
             bloom_bits: Vec::new(),
         };
         let n = self.count("Bloom bits", u32::MAX as usize, 4)?;
@@ -214,8 +240,7 @@ pub fn encode(msg: &Message) -> Vec<u8> {
             w.u8(READ);
             w.u64(*id);
             w.bytes(key);
-            w.u8(tags.priority);
-            w.u8(tags.size_class);
+            w.tags(tags);
             w.u64(*age);
         }
         Message::Write { id, key, version, value, tags, age } => {
@@ -224,8 +249,7 @@ pub fn encode(msg: &Message) -> Vec<u8> {
             w.bytes(key);
             w.u64(*version);
             w.opt(value);
-            w.u8(tags.priority);
-            w.u8(tags.size_class);
+            w.tags(tags);
             w.u64(*age);
         }
         Message::Hello { id, from } => {
@@ -333,18 +357,13 @@ pub fn decode(body: &[u8]) -> Result<Message, DecodeError> {
     }
     let kind = r.u8()?;
     let msg = match kind {
-        READ => Message::Read {
-            id: r.u64()?,
-            key: r.bytes()?,
-            tags: Tags { priority: r.u8()?, size_class: r.u8()?, ..Tags::default() },
-            age: r.u64()?,
-        },
+        READ => Message::Read { id: r.u64()?, key: r.bytes()?, tags: r.tags()?, age: r.u64()? },
         WRITE => Message::Write {
             id: r.u64()?,
             key: r.bytes()?,
             version: r.u64()?,
             value: r.opt()?,
-            tags: Tags { priority: r.u8()?, size_class: r.u8()?, ..Tags::default() },
+            tags: r.tags()?,
             age: r.u64()?,
         },
         PING => Message::Ping { id: r.u64()?, clock: r.u64()? },
@@ -444,7 +463,15 @@ mod tests {
     use super::*;
 
     fn fb() -> Feedback {
-        Feedback { from: 2, timestamp: 9, queue_len: 3, dq: -4, bloom_bits: vec![1, 7], ..Feedback::default() }
+        Feedback {
+            from: 2,
+            timestamp: 9,
+            queue_len: 3,
+            dq: -4,
+            bloom_bits: vec![1, 7],
+            utilization: 0.625,
+            ..Feedback::default()
+        }
     }
 
     /// How many message variants there are ([`variant`]).
@@ -475,18 +502,13 @@ mod tests {
     #[test]
     fn every_message_round_trips() {
         let msgs = vec![
-            Message::Read {
-                id: 1,
-                key: b"k".to_vec(),
-                tags: Tags { priority: 1, size_class: 2, ..Tags::default() },
-                age: 1_500,
-            },
+            Message::Read { id: 1, key: b"k".to_vec(), tags: Tags { priority: 1, size_class: 2, flow: 7, ..Tags::default() }, age: 1_500 },
             Message::Write {
                 id: 2,
                 key: b"k".to_vec(),
                 version: 77,
                 value: Some(vec![0; 100]),
-                tags: Tags { priority: 3, size_class: 1, ..Tags::default() },
+                tags: Tags { priority: 3, size_class: 1, flow: u16::MAX, multiget_keys: 9, bottleneck_us: u16::MAX },
                 age: 9,
             },
             Message::Write { id: 3, key: b"k".to_vec(), version: 78, value: None, tags: Tags::default(), age: 0 },
