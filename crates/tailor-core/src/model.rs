@@ -27,10 +27,6 @@ pub struct Tags {
     pub priority: u8,
     /// Size class from the coordinator's oracle (0 = small, 1 = large, ...); picks RML's sub-queue.
     pub size_class: u8,
-    /// Keys in the multi-get this read is part of (saturating; 0 = a single read): Rein's
-    /// scheduler falls back on it when the coordinator has no cost estimate.
-    #[serde(default, skip_serializing_if = "crate::is_default")]
-    pub multiget_keys: u16,
     /// The bottleneck of the read's multi-get: the largest processing time the coordinator
     /// estimates among its keys, in µs (saturating at 65.5 ms; 0 = a single read or no
     /// estimate). Rein's `rein-sbf` serves the smallest first. 16 bits keep the simulator's
@@ -39,7 +35,7 @@ pub struct Tags {
     pub bottleneck_us: u16,
     /// The flow the request belongs to: its coordinator's id (a client in the simulator, a
     /// node in the store) modulo 2^16, set by the coordinator core; `las` charges service to
-    /// it. 16 bits keep the tags in 4 bytes, so the simulator's events stay in 48 bytes.
+    /// it. The tags stay in 6 bytes, so the simulator's events stay in 48 bytes.
     #[serde(default, skip_serializing_if = "crate::is_default")]
     pub flow: u16,
 }

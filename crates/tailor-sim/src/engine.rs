@@ -203,7 +203,7 @@ impl<'a> Engine<'a> {
             servers.push(Server::new(replica_core(plan, s as NodeId)?, c.cache.capacity));
         }
         for slow in &c.slow_servers {
-            servers[slow.server].pause = Some(Pause::new(slow.duty, slow.period_ms));
+            servers[slow.server].pause = Some(Box::new(Pause::new(slow.duty, slow.period_ms)));
         }
         let coordinators = c.coordinators();
         let mut clients = Vec::with_capacity(coordinators);
@@ -680,7 +680,7 @@ impl<'a> Engine<'a> {
     #[inline]
     fn multiget_tags(&self, id: RequestId, tags: Tags) -> Tags {
         match self.mget.as_ref().and_then(|m| m.tags(id)) {
-            Some(t) => Tags { multiget_keys: t.multiget_keys, bottleneck_us: t.bottleneck_us, ..tags },
+            Some(t) => Tags { bottleneck_us: t.bottleneck_us, ..tags },
             None => tags,
         }
     }
@@ -746,7 +746,7 @@ impl<'a> Engine<'a> {
 
     /// [`Self::start_jobs`] without the bookkeeping.
     fn fill_workers(&mut self, server: NodeId) {
-        let pause = self.servers[server as usize].pause;
+        let pause = self.servers[server as usize].pause.as_deref().copied();
         if let Some(resume) = pause.and_then(|p| p.stopped_until(self.now)) {
             return self.arm_resume(server, resume);
         }

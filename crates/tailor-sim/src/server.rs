@@ -33,8 +33,9 @@ pub struct Server {
     /// LRU cache, when modelled (boxed: most setups model none, and its 88 bytes would take a
     /// line of every server).
     pub cache: Option<Box<Lru>>,
-    /// The stop/continue duty cycle of a slowed server.
-    pub pause: Option<Pause>,
+    /// The stop/continue duty cycle of a slowed server (boxed: few servers are slowed, and its
+    /// bytes would push every server past three lines).
+    pub pause: Option<Box<Pause>>,
     /// Whether a wake-up at the end of the current stop is scheduled (one at a time).
     pub resume_armed: bool,
 }

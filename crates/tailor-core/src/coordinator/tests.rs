@@ -564,7 +564,7 @@ fn a_poll_rides_on_the_nodes_next_answer_once_neither_lost_nor_applied_twice() {
 #[test]
 fn every_copy_carries_its_coordinators_flow_whatever_the_selector_tags() {
     let cfg = CoordinatorConfig { id: 65_536 + 42, ..config() };
-    let selector_tags = Tags { priority: 2, size_class: 0, flow: 7 };
+    let selector_tags = Tags { priority: 2, size_class: 0, flow: 7, ..Tags::default() };
     let (mut c, _) = core_with(cfg, vec![Decision::Send { replica: 4, tags: selector_tags }]);
     let mut out = Vec::new();
     c.read(0, req(1, 7, None), &Blind, &mut out);

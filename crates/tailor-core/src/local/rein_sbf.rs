@@ -25,15 +25,15 @@ pub const STARVATION_MEANS: f64 = 32.0;
 
 /// The tags a coordinator gives each sub-read of a multi-get whose keys it estimates at
 /// `estimates` (processing times, `None` where it has no estimate): the number of keys and the
-/// largest estimate, in µs (0 when any is unknown: the replica then falls back on the key count).
+/// largest estimate, in µs (0 when any is unknown: the replica then ranks the read by its own
+/// processing time, as a single read's).
 pub fn multiget_tags(estimates: impl IntoIterator<Item = Option<Nanos>>) -> Tags {
-    let (mut keys, mut largest) = (0u64, Some(0));
+    let mut largest = Some(0);
     for e in estimates {
-        keys += 1;
         largest = largest.zip(e).map(|(a, b)| a.max(b));
     }
     let us = largest.map_or(0, |ns| ns.div_ceil(1_000).clamp(1, u16::MAX as u64));
-    Tags { multiget_keys: keys.min(u16::MAX as u64) as u16, bottleneck_us: us as u16, ..Tags::default() }
+    Tags { bottleneck_us: us as u16, ..Tags::default() }
 }
 
 /// Multi-level Shortest-Bottleneck-First queue.
@@ -54,12 +54,12 @@ impl<T> ReinSbf<T> {
         self.service_sum / self.pushed.max(1) as f64
     }
 
-    /// The job's bottleneck in ns: its multi-get's tag; without one, its own processing time,
-    /// times its multi-get's key count when the coordinator had no estimate.
+    /// The job's bottleneck in ns: its multi-get's tag; without one (a single read, or no
+    /// estimate at the coordinator), its own processing time.
     fn bottleneck(meta: &JobMeta) -> f64 {
-        match (meta.tags.bottleneck_us, meta.tags.multiget_keys) {
-            (0, keys) => meta.service as f64 * f64::from(keys.max(1)),
-            (us, _) => f64::from(us) * 1e3,
+        match meta.tags.bottleneck_us {
+            0 => meta.service as f64,
+            us => f64::from(us) * 1e3,
         }
     }
 
@@ -125,13 +125,13 @@ mod tests {
     use super::*;
 
     fn sub_read(id: u64, at: Nanos, service: Nanos, bottleneck_us: u16) -> JobMeta {
-        JobMeta { tags: Tags { multiget_keys: 10, bottleneck_us, ..Tags::default() }, ..job(id, at, service) }
+        JobMeta { tags: Tags { bottleneck_us, ..Tags::default() }, ..job(id, at, service) }
     }
 
     #[test]
-    fn tags_carry_the_largest_estimate_and_the_key_count() {
+    fn tags_carry_the_largest_estimate() {
         let t = multiget_tags([Some(2_000), Some(9_500), Some(100)]);
-        assert_eq!((t.multiget_keys, t.bottleneck_us, t.priority, t.size_class), (3, 10, 0, 0));
+        assert_eq!((t.bottleneck_us, t.priority, t.size_class), (10, 0, 0));
         assert_eq!(multiget_tags([Some(2_000), None]).bottleneck_us, 0, "unknown cost: no bottleneck");
         assert_eq!(multiget_tags([Some(u64::MAX)]).bottleneck_us, u16::MAX, "saturates");
     }
@@ -159,15 +159,5 @@ mod tests {
         let bound = (STARVATION_MEANS * 1_000.0) as Nanos;
         assert_eq!(q.pop(bound + 1).map(|j| j.1), Some('a'), "past the bound the old job goes first");
         assert_eq!(q.pop(bound + 1).map(|j| j.1), Some('c'));
-    }
-
-    #[test]
-    fn without_an_estimate_the_key_count_weighs_the_read() {
-        let mut q = ReinSbf::new();
-        let unknown = |id, keys| JobMeta { tags: Tags { multiget_keys: keys, ..Tags::default() }, ..job(id, 0, 1_000) };
-        q.push(0, unknown(1, 100), 'a');
-        q.push(0, unknown(2, 2), 'b');
-        assert_eq!(q.pop(1).map(|j| j.1), Some('b'));
-        assert_eq!(q.len(), 1);
     }
 }

@@ -118,7 +118,6 @@ impl W {
         self.u8(t.priority);
         self.u8(t.size_class);
         self.u16(t.flow);
-        self.u16(t.multiget_keys);
         self.u16(t.bottleneck_us);
     }
     fn feedback(&mut self, f: &Feedback) {
@@ -186,7 +185,6 @@ impl<'a> R<'a> {
             priority: self.u8()?,
             size_class: self.u8()?,
             flow: self.u16()?,
-            multiget_keys: self.u16()?,
             bottleneck_us: self.u16()?,
         })
     }
@@ -508,7 +506,7 @@ mod tests {
                 key: b"k".to_vec(),
                 version: 77,
                 value: Some(vec![0; 100]),
-                tags: Tags { priority: 3, size_class: 1, flow: u16::MAX, multiget_keys: 9, bottleneck_us: u16::MAX },
+                tags: Tags { priority: 3, size_class: 1, flow: u16::MAX, bottleneck_us: u16::MAX },
                 age: 9,
             },
             Message::Write { id: 3, key: b"k".to_vec(), version: 78, value: None, tags: Tags::default(), age: 0 },
