@@ -254,6 +254,8 @@ pub(crate) mod tests {
             invalid_reasons: Vec::new(),
             failover: None,
             queueing: None,
+            multiget: None,
+            hedge_cancel: None,
         }
     }
 

@@ -104,7 +104,8 @@ impl ReplicaScript {
                 let size = (10.0 * 10f64.powf(4.0 * rng.unit())) as u64;
                 let large = u8::from(size > LARGE);
                 let size_class = if rng.below(5) == 0 { 1 - large } else { large };
-                let tags = Tags { priority: rng.below(3) as u8, size_class, flow: rng.below(4) as u16, ..Tags::default() };
+                let tags =
+                    Tags { priority: rng.below(3) as u8, size_class, flow: rng.below(4) as u16, ..Tags::default() };
                 let work = (estimate.of(size) as f64 * (0.5 + 1.5 * rng.unit())) as Nanos;
                 let op = if rng.below(5) == 0 { Op::Write } else { Op::Read };
                 ScriptedJob { at, op, size, tags, age: rng.below(300) as Nanos * US, work: work.max(1) }

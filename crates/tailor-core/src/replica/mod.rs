@@ -205,11 +205,7 @@ impl<T> ReplicaCore<T> {
         let (waiting, running) = (self.queued(), self.accountant.running());
         debug_assert!(running > 0, "job {id} finished with no job running");
         self.accountant.finishes(now, id);
-        debug_assert_eq!(
-            (self.queued(), self.accountant.running()),
-            (waiting, running - 1),
-            "a finish frees one slot"
-        );
+        debug_assert_eq!((self.queued(), self.accountant.running()), (waiting, running - 1), "a finish frees one slot");
         if let Some(r) = &mut self.rif_latency {
             r.finishes(now, id);
         }

@@ -181,12 +181,7 @@ impl<'a> R<'a> {
         })
     }
     fn tags(&mut self) -> Result<Tags, DecodeError> {
-        Ok(Tags {
-            priority: self.u8()?,
-            size_class: self.u8()?,
-            flow: self.u16()?,
-            bottleneck_us: self.u16()?,
-        })
+        Ok(Tags { priority: self.u8()?, size_class: self.u8()?, flow: self.u16()?, bottleneck_us: self.u16()? })
     }
     fn feedback(&mut self) -> Result<Feedback, DecodeError> {
         let mut f = Feedback {
@@ -500,7 +495,12 @@ mod tests {
     #[test]
     fn every_message_round_trips() {
         let msgs = vec![
-            Message::Read { id: 1, key: b"k".to_vec(), tags: Tags { priority: 1, size_class: 2, flow: 7, ..Tags::default() }, age: 1_500 },
+            Message::Read {
+                id: 1,
+                key: b"k".to_vec(),
+                tags: Tags { priority: 1, size_class: 2, flow: 7, ..Tags::default() },
+                age: 1_500,
+            },
             Message::Write {
                 id: 2,
                 key: b"k".to_vec(),
