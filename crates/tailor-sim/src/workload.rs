@@ -55,7 +55,7 @@ impl Generator {
         let ops = OpMix::new(w.reads).map_err(|e| bad("reads", &e))?;
         let clients = ClientSampler::new(spec.cluster.coordinators() as u32, w.skew).map_err(|e| bad("skew", &e))?;
         // a multi-get is `keys` reads of work: the load counts them all
-        let mean_service = mean_service_ns(spec, &sizes) * keys_per_request(spec);
+        let mean_service = mean_service_ns(spec, &sizes) * spec.workload.multiget.keys_per_request(spec.workload.reads);
         let (poisson, offered_rps) = match w.arrival {
             ArrivalKind::Poisson => {
                 let rate = if w.rate > 0.0 {
@@ -145,16 +145,6 @@ impl Generator {
     /// Records in the trace.
     pub fn trace_len(&self) -> usize {
         self.trace.len()
-    }
-}
-
-/// Reads one request makes on average: 1, or more with multi-gets.
-fn keys_per_request(spec: &Spec) -> f64 {
-    let (w, m) = (&spec.workload, &spec.workload.multiget);
-    if m.enabled() {
-        1.0 + w.reads * m.fraction * (f64::from(m.keys) - 1.0)
-    } else {
-        1.0
     }
 }
 

@@ -75,7 +75,9 @@ fn offered(spec: &Spec) -> Option<(f64, f64)> {
     if w.arrival != ArrivalKind::Poisson {
         return None;
     }
-    let mean_ns = spec.cluster.mean_service_ns(SizeModel::new(&w.sizes).ok()?.mean());
+    // a multi-get's every key is a read: a request's nominal time is theirs together
+    let keys = w.multiget.keys_per_request(w.reads);
+    let mean_ns = spec.cluster.mean_service_ns(SizeModel::new(&w.sizes).ok()?.mean()) * keys;
     let (servers, workers) = (spec.cluster.servers, spec.cluster.capacity());
     let rate = if w.rate > 0.0 { w.rate } else { rate_for_load(w.load, servers, workers, mean_ns) };
     Some((mean_ns, rate))

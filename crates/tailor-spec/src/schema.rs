@@ -406,6 +406,16 @@ impl MultigetSpec {
     /// The most keys one multi-get may read.
     pub const MAX_KEYS: u32 = 10_000;
 
+    /// Reads one request makes on average when a share `reads` of requests are reads: 1, or
+    /// more with multi-gets (what load is measured against: every key's read counts).
+    pub fn keys_per_request(&self, reads: f64) -> f64 {
+        if self.enabled() {
+            1.0 + reads * self.fraction * (f64::from(self.keys) - 1.0)
+        } else {
+            1.0
+        }
+    }
+
     /// Whether the workload issues multi-gets at all.
     pub fn enabled(&self) -> bool {
         self.keys > 0

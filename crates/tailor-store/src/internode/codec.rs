@@ -551,7 +551,7 @@ mod tests {
         for cut in 0..frame.len() - 4 {
             assert!(decode(&frame[4..4 + cut]).is_err(), "cut at {cut}");
         }
-        assert_eq!(decode(&[9, 1]).unwrap_err(), DecodeError::Version(9));
+        assert_eq!(decode(&[VERSION + 1, 1]).unwrap_err(), DecodeError::Version(VERSION + 1));
         assert_eq!(decode(&[VERSION, 99]).unwrap_err(), DecodeError::Kind(99));
         let mut long = encode(&Message::Ping { id: 1, clock: 2 });
         long.push(0);
