@@ -2,6 +2,8 @@
 //!
 //! - Decision cost per selector: `select` + `on_sent` + `on_response` for one read among three
 //!   replicas, with feedback that moves (queue lengths and service times vary), in ns/op.
+//! - Queueing cost per local policy: one `push` and one `pop` with 64 jobs waiting, jobs of
+//!   mixed sizes, priorities, size classes, multi-get bottlenecks and flows, in ns/op.
 //! - Framework overhead: the strategy path with a no-op selector (first replica) and the FCFS
 //!   local queue through `ReplicaCore` (admit, start, finish with facts), against a direct path
 //!   doing the same bookkeeping by hand (first replica, a `VecDeque`), in ns/op and as a share
@@ -15,7 +17,8 @@ use std::hint::black_box;
 use std::time::Instant;
 use tailor_core::facts::{Feedback, Response};
 use tailor_core::local::fcfs::Fcfs;
-use tailor_core::model::{NodeId, Op, RequestView, SizeHint, Tags};
+use tailor_core::local::{self, LocalConfig, LOCALS};
+use tailor_core::model::{JobMeta, NodeId, Op, RequestView, SizeHint, Tags};
 use tailor_core::replica::{Arrival, ReplicaCore};
 use tailor_core::selector::{self, Blind, Decision, ReplicaSelector, SelectorConfig, SelectorEnv};
 use tailor_core::time::{Nanos, US};
@@ -60,6 +63,45 @@ fn decision_cost(s: &mut dyn ReplicaSelector) -> f64 {
                 s.on_timer(now);
             }
         }
+    }
+    start.elapsed().as_nanos() as f64 / OPS as f64
+}
+
+/// Jobs kept waiting while a local policy is timed: a queue of this depth is where policies
+/// that sort or scan differ from FIFO.
+const BACKLOG: u64 = 64;
+
+/// The `id`-th job of the local policies' bench: sizes over two orders of magnitude, a few
+/// priorities, size classes, bottlenecks and flows, so every policy has something to order by.
+fn job(id: u64, now: Nanos) -> JobMeta {
+    let size = 512 << (id % 7);
+    let tags = Tags {
+        priority: (id % 3) as u8,
+        size_class: u8::from(size >= 16 * 1024),
+        bottleneck_us: (id * 37 % 500) as u16,
+        flow: (id % 5) as u16,
+    };
+    JobMeta {
+        id,
+        release: now.saturating_sub(id % 4 * 100 * US),
+        enqueued: now,
+        service: size / 64 * US / 16 + US,
+        size,
+        tags,
+    }
+}
+
+/// ns per push + pop of local policy `name`, with [`BACKLOG`] jobs waiting throughout.
+fn local_cost(name: &str) -> f64 {
+    let mut queue = local::build::<u64>(name, &LocalConfig::default(), 7).expect("a registered local policy");
+    for id in 0..BACKLOG {
+        queue.push(id * US, job(id, id * US), id);
+    }
+    let start = Instant::now();
+    for id in BACKLOG..BACKLOG + OPS {
+        let now = id * 10 * US;
+        queue.push(now, job(id, now), id);
+        black_box(queue.pop(now).expect("jobs wait"));
     }
     start.elapsed().as_nanos() as f64 / OPS as f64
 }
@@ -131,6 +173,11 @@ fn main() {
         });
         let flag = if ns < 1000.0 { "" } else { "  (above 1 µs)" };
         println!("{name:<18} {ns:>14.1}{flag}");
+    }
+    println!();
+    println!("{:<18} {:>14}", "local policy", "ns/push+pop");
+    for name in LOCALS {
+        println!("{name:<18} {:>14.1}", median(|| local_cost(name)));
     }
     let framework = median(strategy_path);
     let direct = median(direct_path);

@@ -2,7 +2,7 @@
 //! theirs beside ours, with a verdict; exits non-zero when a verdict is worse than the one the
 //! project claims in `claims.toml`.
 
-use super::sim::{progress_bar, write_results_named};
+use super::sim::{eta_text, progress_bar, write_results_named};
 use crate::reproduce::{self, claims::ClaimsFile, page};
 use anyhow::{bail, Context, Result};
 use std::collections::BTreeMap;
@@ -50,9 +50,14 @@ pub fn run(args: ReproduceArgs) -> Result<()> {
     let bar = progress_bar(args.quiet, runs as u64);
     let started = Instant::now();
     let mut results = BTreeMap::new();
+    let mut requests_before = 0;
     for (name, plans) in &setups {
         let base = bar.position();
-        let mut outputs = tailor_sim::run_all(plans, None, &|done, _| bar.set_position(base + done))?;
+        let mut outputs = tailor_sim::run_all(plans, None, &|done, done_requests| {
+            bar.set_position(base + done);
+            bar.set_message(eta_text(started.elapsed().as_secs_f64(), requests_before + done_requests, requests));
+        })?;
+        requests_before += plans.iter().map(|p| p.spec.workload.requests).sum::<u64>();
         reproduce::derived::annotate(plans, &mut outputs);
         let r = tailor_sim::results(&plans[0].spec, &outputs);
         write_results_named(&out.join("setups").join(name), "results", &r)?;

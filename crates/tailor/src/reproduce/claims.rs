@@ -64,6 +64,9 @@ pub enum Kind {
     /// `a`'s metric (median over seeds) is at most `published`, within `tolerance` of it.
     #[serde(rename = "at_most")]
     AtMost,
+    /// `a`'s metric varies less between seeds (the paper's scenarios) than `b`'s: the
+    /// interquartile range of `a`'s values over that of `b`'s is below 1 ("the most stable").
+    Steadier,
 }
 
 /// A figure read off one run.
@@ -288,7 +291,9 @@ impl Claim {
             bail!("`strict` applies to `share` claims only");
         }
         match self.kind {
-            Kind::Lower | Kind::Higher | Kind::Similar if self.b.is_none() => bail!("needs a side `b`"),
+            Kind::Lower | Kind::Higher | Kind::Similar | Kind::Steadier if self.b.is_none() => {
+                bail!("needs a side `b`")
+            }
             Kind::Lower if self.published.is_some_and(|p| p >= 1.0) => {
                 bail!("`published` of a `lower` claim is below 1")
             }

@@ -18,6 +18,7 @@ pub fn paper_figure(c: &Claim) -> String {
             format!("{op} {:.0} % within {}", p.unwrap_or(0.0) * 100.0, c.threshold.unwrap_or(0.0))
         }
         (Kind::AtMost, p) => format!("{} (± {:.0} %)", p.unwrap_or(0.0), c.tolerance.unwrap_or(0.0) * 100.0),
+        (Kind::Steadier, _) => "IQR < 1x".into(),
     }
 }
 
@@ -64,6 +65,7 @@ pub fn tailor_figure(c: &Claim, o: &Outcome) -> String {
         }
         Kind::AtMost if n == 1 => format!("{:.3}", o.value),
         Kind::AtMost => format!("{:.3} [{:.3}-{:.3}]", o.value, o.min, o.max),
+        Kind::Steadier => format!("IQR {:.2}x (a: {:.2}-{:.2})", o.value, o.min, o.max),
         _ if n == 1 => format!("{:.2}x", o.value),
         _ => format!("{:.2}x [{:.2}-{:.2}]", o.value, o.min, o.max),
     }
