@@ -108,7 +108,7 @@ impl Heron {
     pub fn new(cfg: &HeronConfig, env: &SelectorEnv) -> Self {
         let w = if (0.0..=1.0).contains(&cfg.ewma_weight) { cfg.ewma_weight } else { 0.9 };
         let blank = ServerView { local_large: 0, remote_busy_since: None, c3: ServerFeedback::default() };
-        Heron {
+        let heron = Heron {
             servers: NodeMap::new(),
             blank,
             ewma: FeedbackWeight::new(w),
@@ -116,7 +116,9 @@ impl Heron {
             scoring: cfg.scoring,
             coordinators: env.coordinators.max(1) as f64,
             rng: Rng::new(env.seed, 0x0048_4552_4f4e + env.coordinator as u64),
-        }
+        };
+        debug_assert!(heron.coordinators >= 1.0, "the concurrency weight counts this coordinator");
+        heron
     }
 
     fn view(&self, node: NodeId) -> &ServerView {
@@ -132,15 +134,18 @@ impl Heron {
     /// with `scoring = "product"`, C3's full score with `scoring = "c3"`.
     pub fn score(&self, node: NodeId) -> f64 {
         let v = self.view(node);
-        match self.scoring {
+        let score = match self.scoring {
             HeronScoring::Product => v.c3.queue().unwrap_or(0.0) * v.c3.service().unwrap_or(0.0),
             HeronScoring::C3 => v.c3.c3_score(self.coordinators, 3.0),
-        }
+        };
+        debug_assert!(score.is_finite() && score >= 0.0, "a score is a time: {score} for {node:?}");
+        score
     }
 
     /// When a piggybacked busy status of `node` stops counting, if it is busy only by piggyback.
     fn remote_expiry(&self, node: NodeId) -> Option<Nanos> {
         let since = self.view(node).remote_busy_since?;
+        debug_assert!(self.busy_expiry == 0 || since < since.saturating_add(self.busy_expiry), "expiry after {since}");
         (self.busy_expiry > 0).then(|| since.saturating_add(self.busy_expiry))
     }
 
@@ -171,11 +176,17 @@ impl ReplicaSelector for Heron {
                 .filter(|&&r| self.view(r).local_large == 0)
                 .filter_map(|&r| self.remote_expiry(r))
                 .min();
+            // every replica is busy, so a piggybacked busy status still counts: it expires later
+            debug_assert!(retry_at.is_none_or(|t| t > now), "retry {retry_at:?} not after {now}");
             return Decision::Wait { retry_at };
         } else {
             argmin_random_ties(replicas, &mut rng, |&r| this.score(r))
         };
         self.rng = rng;
+        debug_assert!(
+            !any_available || pick.is_none_or(|i| !self.is_busy(now, replicas[i])),
+            "a busy replica is never picked while one is available"
+        );
         match pick {
             Some(i) => Decision::Send { replica: replicas[i], tags },
             // An empty replica set: nothing can serve it now; the engine retries on the next response.

@@ -69,17 +69,22 @@ impl ReplicaSelector for SlowReplicaAvoidance {
             let j = self.rng.below(i + 1);
             order.swap(i, j);
         }
+        let mut partitioned = false;
         if order.len() > 2 {
             let unhealthy = order.iter().filter(|&&r| self.unhealthy(now, r)).count();
             if unhealthy > 0 && 2 * unhealthy < order.len() {
                 // a stable partition: healthy replicas first, each group in shuffled order
                 order.sort_by_key(|&r| self.unhealthy(now, r));
+                partitioned = true;
+                debug_assert!(!self.unhealthy(now, order[0]) && !self.unhealthy(now, order[1]), "a healthy majority leads");
             }
             if self.in_flight.count(order[0]) > self.in_flight.count(order[1]) {
                 order.swap(0, 1);
             }
         }
+        debug_assert_eq!(order.len(), replicas.len(), "the order is a shuffle of the replicas");
         let chosen = order[0];
+        debug_assert!(!partitioned || !self.unhealthy(now, chosen), "an unhealthy replica is avoided while most are healthy");
         self.order = order;
         Decision::to(chosen)
     }
@@ -91,7 +96,9 @@ impl ReplicaSelector for SlowReplicaAvoidance {
     fn on_response(&mut self, now: Nanos, resp: &Response) {
         self.in_flight.answered(resp.replica);
         let last = self.answers.get_or_insert_with(resp.replica, || [None, None]);
+        debug_assert!(last[1].is_none_or(|t| t <= now), "answers arrive in time order");
         *last = [last[1], Some(now)];
+        debug_assert!(last[0].is_none_or(|older| older <= now), "the older answer is not the newer one's future");
     }
 }
 
