@@ -108,7 +108,7 @@ impl Heron {
     pub fn new(cfg: &HeronConfig, env: &SelectorEnv) -> Self {
         let w = if (0.0..=1.0).contains(&cfg.ewma_weight) { cfg.ewma_weight } else { 0.9 };
         let blank = ServerView { local_large: 0, remote_busy_since: None, c3: ServerFeedback::default() };
-        let heron = Heron {
+        Heron {
             servers: NodeMap::new(),
             blank,
             ewma: FeedbackWeight::new(w),
@@ -116,9 +116,7 @@ impl Heron {
             scoring: cfg.scoring,
             coordinators: env.coordinators.max(1) as f64,
             rng: Rng::new(env.seed, 0x0048_4552_4f4e + env.coordinator as u64),
-        };
-        debug_assert!(heron.coordinators >= 1.0, "the concurrency weight counts this coordinator");
-        heron
+        }
     }
 
     fn view(&self, node: NodeId) -> &ServerView {
@@ -145,7 +143,6 @@ impl Heron {
     /// When a piggybacked busy status of `node` stops counting, if it is busy only by piggyback.
     fn remote_expiry(&self, node: NodeId) -> Option<Nanos> {
         let since = self.view(node).remote_busy_since?;
-        debug_assert!(self.busy_expiry == 0 || since < since.saturating_add(self.busy_expiry), "expiry after {since}");
         (self.busy_expiry > 0).then(|| since.saturating_add(self.busy_expiry))
     }
 

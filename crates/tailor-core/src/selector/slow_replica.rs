@@ -82,7 +82,6 @@ impl ReplicaSelector for SlowReplicaAvoidance {
                 order.swap(0, 1);
             }
         }
-        debug_assert_eq!(order.len(), replicas.len(), "the order is a shuffle of the replicas");
         let chosen = order[0];
         debug_assert!(!partitioned || !self.unhealthy(now, chosen), "an unhealthy replica is avoided while most are healthy");
         self.order = order;
@@ -96,9 +95,7 @@ impl ReplicaSelector for SlowReplicaAvoidance {
     fn on_response(&mut self, now: Nanos, resp: &Response) {
         self.in_flight.answered(resp.replica);
         let last = self.answers.get_or_insert_with(resp.replica, || [None, None]);
-        debug_assert!(last[1].is_none_or(|t| t <= now), "answers arrive in time order");
         *last = [last[1], Some(now)];
-        debug_assert!(last[0].is_none_or(|older| older <= now), "the older answer is not the newer one's future");
     }
 }
 

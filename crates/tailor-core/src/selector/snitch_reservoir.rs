@@ -154,7 +154,6 @@ impl Reservoir {
             age = 0.0;
             debug_assert!((0.0..1.0).contains(&scale), "moving the landmark forward scales down: {scale}");
         }
-        debug_assert!(now >= self.landmark, "the landmark {} is never after a sample at {now}", self.landmark);
         debug_assert!((0.0..1.0).contains(&u), "a uniform draw in [0, 1): {u}");
         let weight = (alpha * age).exp();
         // weight <= e^40 and 1 - u in (0, 1]: finite and positive (or 0 once scaled far down),
