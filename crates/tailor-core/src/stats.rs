@@ -74,7 +74,7 @@ impl Hist {
             return Summary::default();
         }
         let q = |p: f64| self.hist.value_at_quantile(p) as f64 / self.unit;
-        Summary {
+        let s = Summary {
             p50: q(0.50),
             p95: q(0.95),
             p99: q(0.99),
@@ -82,7 +82,13 @@ impl Hist {
             max: self.hist.max() as f64 / self.unit,
             mean: self.hist.mean() / self.unit,
             count: self.hist.len(),
-        }
+        };
+        debug_assert!(
+            s.p50 <= s.p95 && s.p95 <= s.p99 && s.p99 <= s.p999 && s.p999 <= s.max,
+            "quantiles in order: {s:?}"
+        );
+        debug_assert!(s.mean > 0.0 && s.mean <= s.max && s.count > 0, "a mean within the recorded values: {s:?}");
+        s
     }
 
     /// The cumulative distribution as `(value, fraction ≤ value)` points, at most ~`points` of them,
@@ -104,6 +110,8 @@ impl Hist {
             push(self.hist.value_at_quantile(q) as f64 / self.unit, q);
         }
         push(self.hist.max() as f64 / self.unit, 1.0);
+        debug_assert!(out.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1), "a CDF rises in value and fraction");
+        debug_assert!(out.iter().all(|&(v, q)| v > 0.0 && (0.0..=1.0).contains(&q)), "fractions in [0, 1]");
         out
     }
 }

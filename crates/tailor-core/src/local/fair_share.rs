@@ -102,6 +102,8 @@ impl<T: Send> LocalQueue<T> for FairShare<T> {
         let class = &mut self.classes[at];
         let job = class.jobs.pop_front().expect("a waiting class has a job");
         debug_assert!(class.virtual_time.is_finite() && class.shares > 0.0, "class {at}: {} / {}", class.virtual_time, class.shares);
+        // every waiting class is at or past the last job served: the service clock never goes back
+        debug_assert!(class.virtual_time >= self.served, "class {at} at {} behind the clock {}", class.virtual_time, self.served);
         self.served = class.virtual_time;
         class.virtual_time += job.0.service as f64 / class.shares;
         debug_assert!(class.virtual_time >= self.served, "virtual time only advances");

@@ -70,7 +70,10 @@ struct Flow<T> {
 impl<T> Flow<T> {
     /// Attained service decayed to `now`, half-life `half_life` ns.
     fn attained_at(&self, now: Nanos, half_life: f64) -> f64 {
-        self.attained * (-(now.saturating_sub(self.at) as f64) / half_life).exp2()
+        debug_assert!(half_life >= 1.0, "a half-life of at least 1 ns, not {half_life}");
+        let decayed = self.attained * (-(now.saturating_sub(self.at) as f64) / half_life).exp2();
+        debug_assert!((0.0..=self.attained).contains(&decayed), "decay only shrinks: {} -> {decayed}", self.attained);
+        decayed
     }
 }
 
@@ -100,6 +103,7 @@ impl<T> Las<T> {
                 best = Some((id, a));
             }
         }
+        debug_assert_eq!(best.is_some(), self.len > 0, "a flow waits exactly when a job does");
         best.map(|(id, _)| id)
     }
 

@@ -86,7 +86,10 @@ pub(super) fn signed_wait(now: Nanos, since: Nanos) -> i128 {
 
 /// A positive denominator within `i64`: zero counts as one.
 pub(super) fn positive(den: u64) -> i128 {
-    den.clamp(1, i64::MAX as u64) as i128
+    let den = den.clamp(1, i64::MAX as u64) as i128;
+    // the ratios are compared by cross-multiplying two of these with a wait: no i128 overflow
+    debug_assert!(den >= 1 && den <= i64::MAX as i128, "a denominator in 1..=i64::MAX: {den}");
+    den
 }
 
 /// Max-stretch queue: pops the job with the highest stretch `(t + p_i - r_i) / p_i` at pop time

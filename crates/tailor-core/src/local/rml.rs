@@ -143,6 +143,7 @@ impl<T> Rml<T> {
             });
         }
         let x = self.rng.unit() * total;
+        debug_assert!((0.0..total).contains(&x), "a draw {x} below the total weight {total}");
         let mut cumulative = 0.0;
         let mut last = first;
         for i in candidates {
@@ -159,6 +160,7 @@ impl<T> Rml<T> {
 
 impl<T: Send> LocalQueue<T> for Rml<T> {
     fn push(&mut self, _now: Nanos, meta: JobMeta, payload: T) {
+        debug_assert!(!self.queues.is_empty() && self.queues.len() <= MAX_LEVELS, "1..={MAX_LEVELS} levels");
         let level = (meta.tags.size_class as usize).min(self.queues.len() - 1);
         fifo::push_back(&mut self.queues[level], (meta, payload));
         self.len += 1;

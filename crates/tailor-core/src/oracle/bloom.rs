@@ -98,7 +98,9 @@ impl BloomFilter {
     /// An empty filter of exactly `bits` bits and `hashes` hash functions (each at least 1).
     pub fn with_shape(bits: u32, hashes: u32) -> Self {
         let bits = bits.max(1);
-        BloomFilter { words: vec![0; (bits as usize).div_ceil(64)], bits, hashes: hashes.max(1) }
+        let filter = BloomFilter { words: vec![0; (bits as usize).div_ceil(64)], bits, hashes: hashes.max(1) };
+        debug_assert!(filter.words.len() * 64 >= bits as usize && filter.hashes >= 1, "room for {bits} bits");
+        filter
     }
 
     /// An empty filter of the same shape.
@@ -116,11 +118,13 @@ impl BloomFilter {
     }
 
     fn get(&self, i: u32) -> bool {
+        debug_assert!(i < self.bits, "bit {i} of a {}-bit filter", self.bits);
         self.words[i as usize / 64] & (1 << (i % 64)) != 0
     }
 
     /// Set bit `i`; true if it was clear.
     fn set(&mut self, i: u32) -> bool {
+        debug_assert!(i < self.bits, "bit {i} of a {}-bit filter", self.bits);
         let word = &mut self.words[i as usize / 64];
         let mask = 1 << (i % 64);
         let was_clear = *word & mask == 0;
@@ -137,6 +141,8 @@ impl BloomFilter {
                 new_bits.push(i);
             }
         }
+        debug_assert!(self.contains(key), "a Bloom filter has no false negatives");
+        debug_assert!(new_bits.len() <= self.hashes as usize, "at most one new bit per hash");
         new_bits
     }
 
@@ -222,6 +228,7 @@ impl LargeKeyIndex {
         }
         let new_bits = self.filter.insert(key);
         self.log.extend(new_bits);
+        debug_assert!(self.log.len() <= self.filter.bit_len(), "the log lists each set bit once");
         true
     }
 
@@ -233,6 +240,7 @@ impl LargeKeyIndex {
     /// The bits `receiver` has not been sent yet in this generation; marks them sent.
     pub fn delta_for(&mut self, receiver: CoordinatorId) -> Vec<u32> {
         let cursor = self.cursors.entry(receiver).or_insert(0);
+        debug_assert!(*cursor <= self.log.len(), "a receiver's cursor {} within the log {}", *cursor, self.log.len());
         let delta = self.log[*cursor..].to_vec();
         *cursor = self.log.len();
         delta
@@ -261,6 +269,7 @@ impl LargeKeyIndex {
         }
         self.cursors.clear();
         self.generation = self.generation.wrapping_add(1);
+        debug_assert_eq!(self.log.len(), self.filter.count_ones(), "a rebuilt log lists each set bit once");
     }
 
     /// The large-value threshold in bytes.
@@ -340,6 +349,7 @@ impl BloomSizeOracle {
             pending.seen[replica] = true;
             pending.missing -= 1;
         }
+        debug_assert_eq!(pending.seen.iter().filter(|s| !**s).count(), pending.missing, "missing counts the unseen");
         if pending.missing == 0 {
             if let Some(done) = self.pending.remove(&generation) {
                 self.filter = done.filter;
@@ -347,6 +357,8 @@ impl BloomSizeOracle {
                 self.pending.retain(|&g, _| g > generation);
             }
         }
+        debug_assert!(self.pending.len() <= MAX_PENDING_GENERATIONS, "{} generations pending", self.pending.len());
+        debug_assert!(self.pending.keys().all(|&g| g > self.generation), "only newer generations wait");
     }
 
     /// Whether `key` is believed large (see the type's doc for pending generations).

@@ -43,14 +43,18 @@ impl PopularityCounter {
     pub fn new(table: PopularityTable) -> Self {
         let buckets = table.buckets.max(1).next_power_of_two();
         let rows = table.rows.max(1);
-        let counts = (0..buckets * rows).map(|_| AtomicU64::new(0)).collect();
+        let counts: Box<[AtomicU64]> = (0..buckets * rows).map(|_| AtomicU64::new(0)).collect();
+        debug_assert!(buckets.is_power_of_two() && counts.len() == buckets * rows, "a row of 2^k buckets per row");
         PopularityCounter { counts, mask: buckets as u64 - 1, rows, total: AtomicU64::new(0) }
     }
 
     /// Index of `key`'s counter in `row`; each row uses its own salt so rows collide independently.
     fn slot(&self, key: u64, row: usize) -> usize {
+        debug_assert!(row < self.rows, "row {row} of {}", self.rows);
         let h = hash_key(key ^ (row as u64 + 1).wrapping_mul(0xA076_1D64_78BD_642F));
-        row * (self.mask as usize + 1) + (h & self.mask) as usize
+        let slot = row * (self.mask as usize + 1) + (h & self.mask) as usize;
+        debug_assert!(slot < self.counts.len(), "slot {slot} within the table");
+        slot
     }
 
     /// Count one access to `key`.
@@ -79,7 +83,9 @@ impl PopularityCounter {
             return 0.0;
         }
         // A concurrent `record` may have bumped the key's bucket before the total: clamp to 1.
-        (self.count(key) as f64 / total as f64).min(1.0)
+        let frequency = (self.count(key) as f64 / total as f64).min(1.0);
+        debug_assert!((0.0..=1.0).contains(&frequency), "a frequency {frequency} is a share");
+        frequency
     }
 }
 

@@ -64,6 +64,7 @@ impl SizeOracle for SeenSizes {
             self.sizes.clear();
         }
         self.sizes.insert(key, bytes);
+        debug_assert!(self.sizes.len() <= self.capacity, "the table holds at most {} keys", self.capacity);
     }
 }
 
@@ -147,6 +148,7 @@ pub struct PreloadedBloom {
 
 impl SizeOracle for PreloadedBloom {
     fn hint(&self, key: u64) -> SizeHint {
+        debug_assert!(self.false_positive_rate > 0.0 && self.false_positive_rate < 1.0, "a validated rate");
         let large = self.exact.hint(key).large
             || crate::workload::unit_hash(self.seed ^ 0xB100_F11E, key) < self.false_positive_rate;
         SizeHint { bytes: None, service: None, large }
@@ -239,7 +241,9 @@ impl KeyEncodedOracle {
     /// The key for item `item` (low 24 bits kept) whose value is `size` bytes (clamped to
     /// `SIZE_MASK`).
     pub fn encode(item: u64, size: u64) -> u64 {
-        (item << Self::SIZE_BITS) | size.min(Self::SIZE_MASK)
+        let key = (item << Self::SIZE_BITS) | size.min(Self::SIZE_MASK);
+        debug_assert_eq!(Self::decode_size(key), size.min(Self::SIZE_MASK), "a key decodes to the size it encodes");
+        key
     }
 
     /// The size a key encodes.

@@ -46,18 +46,28 @@ impl<J> Sharing<J> {
 
     /// Speed of each job in service, with `n` of them.
     fn rate(&self, n: usize) -> f64 {
-        (self.capacity / n.max(1) as f64).min(1.0)
+        let rate = (self.capacity / n.max(1) as f64).min(1.0);
+        debug_assert!(rate > 0.0 && rate <= 1.0, "a job's rate {rate} is a positive share of one worker");
+        debug_assert!(
+            rate * n as f64 <= self.capacity * (1.0 + 1e-12),
+            "{n} jobs at {rate} exceed the capacity {}",
+            self.capacity
+        );
+        rate
     }
 
     /// Run the clock to `now` (never backwards).
     fn advance(&mut self, now: Nanos) {
         let now = now.max(self.at);
+        let before = self.clock;
         if self.jobs.is_empty() {
             // idle: restart the clock so it never grows large (its precision stays in the ns)
             self.clock = 0.0;
         } else {
             self.clock += (now - self.at) as f64 * self.rate(self.jobs.len());
+            debug_assert!(self.clock >= before, "the virtual clock never goes back: {before} -> {}", self.clock);
         }
+        debug_assert!(self.clock.is_finite() && self.clock >= 0.0, "virtual clock {}", self.clock);
         self.at = now;
     }
 
@@ -79,6 +89,7 @@ impl<J> Sharing<J> {
         self.advance(now);
         self.jobs.push(InService { job, finish: self.clock + work as f64 });
         self.changed();
+        debug_assert!(self.jobs.iter().all(|s| s.finish.is_finite()), "finish tags are finite");
     }
 
     /// Jobs in service.
@@ -99,13 +110,16 @@ impl<J> Sharing<J> {
     /// Real ns from the last change until job `i` finishes if nothing changes, at least 1.
     fn left(&self, i: usize) -> Nanos {
         let left = (self.jobs[i].finish - self.clock).max(0.0) / self.rate(self.jobs.len());
+        debug_assert!(left.is_finite() && left >= 0.0, "remaining time {left} of job {i}");
         (left.ceil() as Nanos).max(1)
     }
 
     /// When the next job finishes if nothing starts before (`None`: nothing in service); at
     /// least 1 ns after the last change, so time always moves on.
     pub fn next_completion(&self) -> Option<Nanos> {
-        self.first().map(|i| self.at + self.left(i))
+        let next = self.first().map(|i| self.at + self.left(i));
+        debug_assert!(next.is_none_or(|t| t > self.at), "a completion {next:?} is after the last change {}", self.at);
+        next
     }
 
     /// The completion to schedule, with its generation, when the jobs in service changed since
@@ -115,6 +129,7 @@ impl<J> Sharing<J> {
             return None;
         }
         self.scheduled = self.generation;
+        debug_assert!(self.jobs.is_empty() == self.next_completion().is_none(), "a completion exactly when busy");
         Some((self.next_completion()?, self.generation))
     }
 
@@ -123,7 +138,9 @@ impl<J> Sharing<J> {
         self.advance(now);
         let i = self.first()?;
         self.changed();
-        Some(self.jobs.remove(i).job)
+        let done = self.jobs.remove(i);
+        debug_assert!(self.jobs.iter().all(|s| s.finish >= done.finish), "the earliest finish tag leaves first");
+        Some(done.job)
     }
 
     /// The device lost its jobs in service at `now` (a crash).
@@ -141,6 +158,7 @@ impl<J: PartialEq> Sharing<J> {
         self.advance(now);
         let i = self.jobs.iter().position(|s| s.job == *job)?;
         let left = (self.jobs[i].finish - self.clock).max(0.0) / self.rate(self.jobs.len());
+        debug_assert!(left.is_finite() && left >= 0.0, "remaining time {left} is never negative");
         Some(left.ceil() as Nanos)
     }
 

@@ -231,6 +231,7 @@ impl C3 {
     pub fn new(cfg: &C3Config, env: &SelectorEnv) -> Self {
         let params = cfg.rate_params();
         let weight = cfg.concurrency_weight.unwrap_or(env.coordinators as f64);
+        debug_assert!(params.interval > 0, "a rate interval is never empty");
         C3 {
             fresh: Server { feedback: ServerFeedback::default(), rate: CubicRateLimiter::new(&params) },
             scoring: cfg.scoring,
@@ -298,6 +299,8 @@ impl C3 {
         } else {
             shuffle(&mut self.order, &mut self.rng);
         }
+        debug_assert_eq!(self.order.len(), replicas.len(), "every replica ranked once");
+        debug_assert!(self.order.iter().all(|(s, _)| s.is_finite() && *s >= 0.0), "scores are times: {:?}", self.order);
     }
 
     #[inline]
@@ -316,12 +319,14 @@ impl ReplicaSelector for C3 {
             return Decision::to(best);
         }
         if let Some(&(_, r)) = self.order.iter().find(|&&(_, r)| self.has_token(r, now)) {
+            debug_assert!(replicas.contains(&r), "a token-holding replica {r:?} comes from the offered set");
             return Decision::to(r);
         }
         if !self.backpressure {
             return Decision::to(best);
         }
         let retry_at = self.order.iter().map(|&(_, r)| self.state(r).rate.token_time(&self.params, now)).min();
+        debug_assert!(retry_at.is_some_and(|t| t > now), "parked with no token now, so the retry {retry_at:?} is later than {now}");
         Decision::Wait { retry_at }
     }
 

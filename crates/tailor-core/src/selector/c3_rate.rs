@@ -146,6 +146,7 @@ impl CubicRateLimiter {
     pub fn tokens(&self, p: &RateParams, now: Nanos) -> f64 {
         let elapsed = now.saturating_sub(self.tokens_at) as f64;
         let accrued = self.srate * elapsed / p.interval.max(1) as f64;
+        debug_assert!(accrued >= 0.0, "a positive rate accrues no negative tokens: {accrued}");
         (self.tokens + accrued).min(p.max_tokens)
     }
 
@@ -166,6 +167,7 @@ impl CubicRateLimiter {
         let wait = ((1.0 - self.tokens) * p.interval as f64 / self.srate).ceil();
         // With the floor rate the wait is ~200 s per token, far from overflowing; saturate anyway.
         let at = if wait >= (Nanos::MAX - self.tokens_at) as f64 { Nanos::MAX } else { self.tokens_at + wait as Nanos };
+        debug_assert!(wait > 0.0, "below one token the wait is positive: {wait}");
         at.max(now)
     }
 
@@ -182,17 +184,22 @@ impl CubicRateLimiter {
         self.roll_slot(p, now);
         self.slot_count += 1;
         let from = self.srate;
+        debug_assert!(from.is_finite() && from >= p.rate_floor, "srate {from} below the floor {}", p.rate_floor);
+        debug_assert!(self.rrate.is_finite() && self.rrate >= 0.0, "rrate {} is a count per interval", self.rrate);
         if self.srate < self.rrate {
             let dt_ms = to_ms(now.saturating_sub(self.last_decrease));
             let k = (p.beta * self.r0 / p.gamma).cbrt();
             let cubic = p.gamma * (dt_ms - k).powi(3) + self.r0;
             let to = (self.srate + p.s_max).min(cubic).max(p.rate_floor);
+            debug_assert!(to <= from + p.s_max, "one increase is at most s_max: {from} -> {to}");
             self.last_increase = now;
             self.set_rate(p, now, to);
             RateChange::Increased { from, to }
         } else if self.srate > self.rrate && now.saturating_sub(self.last_increase) >= p.hysteresis {
             self.r0 = self.srate;
             let to = (self.srate * p.beta).max(p.rate_floor);
+            debug_assert!(to <= from, "a decrease never raises the rate: {from} -> {to}");
+            debug_assert!(self.r0 > 0.0, "R0 is a rate that was in use: {}", self.r0);
             self.last_decrease = now;
             self.set_rate(p, now, to);
             RateChange::Decreased { from, to }
@@ -204,7 +211,9 @@ impl CubicRateLimiter {
     /// Close the open `rrate` slot if it has lasted more than an interval.
     fn roll_slot(&mut self, p: &RateParams, now: Nanos) {
         if now.saturating_sub(self.slot_start) > p.interval {
+            debug_assert!((0.0..=1.0).contains(&p.rrate_weight), "rrate weight {} is a fraction", p.rrate_weight);
             self.rrate = p.rrate_weight * self.slot_count as f64 + (1.0 - p.rrate_weight) * self.rrate;
+            debug_assert!(self.rrate.is_finite() && self.rrate >= 0.0, "rrate {} is a count per interval", self.rrate);
             self.slot_count = 0;
             self.slot_start = now;
         }
@@ -220,6 +229,7 @@ impl CubicRateLimiter {
     }
 
     fn set_rate(&mut self, p: &RateParams, now: Nanos, rate: f64) {
+        debug_assert!(rate.is_finite() && rate >= p.rate_floor, "new srate {rate} below the floor {}", p.rate_floor);
         self.settle(p, now);
         self.srate = rate;
     }

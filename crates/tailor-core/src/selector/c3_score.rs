@@ -63,6 +63,7 @@ const _: () = assert!(size_of::<ServerFeedback>() == 40, "one per server and coo
 impl ServerFeedback {
     /// The coordinator sent a request to this server.
     pub fn sent(&mut self) {
+        debug_assert!(self.outstanding < u32::MAX, "outstanding count saturated: a response is never counted");
         self.outstanding = self.outstanding.saturating_add(1);
     }
 
@@ -135,13 +136,16 @@ impl ServerFeedback {
 
     /// `1 + os_s·w + q` for a queue term `q` supplied by the caller (TAP's prediction).
     pub fn q_hat_with(&self, w: f64, q: f64) -> f64 {
+        debug_assert!(w >= 0.0 && w.is_finite(), "concurrency weight {w} is a finite non-negative number");
         1.0 + self.outstanding as f64 * w + q
     }
 
     /// `(R̄ − 1/µ̄) + q̂^b · (1/µ̄)` for a given `q̂`; 0 without feedback (C3 tries unknown servers first).
     pub fn score_with(&self, q_hat: f64, b: f64) -> f64 {
         if self.fed {
-            self.delay + pow(q_hat.max(0.0), b) * self.service
+            let score = self.delay + pow(q_hat.max(0.0), b) * self.service;
+            debug_assert!(!score.is_nan(), "a score orders replicas, never NaN: {self:?} q̂ {q_hat} b {b}");
+            score
         } else {
             0.0
         }
@@ -193,6 +197,7 @@ fn cube(x: f64) -> Option<f64> {
     let err = (p - r) + tail; // exact (|p| ≥ |tail|): p + tail = r + err
                               // the spacing below `r`: the smaller of its two spacings at a power of two
     let spacing = r - f64::from_bits(r.to_bits() - 1);
+    debug_assert!(spacing > 0.0, "a positive cube has a positive spacing below it: {r}");
     (err.abs() <= 0.45 * spacing).then_some(r)
 }
 

@@ -222,7 +222,11 @@ pub struct DynamicSnitch {
 
 /// The first grid point `next + k * interval` strictly after `now`.
 fn advance(next: Nanos, interval: Nanos, now: Nanos) -> Nanos {
-    next.saturating_add((now.saturating_sub(next) / interval + 1).saturating_mul(interval))
+    debug_assert!(interval > 0, "an interval is never empty");
+    let at = next.saturating_add((now.saturating_sub(next) / interval + 1).saturating_mul(interval));
+    debug_assert!(at > now || at == Nanos::MAX, "the next time {at} is after now {now}");
+    debug_assert!(at == Nanos::MAX || (at - next).is_multiple_of(interval), "{at} stays on the grid of {next}");
+    at
 }
 
 /// `Some(x)` unless `x` is NaN (which stands for none in [`Peer`]).
@@ -275,13 +279,16 @@ impl DynamicSnitch {
         let f = self.frozen[i];
         let v = known(f.stat)?;
         let last = &self.last;
+        debug_assert!(v >= 0.0, "a latency statistic {v} is not negative");
         let mut score = if last.max > 0.0 { v / last.max } else { 0.0 };
         if self.cfg.severity && last.max_queue > 0 {
             score += f64::from(self.peers[i].queue_then().unwrap_or(0)) / f64::from(last.max_queue);
         }
         if let Some(max_penalty) = last.max_penalty {
+            debug_assert!(max_penalty > 0.0, "a time penalty is scaled by a positive maximum");
             score += self.penalty(f.reply_then, last.at) / max_penalty;
         }
+        debug_assert!(score.is_finite() && score >= 0.0, "a snitch score {score} (never NaN, never negative)");
         Some(score)
     }
 
@@ -291,6 +298,7 @@ impl DynamicSnitch {
             self.peers[i].flags |= DIRTY;
             self.dirty.push(i as u32);
         }
+        debug_assert!(self.dirty.len() <= self.peers.len(), "each peer listed dirty at most once");
     }
 
     /// Empty peer `i`'s samples.
@@ -322,6 +330,8 @@ impl DynamicSnitch {
             self.next_update = advance(self.next_update, self.update_interval, now);
         }
         self.next_tick = self.next_update.min(self.next_reset);
+        debug_assert!(self.next_tick > now, "the next tick {} is in the future of {now}", self.next_tick);
+        debug_assert!(self.replies.is_empty(), "every reply was applied");
     }
 
     /// Fold the replies since the last tick into their peers, in the order they came: the same
@@ -338,6 +348,7 @@ impl DynamicSnitch {
         let replies = std::mem::take(&mut self.replies);
         // each peer once: marked changed, and its reservoir's lines asked for
         let mut seen = 0u64;
+        debug_assert_eq!(self.peers.len(), self.frozen.len(), "a frozen score per peer");
         for r in &replies {
             let i = r.peer as usize;
             if self.peers[i].flags & DIRTY == 0 {
@@ -424,11 +435,16 @@ impl DynamicSnitch {
             // the queue length then is the last one if any had come; no longer dirty
             p.flags = (p.flags & HAS_QUEUE) | if p.flags & HAS_QUEUE != 0 { HAS_QUEUE_THEN } else { 0 };
         }
+        debug_assert!(dirty.iter().all(|&i| self.peers[i as usize].flags & DIRTY == 0), "updated peers are clean");
         dirty.clear();
         self.dirty = dirty;
         if rescan {
             max = self.frozen.iter().filter_map(|f| known(f.stat)).fold(0.0f64, f64::max);
         }
+        debug_assert!(
+            self.frozen.iter().filter_map(|f| known(f.stat)).all(|s| s <= max),
+            "the largest statistic {max} bounds every peer's"
+        );
         let max_queue =
             if self.cfg.severity { self.peers.iter().filter_map(Peer::queue_then).max().unwrap_or(0) } else { 0 };
         let max_penalty = self.cfg.time_penalty.then(|| self.max_penalty(now));
@@ -440,6 +456,7 @@ impl DynamicSnitch {
     /// more than the badness threshold (some score above `(1 + b)` times the one of its rank),
     /// the primary otherwise.
     fn choose(&mut self, scores: &[f64]) -> usize {
+        debug_assert!(scores.iter().all(|s| *s >= 0.0), "scores are never negative or NaN: {scores:?}");
         let (mut best, mut lowest) = (0, scores[0]);
         for (i, &s) in scores.iter().enumerate().skip(1) {
             if s < lowest {
@@ -484,6 +501,7 @@ impl ReplicaSelector for DynamicSnitch {
         scores.clear();
         scores.extend(replicas.iter().map(|&r| self.order_score(r)));
         let chosen = self.choose(&scores);
+        debug_assert!(chosen < replicas.len(), "the choice {chosen} is one of {} replicas", replicas.len());
         self.scores = scores;
         Decision::to(replicas[chosen])
     }

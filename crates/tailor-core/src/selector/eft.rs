@@ -92,6 +92,11 @@ impl Eft {
         };
         let mut rng = self.rng.clone();
         let pick = argmin_random_ties(replicas, &mut rng, |&r| finish(r));
+        debug_assert!(
+            pick.is_none_or(|i| allowed(replicas[i]) || !replicas.iter().any(|&r| allowed(r))),
+            "a replica ruled out is picked only when every one is"
+        );
+        debug_assert!(pick.is_none_or(|i| finish(replicas[i]) >= now as f64), "the earliest finish is not before now");
         self.rng = rng;
         match pick {
             Some(i) => Decision::to(replicas[i]),
@@ -115,7 +120,8 @@ impl ReplicaSelector for Eft {
         if !resp.fresh {
             return;
         }
-        self.mean_service.update(resp.feedback.service_time as f64);
+        let mean = self.mean_service.update(resp.feedback.service_time as f64);
+        debug_assert!(mean.is_finite() && mean >= 0.0, "a mean service time {mean}");
         let b = Backlog { pending: resp.feedback.pending_work, received_at: now, sent_since: 0 };
         *self.backlogs.get_or_insert_with(resp.replica, Backlog::default) = b;
     }

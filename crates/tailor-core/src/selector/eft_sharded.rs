@@ -72,6 +72,8 @@ impl ReplicaSelector for EftSharded {
     fn select(&mut self, now: Nanos, req: &RequestView, replicas: &[NodeId], world: &dyn World) -> Decision {
         let restrict = self.is_long(req) && replicas.iter().any(|&r| self.is_large_server(r));
         let k = self.replication;
+        debug_assert!(k >= 1, "every k-th server is large, k = {k}");
+        debug_assert!(!restrict || replicas.iter().any(|&r| r.is_multiple_of(k)), "a restricted read keeps a replica");
         self.eft.pick(now, replicas, world, |r| !restrict || r.is_multiple_of(k))
     }
 

@@ -72,7 +72,10 @@ impl Stats {
         let r = self.response.get_or(0.0) / NS_PER_MS;
         let s = self.service.get_or(0.0) / NS_PER_MS;
         let q_hat = 1.0 + f64::from(self.outstanding) * clients as f64 + self.queue_size();
-        r - s + q_hat.powi(3) * s
+        debug_assert!(q_hat >= 1.0 && r >= 0.0 && s >= 0.0, "rank terms: q̂ {q_hat}, response {r}, service {s}");
+        let rank = r - s + q_hat.powi(3) * s;
+        debug_assert!(!rank.is_nan(), "a rank orders replicas: {self:?}");
+        rank
     }
 }
 
@@ -110,6 +113,10 @@ impl ElasticsearchArs {
             s.queue.update(queue);
             s.response.update(response);
             s.service = Ewma::with_initial(ALPHA, service.get_or(0.0).trunc());
+            debug_assert!(
+                [s.queue.get_or(0.0), s.response.get_or(0.0), s.service.get_or(0.0)].iter().all(|v| *v >= 0.0),
+                "an adjustment moves averages halfway between non-negative ones: {s:?}"
+            );
         }
     }
 }
@@ -131,6 +138,7 @@ impl ReplicaSelector for ElasticsearchArs {
                 (Some(x), Some(y)) => x.total_cmp(&y),
             })
             .expect("replica set is never empty");
+        debug_assert!(replicas.contains(&winner), "the winner {winner:?} is one of the offered replicas");
         self.order = order;
         self.adjust_others(winner, replicas);
         Decision::to(winner)
@@ -150,6 +158,7 @@ impl ReplicaSelector for ElasticsearchArs {
             s.queue.update(f64::from(resp.feedback.queue_len));
             s.service.update(resp.feedback.service_time as f64);
         }
+        debug_assert!(s.known(), "a response makes its server known");
         self.known += usize::from(first);
         debug_assert_eq!(self.known, self.stats.values().filter(|s| s.known()).count(), "the count is the map's");
     }

@@ -60,13 +60,16 @@ impl EnvoyLeastRequest {
 
 impl ReplicaSelector for EnvoyLeastRequest {
     fn select(&mut self, _now: Nanos, _req: &RequestView, replicas: &[NodeId], _world: &dyn World) -> Decision {
-        let mut kept = replicas[self.rng.below(replicas.len())];
+        debug_assert!(self.choices >= 2, "Envoy draws at least two, not {}", self.choices);
+        let first = replicas[self.rng.below(replicas.len())];
+        let mut kept = first;
         for _ in 1..self.choices {
             let drawn = replicas[self.rng.below(replicas.len())];
             if self.active.count(drawn) < self.active.count(kept) {
                 kept = drawn;
             }
         }
+        debug_assert!(self.active.count(kept) <= self.active.count(first), "a draw is kept only when less loaded");
         Decision::to(kept)
     }
 

@@ -81,10 +81,13 @@ impl GrpcWrrConfig {
 /// A58's weight of a report: `qps / (utilization + eps / qps * penalty)`, 0 (no weight) unless
 /// both `qps` and `utilization` are above 0.
 pub fn weight(qps: f64, eps: f64, utilization: f64, penalty: f64) -> f64 {
+    debug_assert!(eps >= 0.0 && penalty >= 0.0, "errors per second {eps} and penalty {penalty} are not negative");
     if qps <= 0.0 || utilization <= 0.0 {
         return 0.0;
     }
-    qps / (utilization + eps / qps * penalty)
+    let w = qps / (utilization + eps / qps * penalty);
+    debug_assert!(w > 0.0 && !w.is_nan(), "a reported load's weight is positive: {w}");
+    w
 }
 
 /// One replica as this client sees it.
@@ -148,8 +151,10 @@ impl GrpcWrr {
         if fb.timestamp < t0 + period {
             return;
         }
+        debug_assert!(fb.timestamp > t0, "a report a whole period later is later: {} after {t0}", fb.timestamp);
         s.base = Some((fb.timestamp, fb.completed));
         let qps = fb.completed.saturating_sub(c0) as f64 * SEC as f64 / (fb.timestamp - t0) as f64;
+        debug_assert!(qps.is_finite() && qps >= 0.0, "a completion rate {qps}");
         let w = weight(qps, 0.0, fb.utilization, penalty);
         if w > 0.0 {
             s.non_empty_since.get_or_insert(now);
@@ -170,6 +175,7 @@ impl GrpcWrr {
         if blackout > 0 && now.saturating_sub(since) < blackout {
             return 0.0;
         }
+        debug_assert!(s.weight > 0.0, "a server with a known weight has a positive one: {}", s.weight);
         s.weight
     }
 
@@ -178,6 +184,7 @@ impl GrpcWrr {
         let weights: Vec<f64> = (0..self.servers.len()).map(|i| self.usable_weight(i, now)).collect();
         let known: Vec<f64> = weights.iter().copied().filter(|&w| w > 0.0).collect();
         let mean = known.iter().sum::<f64>() / known.len().max(1) as f64;
+        debug_assert!(known.len() < 2 || (mean.is_finite() && mean > 0.0), "the mean of positive weights is positive: {mean}");
         for (s, &w) in self.servers.iter_mut().zip(&weights) {
             let w = if known.len() < 2 {
                 1.0
@@ -188,6 +195,8 @@ impl GrpcWrr {
             };
             s.period = 1.0 / w;
             s.deadline = self.rng.unit() * s.period;
+            debug_assert!(s.period > 0.0 && s.period.is_finite(), "an EDF period is positive: {}", s.period);
+            debug_assert!((0.0..=s.period).contains(&s.deadline), "a first deadline within one period");
         }
         self.next_rebuild = now + self.update_period;
         self.current = 0.0;
@@ -202,6 +211,7 @@ impl ReplicaSelector for GrpcWrr {
             }
             self.rebuild(now);
         }
+        debug_assert!(replicas.iter().all(|&r| (r as usize) < self.servers.len()), "a slot per offered replica");
         let current = self.current;
         let mut chosen = replicas[0];
         for &r in replicas {
@@ -213,8 +223,10 @@ impl ReplicaSelector for GrpcWrr {
             }
         }
         let s = &mut self.servers[chosen as usize];
+        debug_assert!(s.deadline >= current, "EDF time never goes back: {} before {current}", s.deadline);
         self.current = s.deadline;
         s.deadline += s.period;
+        debug_assert!(s.deadline >= self.current, "the chosen server's next deadline is not earlier: {s:?}");
         Decision::to(chosen)
     }
 

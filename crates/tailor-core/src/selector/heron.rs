@@ -132,10 +132,12 @@ impl Heron {
     /// with `scoring = "product"`, C3's full score with `scoring = "c3"`.
     pub fn score(&self, node: NodeId) -> f64 {
         let v = self.view(node);
-        match self.scoring {
+        let score = match self.scoring {
             HeronScoring::Product => v.c3.queue().unwrap_or(0.0) * v.c3.service().unwrap_or(0.0),
             HeronScoring::C3 => v.c3.c3_score(self.coordinators, 3.0),
-        }
+        };
+        debug_assert!(score.is_finite() && score >= 0.0, "a score is a time: {score} for {node:?}");
+        score
     }
 
     /// When a piggybacked busy status of `node` stops counting, if it is busy only by piggyback.
@@ -171,11 +173,17 @@ impl ReplicaSelector for Heron {
                 .filter(|&&r| self.view(r).local_large == 0)
                 .filter_map(|&r| self.remote_expiry(r))
                 .min();
+            // every replica is busy, so a piggybacked busy status still counts: it expires later
+            debug_assert!(retry_at.is_none_or(|t| t > now), "retry {retry_at:?} not after {now}");
             return Decision::Wait { retry_at };
         } else {
             argmin_random_ties(replicas, &mut rng, |&r| this.score(r))
         };
         self.rng = rng;
+        debug_assert!(
+            !any_available || pick.is_none_or(|i| !self.is_busy(now, replicas[i])),
+            "a busy replica is never picked while one is available"
+        );
         match pick {
             Some(i) => Decision::Send { replica: replicas[i], tags },
             // An empty replica set: nothing can serve it now; the engine retries on the next response.

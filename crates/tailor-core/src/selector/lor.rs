@@ -31,6 +31,7 @@ impl ReplicaSelector for Lor {
         let out = &self.outstanding;
         let i =
             argmin_random_ties(replicas, &mut self.rng, |&r| out.count(r) as f64).expect("replica set is never empty");
+        debug_assert!(replicas.iter().all(|&r| out.count(r) >= out.count(replicas[i])), "the least loaded is chosen");
         Decision::to(replicas[i])
     }
 

@@ -70,12 +70,14 @@ pub struct MongodbP2c {
 impl MongodbP2c {
     /// A selector for one coordinator.
     pub fn new(cfg: &MongodbP2cConfig, env: &SelectorEnv) -> Self {
-        MongodbP2c {
+        let p2c = MongodbP2c {
             threshold: from_ms(cfg.local_threshold_ms.max(0.0)) as f64,
             servers: NodeMap::new(),
             window: Vec::new(),
             rng: Rng::new(env.seed, 0x4D4F_4E47 + env.coordinator as u64),
-        }
+        };
+        debug_assert!(p2c.threshold >= 0.0 && p2c.threshold.is_finite(), "a latency window {}", p2c.threshold);
+        p2c
     }
 
     fn rtt(&self, r: NodeId) -> Option<f64> {
@@ -99,6 +101,7 @@ impl ReplicaSelector for MongodbP2c {
         } else {
             let first = self.rng.below(window.len());
             let second = (first + 1 + self.rng.below(window.len() - 1)) % window.len();
+            debug_assert!(first != second && second < window.len(), "two distinct servers of the window");
             let (a, b) = (window[first], window[second]);
             if self.operations(b) < self.operations(a) {
                 b
@@ -106,6 +109,7 @@ impl ReplicaSelector for MongodbP2c {
                 a
             }
         };
+        debug_assert!(self.rtt(chosen).is_none_or(|t| t <= fastest + self.threshold), "the choice is within the window");
         self.window = window;
         Decision::to(chosen)
     }
@@ -118,7 +122,8 @@ impl ReplicaSelector for MongodbP2c {
     fn on_response(&mut self, now: Nanos, resp: &Response) {
         let s = self.servers.get_or_insert_with(resp.replica, Server::default);
         s.operations = s.operations.saturating_sub(1);
-        s.rtt.update(now.saturating_sub(resp.sent_at) as f64);
+        let rtt = s.rtt.update(now.saturating_sub(resp.sent_at) as f64);
+        debug_assert!(rtt.is_finite() && rtt >= 0.0, "an average round trip {rtt}");
     }
 }
 

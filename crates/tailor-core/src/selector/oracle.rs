@@ -36,7 +36,10 @@ impl Oracle {
 fn true_cost(world: &dyn World, node: NodeId) -> Option<f64> {
     let q = world.queue_len(node)?;
     let mu = world.service_rate(node)?;
-    Some(if mu > 0.0 { (f64::from(q) + 1.0) / mu } else { f64::INFINITY })
+    debug_assert!(!mu.is_nan() && mu >= 0.0, "a service rate {mu} of {node:?}");
+    let cost = if mu > 0.0 { (f64::from(q) + 1.0) / mu } else { f64::INFINITY };
+    debug_assert!(cost > 0.0, "a request costs time even on an empty server: {cost}");
+    Some(cost)
 }
 
 impl ReplicaSelector for Oracle {

@@ -57,7 +57,9 @@ impl Peer {
         let dt = now.saturating_sub(self.stamp) as f64;
         let w = (-dt / tau).exp();
         debug_assert!(rtt.is_finite() && rtt >= 0.0 && tau > 0.0, "rtt {rtt}, tau {tau}");
+        debug_assert!((0.0..=1.0).contains(&w), "a decay weight {w} is a fraction");
         self.cost = if rtt > self.cost { rtt } else { self.cost * w + rtt * (1.0 - w) };
+        debug_assert!(self.cost >= rtt * (1.0 - 1e-12), "the peak EWMA {} is at least the new sample {rtt}", self.cost);
         self.stamp = now;
         debug_assert!(self.cost.is_finite() && self.cost >= 0.0, "the peak EWMA is finite and not negative: {}", self.cost);
     }
@@ -95,7 +97,9 @@ impl P2cPeakEwma {
         let tau = self.tau;
         let Some(p) = self.peers.get_mut(node) else { return 0.0 };
         p.observe(now, 0.0, tau);
-        p.cost * (f64::from(p.in_flight) + 1.0)
+        let load = p.cost * (f64::from(p.in_flight) + 1.0);
+        debug_assert!(load.is_finite() && load >= 0.0, "a load is a cost times a count: {load}");
+        load
     }
 }
 
@@ -110,6 +114,7 @@ impl ReplicaSelector for P2cPeakEwma {
                 if b >= a {
                     b += 1;
                 }
+                debug_assert!(a != b && b < n, "two distinct replicas: {a}, {b} of {n}");
                 let (ra, rb) = (replicas[a], replicas[b]);
                 let (la, lb) = (self.load(now, ra), self.load(now, rb));
                 Decision::to(if lb < la { rb } else { ra })

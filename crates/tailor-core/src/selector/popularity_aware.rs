@@ -103,7 +103,9 @@ impl ReplicaSelector for PopularityAware {
             return Decision::Wait { retry_at: None };
         };
         self.counter.record(req.key);
-        if self.counter.frequency(req.key) <= self.threshold {
+        let frequency = self.counter.frequency(req.key);
+        debug_assert!(frequency > 0.0 && frequency <= 1.0, "a key just counted has a share in (0, 1]: {frequency}");
+        if frequency <= self.threshold {
             return Decision::Send { replica: primary, tags: Tags { priority: COLD_PRIORITY, ..Tags::default() } };
         }
         let i = match self.spread {

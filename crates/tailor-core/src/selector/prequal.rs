@@ -125,6 +125,7 @@ impl Prequal {
             let i = self.rng.below(self.left.len());
             self.outbox.push(self.left.swap_remove(i));
         }
+        debug_assert_eq!(self.left.len(), replicas.len() - n, "each probe goes to a distinct replica");
     }
 }
 
@@ -142,6 +143,8 @@ impl ReplicaSelector for Prequal {
             self.candidates = candidates;
             return Decision::to(replicas[self.rng.below(replicas.len())]);
         }
+        debug_assert!(candidates.windows(2).all(|w| w[0] < w[1]), "candidates are distinct pool slots");
+        debug_assert!(candidates.iter().all(|&i| replicas.contains(&self.pool.probes()[i].replica)), "only probes of the offered replicas");
         let hot = self.pool.rif_quantile(self.cfg.q_rif);
         let pool = self.pool.probes();
         cold.clear();
@@ -153,9 +156,11 @@ impl ReplicaSelector for Prequal {
         };
         (self.candidates, self.cold) = (candidates, cold);
         let p = self.pool.used(i);
+        debug_assert!(p.uses >= 1 && p.uses <= self.cfg.reuse_limit.max(1), "a probe used {} times, limit {}", p.uses, self.cfg.reuse_limit);
         if p.uses >= self.cfg.reuse_limit {
             self.pool.swap_remove(i);
         }
+        debug_assert!(self.pool.probes().iter().all(|q| q.uses < self.cfg.reuse_limit), "a used-up probe leaves the pool");
         Decision::to(p.replica)
     }
 
@@ -174,6 +179,7 @@ impl ReplicaSelector for Prequal {
             self.pool.swap_remove(oldest);
         }
         self.pool.push(probe);
+        debug_assert!(self.pool.len() <= self.cfg.pool_size.max(1), "pool {} over its size {}", self.pool.len(), self.cfg.pool_size);
     }
 }
 

@@ -58,6 +58,14 @@ impl Pool {
         self.replicas.iter().position(|&r| r == replica)
     }
 
+    /// The pool's structure: the three arrays in step, the RIFs sorted, `oldest` a lower bound.
+    fn consistent(&self) -> bool {
+        self.rifs.len() == self.probes.len()
+            && self.replicas.len() == self.probes.len()
+            && self.rifs.windows(2).all(|w| w[0] <= w[1])
+            && self.probes.iter().zip(&self.replicas).all(|(p, &r)| p.replica == r && p.at >= self.oldest)
+    }
+
     fn add_rif(&mut self, rif: u32) {
         let at = self.rifs.partition_point(|&r| r <= rif);
         self.rifs.insert(at, rif);
@@ -99,6 +107,7 @@ impl Pool {
         self.replicas.push(probe.replica);
         self.oldest = self.oldest.min(probe.at);
         self.probes.push(probe);
+        debug_assert!(self.consistent(), "pool after a push: {self:?}");
     }
 
     /// Put `probe` in place of the `i`-th, a probe of the same replica.
@@ -107,13 +116,17 @@ impl Pool {
         self.change_rif(self.probes[i].rif, probe.rif);
         self.oldest = self.oldest.min(probe.at);
         self.probes[i] = probe;
+        debug_assert!(self.consistent(), "pool after a replace: {self:?}");
     }
 
     /// Remove the `i`-th; the last takes its place.
     pub fn swap_remove(&mut self, i: usize) -> Probe {
         Self::remove_rif(&mut self.rifs, self.probes[i].rif);
         self.replicas.swap_remove(i);
-        self.probes.swap_remove(i)
+        let gone = self.probes.swap_remove(i);
+        debug_assert!(self.consistent(), "pool after a removal: {self:?}");
+        debug_assert!(self.find(gone.replica).is_none(), "a removed replica's probe is gone: one per replica");
+        gone
     }
 
     /// Drop the probes older than `max_age` at `now`, keeping the others' order.
@@ -138,6 +151,8 @@ impl Pool {
         self.probes.truncate(kept);
         self.replicas.truncate(kept);
         self.oldest = oldest;
+        debug_assert!(self.consistent(), "pool after ageing: {self:?}");
+        debug_assert!(self.probes.iter().all(|p| fresh(p.at)), "no aged probe is left");
     }
 
     /// The `i`-th routed one more query: one more use, one more request in flight.
@@ -146,12 +161,15 @@ impl Pool {
         let p = Probe { uses: old.uses + 1, rif: old.rif + 1, ..old };
         self.change_rif(old.rif, p.rif);
         self.probes[i] = p;
+        debug_assert!(self.consistent(), "pool after a use: {self:?}");
         p
     }
 
     /// The RIF at quantile `q` (in (0, 1]) of the pool: the `ceil(q * len)`-th smallest, at
     /// least the smallest. The pool must not be empty.
     pub fn rif_quantile(&self, q: f64) -> u32 {
+        debug_assert!(q > 0.0 && q <= 1.0, "a quantile in (0, 1], got {q}");
+        debug_assert!(!self.rifs.is_empty(), "a quantile of an empty pool");
         let rank = (q * self.rifs.len() as f64).ceil() as usize;
         self.rifs[rank.clamp(1, self.rifs.len()) - 1]
     }

@@ -69,17 +69,21 @@ impl ReplicaSelector for SlowReplicaAvoidance {
             let j = self.rng.below(i + 1);
             order.swap(i, j);
         }
+        let mut partitioned = false;
         if order.len() > 2 {
             let unhealthy = order.iter().filter(|&&r| self.unhealthy(now, r)).count();
             if unhealthy > 0 && 2 * unhealthy < order.len() {
                 // a stable partition: healthy replicas first, each group in shuffled order
                 order.sort_by_key(|&r| self.unhealthy(now, r));
+                partitioned = true;
+                debug_assert!(!self.unhealthy(now, order[0]) && !self.unhealthy(now, order[1]), "a healthy majority leads");
             }
             if self.in_flight.count(order[0]) > self.in_flight.count(order[1]) {
                 order.swap(0, 1);
             }
         }
         let chosen = order[0];
+        debug_assert!(!partitioned || !self.unhealthy(now, chosen), "an unhealthy replica is avoided while most are healthy");
         self.order = order;
         Decision::to(chosen)
     }

@@ -108,6 +108,16 @@ impl Reservoir {
     }
 
     /// Forget every sample, keeping the memory (a reset refills it).
+    /// The samples' structure: within the capacity, `order` a permutation of the slots that
+    /// lists their latencies in ascending order.
+    fn ordered(&self) -> bool {
+        let (order, latencies) = (self.order(), self.latencies());
+        let mut seen = vec![false; order.len()];
+        self.len <= self.cap
+            && order.iter().all(|&s| (s as usize) < order.len() && !std::mem::replace(&mut seen[s as usize], true))
+            && order.windows(2).all(|w| latencies[w[0] as usize] <= latencies[w[1] as usize])
+    }
+
     pub(crate) fn clear(&mut self) {
         self.len = 0;
     }
@@ -116,6 +126,7 @@ impl Reservoir {
     fn grow(&mut self, size: usize) {
         let len = self.len();
         let new_cap = (2 * self.cap()).max(2).min(size.max(1));
+        debug_assert!(new_cap > len, "grown only when full and below the size: {len} -> {new_cap}");
         let data = vec![0; words(new_cap)].into_boxed_slice();
         let mut bigger = Reservoir { data, len: self.len, cap: new_cap as u32, landmark: 0 };
         let to = bigger.parts();
@@ -124,6 +135,7 @@ impl Reservoir {
         to.latencies[..len].copy_from_slice(self.latencies());
         to.order[..len].copy_from_slice(self.order());
         (self.data, self.cap) = (bigger.data, bigger.cap);
+        debug_assert!(self.ordered(), "a grown reservoir keeps its order");
     }
 
     /// Add a sample of `latency_us` at `now`; `u` is uniform in `[0, 1)`.
@@ -140,7 +152,9 @@ impl Reservoir {
             p.weights[..len].iter_mut().chain(&mut p.priorities[..len]).for_each(|x| *x *= scale);
             self.landmark = now;
             age = 0.0;
+            debug_assert!((0.0..1.0).contains(&scale), "moving the landmark forward scales down: {scale}");
         }
+        debug_assert!((0.0..1.0).contains(&u), "a uniform draw in [0, 1): {u}");
         let weight = (alpha * age).exp();
         // weight <= e^40 and 1 - u in (0, 1]: finite and positive (or 0 once scaled far down),
         // so `<` and `==` order priorities as `total_cmp` does
@@ -165,6 +179,8 @@ impl Reservoir {
                 self.put(lowest, from, at, [weight, priority], latency_us);
             }
         }
+        debug_assert!(self.len() <= size.max(1), "the reservoir holds at most {size}, not {}", self.len());
+        debug_assert!(self.ordered(), "samples stay in latency order");
     }
 
     /// How many samples held sort before a sample of `latency_us` in slot `slot`: those in a
@@ -178,6 +194,7 @@ impl Reservoir {
         let (lower, others) = self.latencies().split_at(slot);
         let at_most = lower.iter().map(|&l| u32::from(l <= latency_us)).sum::<u32>();
         let less = others.iter().map(|&l| u32::from(l < latency_us)).sum::<u32>();
+        debug_assert!((at_most + less) as usize <= self.len(), "a rank among the held samples");
         (at_most + less) as usize
     }
 
@@ -185,6 +202,11 @@ impl Reservoir {
     /// the order from `from` (`from == len - 1` after a push: the free place) to `at`, shifting
     /// those between.
     fn put(&mut self, slot: usize, from: usize, at: usize, [weight, priority]: [f64; 2], latency_us: u32) {
+        debug_assert!(
+            slot < self.len() && from < self.len() && at < self.len(),
+            "{slot}, {from}, {at} within {}",
+            self.len()
+        );
         let p = self.parts();
         (p.weights[slot], p.priorities[slot], p.latencies[slot]) = (weight, priority, latency_us);
         if from < at {
@@ -211,7 +233,9 @@ impl Reservoir {
         // eight at a time without a branch per sample, then within the eight
         let block = priorities.chunks(8).position(|c| c.iter().fold(false, |hit, &p| hit | (p == min)));
         let block = block.expect("a sample has the lowest priority");
-        8 * block + priorities[8 * block..].iter().position(|&p| p == min).expect("in this block")
+        let lowest = 8 * block + priorities[8 * block..].iter().position(|&p| p == min).expect("in this block");
+        debug_assert!(priorities.iter().all(|&p| p >= priorities[lowest]), "slot {lowest} has the lowest priority");
+        lowest
     }
 
     /// Weighted median: the largest value whose preceding cumulative weight share is at most 1/2.
@@ -250,6 +274,7 @@ impl Reservoir {
         // Bisected without dividing: a share above 1/2 needs a sum above half the total (exact
         // while that half is a normal number), so the first k past half the total is where to
         // start, and the division, which rounds such shares above 1/2, only confirms it there.
+        debug_assert!(total >= 0.0, "a sum of weights {total} is not negative");
         let passes = |k: usize| sums[k] / total > 0.5;
         let half = 0.5 * total;
         let mut k = if half >= f64::MIN_POSITIVE { sums.partition_point(|&b| b <= half) } else { 0 };

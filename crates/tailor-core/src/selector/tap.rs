@@ -108,7 +108,9 @@ impl TrendRule {
     /// The rule for a `Q_f` threshold and a stable EWMA weight (clamped into `[0, 1]` so a bad
     /// config cannot panic here; configs validate it earlier).
     pub fn new(threshold: f64, stable_weight: f64) -> Self {
-        TrendRule { threshold, stable_weight: usable_ewma_weight(stable_weight) }
+        let rule = TrendRule { threshold, stable_weight: usable_ewma_weight(stable_weight) };
+        debug_assert!((0.0..=1.0).contains(&rule.stable_weight), "stable weight {} is a fraction", rule.stable_weight);
+        rule
     }
 }
 
@@ -173,6 +175,7 @@ impl TrendTracker {
 
     /// Fold in feedback `(Q_f, dq)` received at `now`: judge the trend, select the points.
     pub fn observe(&mut self, rule: &TrendRule, now: Nanos, q_f: f64, dq: i64) {
+        debug_assert!(q_f.is_finite() && q_f >= 0.0, "a queue length is a count: {q_f}");
         let next = self.next_state(rule, q_f, dq);
         let stable_before = self.state == Trend::Stable && self.n > 0;
         if next != self.state || next == Trend::Stable {
@@ -199,6 +202,9 @@ impl TrendTracker {
         self.add((now, q_f));
         self.state = next;
         self.dq_last = dq;
+        debug_assert!(self.n >= 1, "a tracker that observed a point has a fit");
+        debug_assert!(next != Trend::Stable || self.n == 1, "while stable only the newest point is kept, not {}", self.n);
+        debug_assert!(next != Trend::Stable || (self.stable.is_finite() && self.stable >= 0.0), "stable EWMA {}", self.stable);
     }
 
     /// The state feedback `(Q_f, dq)` moves to.
@@ -232,6 +238,8 @@ impl TrendTracker {
         self.m_tt += dx * (x - self.mean_t);
         self.c_tq += dx * (q - self.mean_q);
         self.last = (t, q);
+        debug_assert!(self.m_tt >= 0.0, "a sum of squared time deviations is not negative: {}", self.m_tt);
+        debug_assert!(self.mean_q.is_finite() && self.mean_q >= 0.0, "mean queue {} of counts", self.mean_q);
     }
 
     /// The predicted queue length at `now` (never negative), if any feedback was seen: the
@@ -245,9 +253,11 @@ impl TrendTracker {
             Trend::Stable => self.stable,
             Trend::Increase | Trend::Decrease => {
                 let slope = if self.m_tt > 0.0 { self.c_tq / self.m_tt } else { 0.0 };
+                debug_assert!(slope.is_finite(), "a fitted slope is finite: {self:?}");
                 self.mean_q + slope * (ms_between(self.origin, now) - self.mean_t)
             }
         };
+        debug_assert!(!q.is_nan(), "a predicted queue is a number: {self:?}");
         Some(q.max(0.0))
     }
 }
@@ -280,6 +290,7 @@ impl Tap {
     /// they are only kept from panicking.
     pub fn new(cfg: &TapConfig, env: &SelectorEnv) -> Self {
         let weight = cfg.concurrency_weight.unwrap_or(env.coordinators as f64);
+        debug_assert!(env.coordinators > 0, "a selector runs on one of the coordinators");
         Tap {
             weight: if weight.is_finite() { weight.max(0.0) } else { env.coordinators as f64 },
             exponent: cfg.score_exponent,
@@ -337,7 +348,10 @@ impl Tap {
             return Some(0.0);
         }
         let predicted = s.trend.predict(now)?;
-        Some(s.feedback.q_hat_with(self.weight, predicted))
+        debug_assert!(predicted >= 0.0, "a predicted queue is never negative: {predicted}");
+        let q_hat = s.feedback.q_hat_with(self.weight, predicted);
+        debug_assert!(q_hat >= 1.0, "q̂ counts the request itself: {q_hat}");
+        Some(q_hat)
     }
 
     /// TAP's score of `node` at `now` (lower is better; 0 without feedback).
@@ -356,6 +370,7 @@ impl ReplicaSelector for Tap {
             return Decision::Wait { retry_at: None };
         };
         let pick = replicas[i];
+        let pick_not_chosen = self.not_chosen(pick);
         // `f_s` matters only once `s` has sent feedback (which resets it), so a server without
         // state gets none here: most servers a coordinator passes over at scale never answer it
         for &r in replicas {
@@ -363,6 +378,7 @@ impl ReplicaSelector for Tap {
                 s.not_chosen = s.not_chosen.saturating_add(1);
             }
         }
+        debug_assert_eq!(self.not_chosen(pick), pick_not_chosen, "the chosen server is not passed over");
         Decision::to(pick)
     }
 
@@ -379,6 +395,7 @@ impl ReplicaSelector for Tap {
         let (rule, ewma) = (self.rule, self.ewma);
         let s = self.server_mut(resp.replica);
         if s.feedback.respond(now, resp, ewma) {
+            debug_assert_eq!(s.feedback.received_at(), Some(now), "applied feedback is stamped at receipt");
             s.trend.observe(&rule, now, resp.feedback.queue_len as f64, resp.feedback.dq);
             s.not_chosen = 0;
         }

@@ -104,7 +104,9 @@ impl Poisson {
     /// slower than asked.
     pub fn new(rate_per_sec: f64) -> Result<Poisson, WorkloadError> {
         let rate_per_sec = positive("rate_per_sec", rate_per_sec)?;
-        Ok(Poisson { rate_per_sec, mean_gap_ns: SEC as f64 / rate_per_sec })
+        let mean_gap_ns = SEC as f64 / rate_per_sec;
+        debug_assert!(mean_gap_ns > 0.0 && !mean_gap_ns.is_nan(), "a mean gap {mean_gap_ns} from a positive rate");
+        Ok(Poisson { rate_per_sec, mean_gap_ns })
     }
 
     /// Average arrivals per second.
@@ -115,6 +117,7 @@ impl Poisson {
     /// Time until the next arrival, rounded to the nanosecond, at least 1 ns.
     pub fn next_gap<R: Rng + ?Sized>(&self, rng: &mut R) -> Nanos {
         let e: f64 = rng.sample(Exp1);
+        debug_assert!(e.is_finite() && e >= 0.0, "an exponential draw {e}");
         // `as` saturates, so an absurdly long gap cannot wrap.
         (crate::time::round_nonneg(e * self.mean_gap_ns) as Nanos).max(1)
     }
@@ -128,6 +131,7 @@ impl Poisson {
 /// reads is not folded in (callers pass the plain mean). Inputs are not checked, so a zero
 /// service time gives an infinite rate.
 pub fn rate_for_load(load: f64, servers: usize, workers: usize, mean_service_ns: f64) -> f64 {
+    debug_assert!(mean_service_ns > 0.0 && load >= 0.0, "a load {load} of requests lasting {mean_service_ns} ns");
     servers as f64 * workers as f64 * load * SEC as f64 / mean_service_ns
 }
 

@@ -47,6 +47,7 @@ impl ClientSampler {
         }
         let demand = fraction("demand_skew.demand_fraction", skew.demand_fraction)?;
         let heavy = ((skew.clients_fraction * f64::from(clients)).round() as u32).clamp(1, clients);
+        debug_assert!((1..=clients).contains(&heavy) && (0.0..=1.0).contains(&demand), "{heavy} heavy of {clients}");
         Ok(ClientSampler { clients, heavy, demand })
     }
 
@@ -57,14 +58,22 @@ impl ClientSampler {
 
     /// A client id in `0..clients`.
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u32 {
+        debug_assert!(
+            self.heavy >= 1 && self.heavy <= self.clients,
+            "{} heavy of {} clients",
+            self.heavy,
+            self.clients
+        );
         if self.heavy == self.clients {
             return rng.random_range(0..self.clients);
         }
-        if rng.random::<f64>() < self.demand {
+        let client = if rng.random::<f64>() < self.demand {
             rng.random_range(0..self.heavy)
         } else {
             rng.random_range(self.heavy..self.clients)
-        }
+        };
+        debug_assert!(client < self.clients, "client {client} of {}", self.clients);
+        client
     }
 }
 

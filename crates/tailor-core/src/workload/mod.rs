@@ -100,7 +100,9 @@ pub(crate) fn fraction(field: &str, value: f64) -> Result<f64, WorkloadError> {
 pub fn unit_hash(seed: u64, key: u64) -> f64 {
     use crate::ring::hash_key;
     let h = hash_key(hash_key(seed ^ 0x5EED_5123_0F0F_A11C) ^ hash_key(key));
-    (h >> 11) as f64 / (1u64 << 53) as f64
+    let u = (h >> 11) as f64 / (1u64 << 53) as f64;
+    debug_assert!((0.0..1.0).contains(&u), "53 random bits make a unit draw in [0, 1): {u}");
+    u
 }
 
 #[cfg(test)]

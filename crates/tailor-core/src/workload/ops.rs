@@ -46,6 +46,11 @@ impl OpMix {
 
     /// The next request's operation.
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> Op {
+        debug_assert!(
+            (0.0..=1.0).contains(&self.read_fraction),
+            "a read fraction {} is a probability",
+            self.read_fraction
+        );
         // Strict `<` with a draw in [0, 1): a fraction of 1 always reads and 0 always writes.
         if rng.random::<f64>() < self.read_fraction {
             Op::Read

@@ -86,6 +86,7 @@ impl KeySampler {
                 let probability = fraction("hotspot.hot_probability", hot_probability)?;
                 // At least one hot key, so a tiny fraction of a small key space still means something.
                 let hot = ((hot_fraction * keys as f64).round() as u64).clamp(1, keys);
+                debug_assert!((1..=keys).contains(&hot), "{hot} hot keys of {keys}");
                 if hot == keys {
                     Dist::Uniform
                 } else {
@@ -103,6 +104,14 @@ impl KeySampler {
 
     /// A key in `0..keys`.
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
+        debug_assert!(self.keys >= 1, "a key space has a key");
+        let key = self.draw(rng);
+        debug_assert!(key < self.keys, "key {key} outside the key space of {}", self.keys);
+        key
+    }
+
+    /// A key drawn from the configured distribution.
+    fn draw<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
         match self.dist {
             Dist::Uniform => rng.random_range(0..self.keys),
             Dist::Zipf { ref zipf, latest } => {
@@ -115,6 +124,7 @@ impl KeySampler {
                 }
             }
             Dist::Hotspot { hot, probability } => {
+                debug_assert!(hot >= 1 && hot < self.keys, "a hotspot of {hot} keys leaves a cold one");
                 if rng.random::<f64>() < probability {
                     rng.random_range(0..hot)
                 } else {

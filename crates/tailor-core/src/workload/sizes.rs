@@ -151,20 +151,24 @@ impl SizeModel {
             };
             return Err(WorkloadError::invalid_f64(field, value, "makes the mean value size overflow"));
         }
+        debug_assert!(mean > 0.0, "a law of positive sizes has a positive mean: {mean}");
         Ok(SizeModel { law, mean })
     }
 
     /// The size at probability `u` (inverse CDF), in bytes, at least 1; `u` is clamped to `[0, 1)`.
     pub fn quantile(&self, u: f64) -> u64 {
         let u = if u > 0.0 { u.min(U_MAX) } else { 0.0 };
-        match &self.law {
+        debug_assert!((0.0..1.0).contains(&u), "a unit draw {u} below 1");
+        let bytes = match &self.law {
             Law::Fixed(bytes) => *bytes,
             Law::Mixture { values, cum } => {
                 let i = cum.partition_point(|&c| c <= u).min(values.len() - 1);
                 values[i]
             }
             law => bytes_of(law.continuous_quantile(u)),
-        }
+        };
+        debug_assert!(bytes >= 1, "a value is at least 1 byte");
+        bytes
     }
 
     /// A fresh size drawn from the distribution.
@@ -195,6 +199,16 @@ impl SizeModel {
         if threshold == 0 {
             return 1.0;
         }
+        let fraction = self.fraction_above(threshold);
+        debug_assert!(
+            (0.0..=1.0).contains(&fraction),
+            "a fraction {fraction} above {threshold} bytes is a probability"
+        );
+        fraction
+    }
+
+    /// [`SizeModel::large_fraction`] by the law's kind, for a threshold of at least 1 byte.
+    fn fraction_above(&self, threshold: u64) -> f64 {
         match &self.law {
             Law::Fixed(bytes) => f64::from(u8::from(*bytes > threshold)),
             Law::Mixture { values, cum } => {
@@ -252,6 +266,8 @@ fn mixture(values: &[u64], weights: &[f64]) -> Result<Law, WorkloadError> {
     if let Some(last) = cum.last_mut() {
         *last = 1.0;
     }
+    debug_assert!(cum.windows(2).all(|w| w[0] <= w[1]) && cum[0] > 0.0, "a cumulative distribution rises: {cum:?}");
+    debug_assert!(pairs.windows(2).all(|w| w[0].0 <= w[1].0), "values sorted so the quantile is monotone");
     Ok(Law::Mixture { values: pairs.iter().map(|p| p.0).collect(), cum })
 }
 
@@ -286,6 +302,7 @@ fn empirical(cdf: &[(u64, f64)]) -> Result<Law, WorkloadError> {
     let sizes = cdf.iter().map(|c| c.0 as f64).collect();
     let mut probs: Vec<f64> = cdf.iter().map(|c| c.1).collect();
     probs[last] = 1.0;
+    debug_assert!(probs.windows(2).all(|w| w[0] <= w[1]), "a CDF never falls: {probs:?}");
     Ok(Law::Empirical { sizes, probs })
 }
 
@@ -319,6 +336,13 @@ impl Law {
 
     /// Inverse CDF of a continuous law at `u` in `[0, 1)`.
     fn continuous_quantile(&self, u: f64) -> f64 {
+        let x = self.continuous_quantile_of(u);
+        debug_assert!(x >= 0.0, "a size quantile {x} at {u} is a size (never negative or NaN)");
+        x
+    }
+
+    /// [`Law::continuous_quantile`] by the law's kind.
+    fn continuous_quantile_of(&self, u: f64) -> f64 {
         match self {
             Law::Weibull { scale, shape } => scale * (-(-u).ln_1p()).powf(1.0 / shape),
             Law::Gpd { location, scale, shape } => {
@@ -336,6 +360,7 @@ impl Law {
                 } else {
                     let i = i.min(sizes.len() - 1);
                     let (p0, p1) = (probs[i - 1], probs[i]);
+                    debug_assert!(p0 < p1 && (p0..=p1).contains(&u), "{u} interpolated within [{p0}, {p1}]");
                     sizes[i - 1] + (sizes[i] - sizes[i - 1]) * (u - p0) / (p1 - p0)
                 }
             }

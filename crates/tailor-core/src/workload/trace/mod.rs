@@ -169,6 +169,11 @@ pub fn spread_seconds(seconds: &[u64]) -> Vec<Nanos> {
         start += n;
     }
     debug_assert!(times.windows(2).all(|w| w[0] <= w[1]), "spread times stay in order");
+    debug_assert_eq!(times.len(), seconds.len(), "a time per record");
+    debug_assert!(
+        times.iter().zip(seconds).all(|(&t, &s)| t / SECOND == s - origin || t == u64::MAX),
+        "each record stays within its own second"
+    );
     times
 }
 
@@ -188,6 +193,10 @@ pub fn fill_sizes_per_key(records: &mut [TraceRecord]) {
             r.size = size;
         }
     }
+    debug_assert!(
+        records.iter().all(|r| r.size > 0 || !first.contains_key(&r.key)),
+        "a key with a known size has it everywhere"
+    );
 }
 
 /// Reads and writes among `records`.
