@@ -14,6 +14,7 @@
 //!   (`system_views.local_read_latency`), and the policy's forced picks are reported; during
 //!   it, the same counts sampled every `report.window_ms` give `per_server_load`.
 
+use crate::attempts::AttemptLog;
 use crate::facts::{self, LocalReads, ReadTable};
 use crate::load_sampler::LoadSampler;
 use crate::policy::{PolicyConfig, TailorPolicy};
@@ -263,7 +264,14 @@ pub fn run_blocking(cfg: &BenchConfig, opts: &CqlBench) -> Result<BenchOutput, B
 pub async fn run(cfg: &BenchConfig, opts: &CqlBench) -> Result<BenchOutput, BenchError> {
     let (lb, tailor) = build_policy(&opts.policy, cfg, opts.poll.is_some())?;
     let session = Arc::new(connect(&cfg.nodes, lb).await?);
-    let (read, write) = prepare(&session, cfg.spec.cluster.replication).await?;
+    let (mut read, write) = prepare(&session, cfg.spec.cluster.replication).await?;
+    // with faults, every read attempt is logged with its node, and the run's time 0 kept
+    let faulted = !cfg.spec.cluster.faults.is_empty();
+    let attempts = faulted.then(|| Arc::new(AttemptLog::new()));
+    if let Some(log) = &attempts {
+        read.set_history_listener(log.clone());
+    }
+    let (mut run_cfg, epoch) = if faulted { tap_epoch(cfg) } else { (cfg.clone(), None) };
     let table = ReadTable { keyspace: "tailor".into(), table: "kv".into() };
     let poller = match (&tailor, opts.poll) {
         (Some(p), Some(every)) => Some(facts::spawn(session.clone(), p.clone(), every)),
@@ -282,10 +290,12 @@ pub async fn run(cfg: &BenchConfig, opts: &CqlBench) -> Result<BenchOutput, Benc
         label: opts.policy.label(),
         pids: opts.pids.clone(),
     });
-    let outcome = tailor_bench::run_on(cfg, target).await;
+    let outcome = tailor_bench::run_on(&run_cfg, target).await;
     if let Some(p) = poller {
         p.abort();
     }
+    run_cfg.epoch = None; // the tap's last sender: it ends even if the open loop never started
+    let epoch = epoch.and_then(|t| t.join().ok().flatten());
     let per_server_load = sampler.map(LoadSampler::finish);
     let mut bench = outcome?;
     let after = node_reads(&session, &table).await;
@@ -300,6 +310,9 @@ pub async fn run(cfg: &BenchConfig, opts: &CqlBench) -> Result<BenchOutput, Benc
         }
     }
     record_shares(run, cfg, &before, &after);
+    if let (Some(log), Some(epoch)) = (&attempts, epoch) {
+        run.failover = Some(crate::failover::figures(&cfg.spec, epoch, &cfg.nodes, &log.attempts(), &bench.reads));
+    }
     if let Some(p) = &tailor {
         let s = p.stats();
         run.extra.insert("policy_forced_picks".into(), s.forced as f64);
@@ -308,6 +321,24 @@ pub async fn run(cfg: &BenchConfig, opts: &CqlBench) -> Result<BenchOutput, Benc
         run.extra.insert("policy_unmatched_answers".into(), s.unmatched as f64);
     }
     Ok(bench)
+}
+
+/// Waits for the run's time 0 and hands it on to whoever waits for it in `cfg.epoch`.
+type EpochTap = std::thread::JoinHandle<Option<std::time::Instant>>;
+
+/// `cfg` with its epoch sender replaced by one whose instant is also kept: the returned
+/// thread ends with it, or with `None` once that sender is dropped unused.
+fn tap_epoch(cfg: &BenchConfig) -> (BenchConfig, Option<EpochTap>) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let outer = cfg.epoch.clone();
+    let tap = std::thread::spawn(move || {
+        let epoch = rx.recv().ok()?;
+        if let Some(outer) = outer {
+            let _ = outer.send(epoch);
+        }
+        Some(epoch)
+    });
+    (BenchConfig { epoch: Some(tx), ..cfg.clone() }, Some(tap))
 }
 
 /// Local reads of `table` per node address, from each node's own figures.

@@ -9,6 +9,9 @@
 //!   same directory (same data) with it on, after the other policies.
 //! - The slowdown ([`crate::launch::slow`]) runs through every measured run, and is paused
 //!   while the cluster restarts.
+//! - A spec with `cluster.faults` has them injected in every run at their times
+//!   ([`crate::faults`]) instead of the slowdown; a node killed by one is started again before
+//!   the next run.
 
 use crate::bench::{self, CqlBench, Policy};
 use crate::launch::{CassandraOptions, LaunchError, LocalCassandra};
@@ -63,13 +66,21 @@ pub enum ExperimentError {
 pub fn run(plan: &Plan, dir: &Path, mut done: impl FnMut(&Policy, BenchOutput)) -> Result<(), ExperimentError> {
     let (server_side, driver_side): (Vec<&Policy>, Vec<&Policy>) =
         plan.policies.iter().partition(|p| matches!(p, Policy::ServerSnitch));
+    let faulted = !plan.bench.spec.cluster.faults.is_empty();
+    if faulted && plan.slow.is_some() {
+        return Err(LaunchError::Invalid(
+            "--slow-duty: a run with `cluster.faults` slows its nodes by their faults; give --slow-duty 0".into(),
+        )
+        .into());
+    }
+    crate::faults::check(&plan.bench.spec, plan.cluster.nodes).map_err(LaunchError::Invalid)?;
     let mut loaded = false;
     for (snitch, policies) in [(false, driver_side), (true, server_side)] {
         if policies.is_empty() {
             continue;
         }
         let opts = CassandraOptions { dynamic_snitch: snitch, ..plan.cluster.clone() };
-        let cluster = LocalCassandra::start(&opts, dir)?;
+        let mut cluster = LocalCassandra::start(&opts, dir)?;
         let _slow = plan.slow.map(|s| cluster.slow(s.index, s.duty, s.period)).transpose()?;
         for policy in policies {
             let mut cfg = plan.bench.clone();
@@ -78,7 +89,8 @@ pub fn run(plan: &Plan, dir: &Path, mut done: impl FnMut(&Policy, BenchOutput)) 
                 cfg.load_keys = Some(0);
             }
             let opts = CqlBench { policy: policy.clone(), poll: plan.poll, pids: cluster.pids() };
-            let out = bench::run_blocking(&cfg, &opts)?;
+            let out =
+                if faulted { crate::faults::run(&mut cluster, cfg, &opts)? } else { bench::run_blocking(&cfg, &opts)? };
             loaded = true;
             done(policy, out);
         }

@@ -101,6 +101,10 @@ impl CassandraOptions {
 pub struct LocalCassandra {
     dir: PathBuf,
     nodes: Vec<Node>,
+    /// What the nodes started with, so that one can be started again the same way.
+    opts: CassandraOptions,
+    /// The server's class path.
+    lib: PathBuf,
 }
 
 impl LocalCassandra {
@@ -111,16 +115,42 @@ impl LocalCassandra {
         jars::require_tool("java", "-version", "Java 11 or 17 is needed to run Cassandra")?;
         let lib = jars::ensure(&opts.cache, &opts.version)?;
         std::fs::create_dir_all(dir).map_err(LaunchError::io(format!("create {}", dir.display())))?;
-        let mut cluster = LocalCassandra { dir: dir.to_path_buf(), nodes: Vec::new() };
+        let mut cluster =
+            LocalCassandra { dir: dir.to_path_buf(), nodes: Vec::new(), opts: opts.clone(), lib: lib.clone() };
         for index in 0..opts.nodes {
-            let started = Instant::now();
-            let settings = config::NodeSettings { index, dynamic_snitch: opts.dynamic_snitch, num_tokens: 16 };
-            cluster.nodes.push(node::spawn(dir, &settings, opts.heap_mb, opts.niceness, &lib)?);
-            let last = cluster.nodes.last_mut().expect("just pushed");
-            node::wait_ready(last, started + opts.start_timeout)?;
-            eprintln!("cassandra node {index} answers on {} after {:.0?}", last.addr, started.elapsed());
+            let node = cluster.spawn_ready(index)?;
+            cluster.nodes.push(node);
         }
         Ok(cluster)
+    }
+
+    /// Start node `index` with the cluster's settings and wait until it answers CQL.
+    fn spawn_ready(&self, index: usize) -> Result<Node, LaunchError> {
+        let started = Instant::now();
+        let o = &self.opts;
+        let settings = config::NodeSettings { index, dynamic_snitch: o.dynamic_snitch, num_tokens: 16 };
+        let mut node = node::spawn(&self.dir, &settings, o.heap_mb, o.niceness, &self.lib)?;
+        if let Err(e) = node::wait_ready(&mut node, started + o.start_timeout) {
+            let _ = node.child.kill();
+            let _ = node.child.wait();
+            return Err(e);
+        }
+        eprintln!("cassandra node {index} answers on {} after {:.0?}", node.addr, started.elapsed());
+        Ok(node)
+    }
+
+    /// Start node `index` again after [`LocalCassandra::kill`], in its own directory with its
+    /// settings (it replays its commit log and rejoins the ring), and wait until it answers CQL.
+    pub fn restart(&mut self, index: usize) -> Result<(), LaunchError> {
+        let n = self.nodes.get_mut(index).ok_or_else(|| {
+            LaunchError::Invalid(format!("node {index}: the cluster has nodes 0..{}", self.opts.nodes))
+        })?;
+        if matches!(n.child.try_wait(), Ok(None)) {
+            return Err(LaunchError::Invalid(format!("node {index} still runs: kill it before restarting it")));
+        }
+        let node = self.spawn_ready(index)?;
+        self.nodes[index] = node;
+        Ok(())
     }
 
     /// The CQL contact points, node 0 first.

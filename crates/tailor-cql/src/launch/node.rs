@@ -31,8 +31,9 @@ pub fn pid_path(dir: &Path, index: usize) -> PathBuf {
     dir.join(format!("node{index}.pid"))
 }
 
-/// Write node `s.index`'s files under `dir` and start its JVM (output to `home/stdout.log`),
-/// under `nice -n niceness` when above 0 (which execs java: the pid stays the JVM's).
+/// Write node `s.index`'s files under `dir` and start its JVM (output appended to
+/// `home/stdout.log`), under `nice -n niceness` when above 0 (which execs java: the pid stays
+/// the JVM's).
 pub fn spawn(dir: &Path, s: &NodeSettings, heap_mb: u32, niceness: u8, lib: &Path) -> Result<Node, LaunchError> {
     let home = home(dir, s.index);
     let addr = SocketAddr::new(config::node_ip(s.index), CQL_PORT);
@@ -48,7 +49,12 @@ pub fn spawn(dir: &Path, s: &NodeSettings, heap_mb: u32, niceness: u8, lib: &Pat
     };
     write("cassandra.yaml", config::cassandra_yaml(s, &home))?;
     write("logback.xml", config::logback_xml(&home))?;
-    let out = std::fs::File::create(home.join("stdout.log")).map_err(LaunchError::io("create stdout.log".into()))?;
+    // appended to: a node started again after a crash keeps its first life's output
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(home.join("stdout.log"))
+        .map_err(LaunchError::io("open stdout.log".into()))?;
     let err = out.try_clone().map_err(LaunchError::io("open stdout.log".into()))?;
     let mut cmd = if niceness > 0 {
         let mut nice = Command::new("nice");
