@@ -7,7 +7,8 @@
 //! One job per file: this one holds the coordinator's state, its parts and what it reports;
 //! `requests.rs` a client's reads and writes entering the core; `flow.rs` carrying out the
 //! core's actions, settling answers and the wake-up timer; `flight.rs` a request in flight;
-//! `repairs.rs` the read repairs and hints a request leaves behind.
+//! `probes.rs` the selector's probes (Prequal); `repairs.rs` the read repairs and hints a
+//! request leaves behind.
 //!
 //! Choices:
 //! - One lock holds the core and the values of the requests in flight; it is never held across
@@ -39,6 +40,7 @@
 
 mod flight;
 mod flow;
+mod probes;
 mod repairs;
 mod requests;
 
