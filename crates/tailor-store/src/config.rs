@@ -724,8 +724,9 @@ mod tests {
         cfg.selector = "nope".into();
         assert!(cfg.validate().unwrap_err().to_string().contains("selector"));
         // a probing selector runs on the store: its replicas answer probes
-        for probing in ["prequal", "prequal-pool"] {
-            cfg.selector = probing.into();
+        assert!(tailor_core::selector::probing("prequal"));
+        for probing in tailor_core::selector::SELECTORS.iter().filter(|s| tailor_core::selector::probing(s)) {
+            cfg.selector = probing.to_string();
             assert_eq!(cfg.validate().map_err(|e| e.to_string()), Ok(()), "{probing}");
         }
         cfg.selector = "heron".into();
