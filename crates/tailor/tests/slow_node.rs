@@ -1,6 +1,5 @@
 //! A node slowed by injected fluctuation receives measurably fewer reads under load-aware
-//! selectors than under round-robin (counted from the coordinators' metrics, not timed); under
-//! Prequal because the slowed node's probe answers say so.
+//! selectors than under round-robin (counted from the coordinators' metrics, not timed).
 
 mod common;
 use common::*;
@@ -55,13 +54,6 @@ fn slow_share(selector: &str) -> f64 {
         (0..2).map(|i| cl.metric(i, "tailor_selections_total", &[&format!("replica=\"{SLOW}\"")]) - before[i]).sum();
     let all: f64 = (0..2).map(|i| cl.metric(i, "tailor_selections_total", &[]) - totals[i]).sum();
     assert!(all >= 480.0, "{selector}: only {all} reads counted");
-    if tailor_core::selector::probing(selector) {
-        let coordinators = |name: &str| (0..2).map(|i| cl.metric(i, name, &[])).sum::<f64>();
-        let (sent, replied) = (coordinators("tailor_probes_sent_total"), coordinators("tailor_probes_replied_total"));
-        let answered: f64 = (0..3).map(|i| cl.metric(i, "tailor_probes_answered_total", &[])).sum();
-        assert!(sent >= all && replied > 0.0, "{selector}: {sent} probes sent, {replied} answered, {all} reads");
-        assert!(answered >= replied, "{selector}: replicas answered {answered} probes, coordinators got {replied}");
-    }
     to_slow / all
 }
 
@@ -78,11 +70,4 @@ fn lor_sends_fewer_reads_to_a_slowed_node_than_round_robin() {
     let rr = slow_share("round-robin");
     let lor = slow_share("lor");
     assert!(lor < rr * 0.8, "lor sent {lor} of reads to the slowed node, round-robin {rr}");
-}
-
-#[test]
-fn prequal_probes_steer_reads_away_from_a_slowed_node() {
-    let prequal = slow_share("prequal");
-    // round-robin's share is a third (the test above)
-    assert!(prequal < 0.6 / 3.0, "prequal sent {prequal} of reads to the slowed node");
 }
