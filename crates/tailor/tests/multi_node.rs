@@ -34,7 +34,9 @@ fn writes_then_reads_through_every_node() {
 
 #[test]
 fn every_selector_and_local_policy_serves_a_mixed_workload() {
-    let selectors = tailor_core::selector::SELECTORS;
+    // a probing selector (prequal) is refused by the store's configuration (simulator only)
+    let selectors: Vec<&str> =
+        tailor_core::selector::SELECTORS.iter().copied().filter(|s| !tailor_core::selector::probing(s)).collect();
     let locals = tailor_core::local::LOCALS;
     let runs = selectors.len().max(locals.len());
     for r in 0..runs {
