@@ -723,9 +723,12 @@ mod tests {
         cfg.replication = 1;
         cfg.selector = "nope".into();
         assert!(cfg.validate().unwrap_err().to_string().contains("selector"));
-        cfg.selector = "prequal".into();
-        let err = cfg.validate().unwrap_err().to_string();
-        assert!(err.contains("`prequal`") && err.contains("probes"), "{err}");
+        // a probing selector runs on the store: its replicas answer probes
+        assert!(tailor_core::selector::probing("prequal"));
+        for probing in tailor_core::selector::SELECTORS.iter().filter(|s| tailor_core::selector::probing(s)) {
+            cfg.selector = probing.to_string();
+            assert_eq!(cfg.validate().map_err(|e| e.to_string()), Ok(()), "{probing}");
+        }
         cfg.selector = "heron".into();
         cfg.bloom.false_positive_rate = 0.0;
         assert!(cfg.validate().unwrap_err().to_string().contains("bloom"));

@@ -172,6 +172,14 @@ pub struct Metrics {
     pub cancelled_copies: AtomicU64,
     /// The dropped copies' estimated processing time, in ns (work saved).
     pub cancel_saved_ns: AtomicU64,
+    /// Probes this coordinator sent for its selector (Prequal).
+    pub probes_sent: AtomicU64,
+    /// Probes this coordinator sent that were answered.
+    pub probes_replied: AtomicU64,
+    /// Probes this coordinator sent that got no answer in time or whose connection broke.
+    pub probes_lost: AtomicU64,
+    /// Probes this replica answered.
+    pub probes_answered: AtomicU64,
     /// Requests to replicas that timed out.
     pub timeouts: AtomicU64,
     /// Responses whose feedback was stale (older than already applied).
@@ -271,7 +279,7 @@ impl Metrics {
     pub fn render(&self, node: u32, selector: &str, local: &str, families: &[Family]) -> String {
         let mut o = String::new();
         let l = format!("node=\"{node}\",selector=\"{selector}\",local=\"{local}\"");
-        let counters: [(&str, &str, &AtomicU64); 31] = [
+        let counters: [(&str, &str, &AtomicU64); 35] = [
             ("tailor_reads_served_total", "Reads executed by this replica.", &self.reads_served),
             ("tailor_writes_served_total", "Writes executed by this replica.", &self.writes_served),
             ("tailor_client_commands_total", "RESP commands handled.", &self.client_commands),
@@ -282,6 +290,10 @@ impl Metrics {
             ("tailor_hedge_cancels_total", "Hedged reads' losing copies asked to cancel.", &self.hedge_cancels),
             ("tailor_cancelled_copies_total", "Copies dropped while queued (cancelled).", &self.cancelled_copies),
             ("tailor_cancel_saved_ns_total", "Estimated work of the dropped copies, ns.", &self.cancel_saved_ns),
+            ("tailor_probes_sent_total", "Probes sent for the selector (Prequal).", &self.probes_sent),
+            ("tailor_probes_replied_total", "Probes sent and answered.", &self.probes_replied),
+            ("tailor_probes_lost_total", "Probes sent, unanswered in time (dropped).", &self.probes_lost),
+            ("tailor_probes_answered_total", "Probes this replica answered.", &self.probes_answered),
             ("tailor_timeouts_total", "Replica requests that timed out.", &self.timeouts),
             ("tailor_stale_feedback_total", "Responses with stale feedback.", &self.stale_feedback),
             ("tailor_writes_acked_total", "Writes acknowledged to clients.", &self.writes_acked),

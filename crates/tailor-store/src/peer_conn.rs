@@ -82,6 +82,11 @@ async fn run(node: Arc<Node>, sock: TcpStream, max_frame: u64, _slot: OwnedSemap
                 request(&node, &link, id, work, tags, age, receiver)
             }
             Message::Cancel { id } => cancel(&node, &link, id),
+            Message::Probe { id } => {
+                // answered here, at once: a probe never waits behind the requests it measures
+                let p = node.replica.probe();
+                let _ = tx.send(node.seal.encode(&Message::ProbeReply { id, rif: p.rif, latency: p.latency })).await;
+            }
             m @ (Message::TreeRequest { .. } | Message::KeysRequest { .. }) => {
                 crate::anti_entropy::serve(&node, &tx, m)
             }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::Duration;
 use tailor_core::coordinator::{Send, SendKind, Ticket};
-use tailor_core::facts::Feedback;
+use tailor_core::facts::{Feedback, ProbeReply};
 use tailor_core::model::NodeId;
 use tailor_core::model::RequestId;
 use tokio::sync::oneshot;
@@ -119,7 +119,16 @@ pub trait Transport: std::marker::Send + Sync + 'static {
     /// The core cancelled the copy sent to `node` with `ticket` (a hedged read's losing copy):
     /// drop it there if it still waits. Best effort; its exchange still ends as every one does.
     fn cancel(&self, _node: NodeId, _ticket: Ticket) {}
+
+    /// Ask `node` how loaded it is (a Prequal probe): its answer, or `None` when none came in
+    /// time (the probe is then forgotten; a transport that cannot probe never answers).
+    fn probe(&self, _node: NodeId) -> Probing<'_> {
+        Box::pin(std::future::ready(None))
+    }
 }
+
+/// A probe in progress ([`Transport::probe`]).
+pub type Probing<'a> = Pin<Box<dyn Future<Output = Option<ProbeReply>> + std::marker::Send + 'a>>;
 
 /// The real network: this node's replica through its channel, peers through their connections.
 pub struct Network {
@@ -199,6 +208,22 @@ impl Transport for Network {
             Some(Some(peer)) => peer.tell(&Message::Cancel { id }),
             None => {}
         }
+    }
+
+    fn probe(&self, node: NodeId) -> Probing<'_> {
+        Box::pin(async move {
+            match self.peers.get(node as usize)? {
+                None => Some(self.replica.probe()),
+                Some(peer) => {
+                    // not a miss when unanswered: the failure detector's heartbeats judge liveness
+                    let id = self.ids.fetch_add(1, Ordering::Relaxed);
+                    match peer.call(Message::Probe { id }, self.timeout).await {
+                        Ok(Message::ProbeReply { rif, latency, .. }) => Some(ProbeReply { rif, latency }),
+                        _ => None,
+                    }
+                }
+            }
+        })
     }
 }
 

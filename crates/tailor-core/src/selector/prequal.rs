@@ -213,6 +213,15 @@ mod tests {
     }
 
     #[test]
+    fn runs_where_replicas_answer_probes() {
+        use crate::selector::Engine;
+        assert_eq!(Engine::Simulator.refusal(&REGISTRATION.needs), None);
+        assert_eq!(Engine::Store.refusal(&REGISTRATION.needs), None, "the store's replicas answer probes");
+        let cassandra = Engine::Cassandra { facts_polled: true }.refusal(&REGISTRATION.needs);
+        assert!(cassandra.is_some_and(|why| why.contains("Cassandra's replicas answer no probe")));
+    }
+
+    #[test]
     fn among_cold_probes_the_lowest_latency_wins() {
         let mut s = prequal(PrequalConfig { reuse_limit: 10, ..Default::default() });
         probe(&mut s, 0, 1, 1, 9);

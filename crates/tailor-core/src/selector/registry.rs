@@ -75,8 +75,9 @@ impl Needs {
 pub enum Engine {
     /// The discrete-event simulator: feeds everything.
     Simulator,
-    /// Tailor's store: everything but probes (and the omniscient world, which selectors that
-    /// read it fall back from).
+    /// Tailor's store: everything, probes included (its replicas answer them at once from
+    /// their replica core), but the omniscient world, which selectors that read it fall back
+    /// from.
     Store,
     /// A real Cassandra through its Java driver's policy: per-attempt latency and requests in
     /// flight, and with `facts_polled` the ReadStage's queue and the local read latency.
@@ -90,8 +91,8 @@ impl Engine {
     /// Why a selector with `needs` cannot run on this engine (`None`: it can).
     pub fn refusal(self, needs: &Needs) -> Option<String> {
         let cassandra = matches!(self, Engine::Cassandra { .. });
-        if needs.probes && self != Engine::Simulator {
-            return Some("it probes replicas for requests in flight and a latency estimate, and this engine's replicas answer no probe".into());
+        if needs.probes && cassandra {
+            return Some("it probes replicas for requests in flight and a latency estimate, and Cassandra's replicas answer no probe".into());
         }
         if needs.world && cassandra {
             return Some("it reads true queue lengths and service rates that only the simulator knows".into());

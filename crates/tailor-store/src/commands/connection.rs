@@ -233,6 +233,10 @@ fn stats(node: &Arc<Node>, session: &Session) -> String {
             ("reads_served", get(&m.reads_served)),
             ("writes_served", get(&m.writes_served)),
             ("read_repairs", get(&m.read_repairs)),
+            ("probes_sent", get(&m.probes_sent)),
+            ("probes_replied", get(&m.probes_replied)),
+            ("probes_lost", get(&m.probes_lost)),
+            ("probes_answered", get(&m.probes_answered)),
         ],
     )
 }

@@ -90,6 +90,9 @@ impl Coordinator {
 
     /// Start one copy's exchange; its answer or failure goes back to the core.
     pub(super) fn send(self: &Arc<Self>, inner: &mut Inner, s: Send) {
+        if s.kind == SendKind::Probe {
+            return self.probe(inner, s.replica);
+        }
         let Some(f) = inner.in_flight.get_mut(&s.ticket.id) else {
             unreachable!("the core sends only requests this coordinator holds")
         };

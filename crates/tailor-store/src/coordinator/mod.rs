@@ -7,7 +7,8 @@
 //! One job per file: this one holds the coordinator's state, its parts and what it reports;
 //! `requests.rs` a client's reads and writes entering the core; `flow.rs` carrying out the
 //! core's actions, settling answers and the wake-up timer; `flight.rs` a request in flight;
-//! `repairs.rs` the read repairs and hints a request leaves behind.
+//! `probes.rs` the selector's probes (Prequal); `repairs.rs` the read repairs and hints a
+//! request leaves behind.
 //!
 //! Choices:
 //! - One lock holds the core and the values of the requests in flight; it is never held across
@@ -39,6 +40,7 @@
 
 mod flight;
 mod flow;
+mod probes;
 mod repairs;
 mod requests;
 
@@ -391,6 +393,8 @@ mod tests {
         down: [std::sync::atomic::AtomicBool; 3],
         reads: [AtomicU64; 3],
         utilization: [AtomicU64; 3],
+        /// The latency each answers probes with, ns (0: it answers none).
+        probe_latency: [AtomicU64; 3],
     }
 
     impl Transport for Three {
@@ -424,6 +428,12 @@ mod tests {
                 Work::Write { .. } => (Outcome::Written(true), Feedback::default()),
             };
             Box::pin(async move { Ok((outcome, feedback)) })
+        }
+
+        fn probe(&self, node: NodeId) -> crate::transport::Probing<'_> {
+            let latency = self.probe_latency[node as usize].load(Ordering::Relaxed);
+            let reply = (latency > 0).then_some(tailor_core::facts::ProbeReply { rif: 0, latency });
+            Box::pin(std::future::ready(reply))
         }
     }
 
@@ -505,6 +515,31 @@ mod tests {
         assert_eq!(c.read(b"k", None).await.unwrap().value, None);
         assert_eq!((c.metrics.decisions(ReadOutcome::Sent), c.metrics.decisions(ReadOutcome::Fanout)), (1, 1));
         assert_eq!(c.consistency(), (Consistency::All, Consistency::All));
+    }
+
+    /// Prequal in the store's coordinator: with every probe lost its reads are still served;
+    /// once replicas answer, node 2's answers (50 times the others' latency) keep reads off it.
+    #[tokio::test]
+    async fn prequal_reads_follow_probe_answers_and_survive_lost_probes() {
+        let t = Arc::new(Three::default());
+        let c = three(t.clone(), "prequal", &SelectorConfig::default());
+        let count = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        for _ in 0..30 {
+            c.read(b"k", None).await.unwrap();
+        }
+        let sent = count(&c.metrics.probes_sent);
+        assert!(sent >= 30, "{sent} probes for 30 reads");
+        assert_eq!((count(&c.metrics.probes_lost), count(&c.metrics.probes_replied)), (sent, 0));
+        for (node, ms) in [1, 1, 50].into_iter().enumerate() {
+            t.probe_latency[node].store(ms * MS, Ordering::Relaxed);
+        }
+        let before = count(&t.reads[2]);
+        for _ in 0..200 {
+            c.read(b"k", None).await.unwrap();
+        }
+        assert!(count(&c.metrics.probes_replied) >= 200);
+        let to_slow = count(&t.reads[2]) - before;
+        assert!(to_slow < 10, "{to_slow} of 200 reads went to the replica whose probes say it is slow");
     }
 
     /// The utilization replicas report reaches `grpc-wrr` in the store's coordinator: with

@@ -2,7 +2,7 @@
 //! version byte, a kind byte, then the fields in little-endian order. Byte strings are `u32`
 //! length + bytes. Decoding never trusts a length beyond the frame it is in.
 
-use super::message::{Failure, Message};
+use super::message::{Failure, Message, MAX_PROBE_LATENCY, MAX_PROBE_RIF};
 use crate::limits::Lease;
 use crate::merkle::{Hash, HASH_BYTES, MAX_DEPTH};
 use crate::storage::KeyVersion;
@@ -11,7 +11,7 @@ use tailor_core::model::Tags;
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 /// Protocol version carried by every frame.
-pub const VERSION: u8 = 9;
+pub const VERSION: u8 = 10;
 
 /// Bytes reserved for a frame's body before any of it arrived; the body then grows (doubling)
 /// with the bytes that came, so a frame that declares 17 MB and stalls costs at most this.
@@ -32,6 +32,8 @@ const KEYS_REPLY: u8 = 12;
 const INCR: u8 = 13;
 const INCR_REPLY: u8 = 14;
 const CANCEL: u8 = 15;
+const PROBE: u8 = 16;
+const PROBE_REPLY: u8 = 17;
 
 /// Most keys one [`Message::KeysReply`] may list.
 pub const MAX_LISTED: usize = 4096;
@@ -213,6 +215,21 @@ impl<'a> R<'a> {
         }
         Ok(n)
     }
+    /// A number a peer sends, refused above `max` (named `what` in the error).
+    fn bounded(&mut self, what: &'static str, n: u64, max: u64) -> Result<u64, DecodeError> {
+        if n > max {
+            return Err(DecodeError::TooMany { what, n, max });
+        }
+        Ok(n)
+    }
+    fn probe_reply(&mut self) -> Result<Message, DecodeError> {
+        let id = self.u64()?;
+        let rif = self.u32()?;
+        let rif = self.bounded("requests in flight (probe reply)", rif as u64, MAX_PROBE_RIF as u64)? as u32;
+        let latency = self.u64()?;
+        let latency = self.bounded("ns of latency (probe reply)", latency, MAX_PROBE_LATENCY)?;
+        Ok(Message::ProbeReply { id, rif, latency })
+    }
     fn leaves(&mut self) -> Result<Vec<Hash>, DecodeError> {
         let n = self.count("tree leaves", 1 << MAX_DEPTH, HASH_BYTES)?;
         (0..n).map(|_| Ok(self.take(HASH_BYTES)?.try_into().expect("took HASH_BYTES"))).collect()
@@ -326,6 +343,16 @@ pub fn encode(msg: &Message) -> Vec<u8> {
             w.u8(CANCEL);
             w.u64(*id);
         }
+        Message::Probe { id } => {
+            w.u8(PROBE);
+            w.u64(*id);
+        }
+        Message::ProbeReply { id, rif, latency } => {
+            w.u8(PROBE_REPLY);
+            w.u64(*id);
+            w.u32(*rif);
+            w.u64(*latency);
+        }
         Message::Failed { id, reason, failure } => {
             w.u8(FAILED);
             w.u64(*id);
@@ -381,6 +408,8 @@ pub fn decode(body: &[u8]) -> Result<Message, DecodeError> {
         INCR => Message::Incr { id: r.u64()?, key: r.bytes()?, by: r.u64()? as i64, level: r.u8()? },
         INCR_REPLY => Message::IncrReply { id: r.u64()?, total: r.u64()? as i64 },
         CANCEL => Message::Cancel { id: r.u64()? },
+        PROBE => Message::Probe { id: r.u64()? },
+        PROBE_REPLY => r.probe_reply()?,
         FAILED => {
             let id = r.u64()?;
             let reason = String::from_utf8(r.bytes()?).map_err(|_| DecodeError::Utf8)?;
@@ -468,7 +497,7 @@ mod tests {
     }
 
     /// How many message variants there are ([`variant`]).
-    const VARIANTS: usize = 15;
+    const VARIANTS: usize = 17;
 
     /// Which variant `m` is: exhaustive, so a new message does not compile here until it is
     /// numbered, and [`every_message_round_trips`] then wants an example of it.
@@ -489,6 +518,8 @@ mod tests {
             Message::IncrReply { .. } => 12,
             Message::Failed { .. } => 13,
             Message::Cancel { .. } => 14,
+            Message::Probe { .. } => 15,
+            Message::ProbeReply { .. } => 16,
         }
     }
 
@@ -527,6 +558,9 @@ mod tests {
             Message::Incr { id: 16, key: b"n".to_vec(), by: i64::MIN, level: 2 },
             Message::IncrReply { id: 17, total: -5 },
             Message::Cancel { id: u64::MAX },
+            Message::Probe { id: 18 },
+            Message::ProbeReply { id: 19, rif: 0, latency: 0 },
+            Message::ProbeReply { id: 20, rif: MAX_PROBE_RIF, latency: MAX_PROBE_LATENCY },
             Message::KeysReply {
                 id: 14,
                 entries: vec![
@@ -581,9 +615,22 @@ mod tests {
         keys.extend_from_slice(&1u64.to_le_bytes());
         keys.extend_from_slice(&(MAX_LISTED as u32 + 1).to_le_bytes());
         assert!(matches!(decode(&keys), Err(DecodeError::TooMany { what: "keys", .. })));
+        // a probe reply's load figures are bounded
+        let probe = |rif: u32, latency: u64| {
+            let mut b = vec![VERSION, PROBE_REPLY];
+            b.extend_from_slice(&1u64.to_le_bytes());
+            b.extend_from_slice(&rif.to_le_bytes());
+            b.extend_from_slice(&latency.to_le_bytes());
+            decode(&b)
+        };
+        assert!(
+            matches!(probe(MAX_PROBE_RIF + 1, 0), Err(DecodeError::TooMany { n, .. }) if n == MAX_PROBE_RIF as u64 + 1)
+        );
+        assert!(matches!(probe(0, MAX_PROBE_LATENCY + 1), Err(DecodeError::TooMany { max: MAX_PROBE_LATENCY, .. })));
+        assert_eq!(probe(3, 7), Ok(Message::ProbeReply { id: 1, rif: 3, latency: 7 }));
         // garbage after a valid kind byte never panics
         let mut rng = 0x1234_5678u64;
-        for kind in [TREE_REQUEST, TREE_REPLY, KEYS_REQUEST, KEYS_REPLY] {
+        for kind in [TREE_REQUEST, TREE_REPLY, KEYS_REQUEST, KEYS_REPLY, PROBE, PROBE_REPLY] {
             for len in 0..64 {
                 let mut body = vec![VERSION, kind];
                 body.extend((0..len).map(|_| {

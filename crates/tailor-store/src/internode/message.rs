@@ -165,6 +165,24 @@ pub enum Message {
         /// The copy's request id.
         id: u64,
     },
+    /// Ask the replica how loaded it is (Prequal; coordinator → replica). Answered at once with
+    /// [`Message::ProbeReply`], never queued behind requests; a probe with no answer is simply
+    /// forgotten by its sender.
+    Probe {
+        /// Request id.
+        id: u64,
+    },
+    /// Answer to [`Message::Probe`]: the replica core's requests in flight and its latency
+    /// estimate at that many ([`tailor_core::facts::ProbeReply`], the simulator's answer too).
+    ProbeReply {
+        /// Request id.
+        id: u64,
+        /// Requests waiting or running at the replica (at most [`MAX_PROBE_RIF`]).
+        rif: u32,
+        /// Latency estimate for a request arriving now, ns (0: nothing measured yet; at most
+        /// [`MAX_PROBE_LATENCY`]).
+        latency: u64,
+    },
     /// The replica could not execute the request.
     Failed {
         /// Request id.
@@ -175,6 +193,14 @@ pub enum Message {
         failure: Failure,
     },
 }
+
+/// Most requests in flight a [`Message::ProbeReply`] may claim (a replica never holds more
+/// than its queue cap plus its workers; above this a peer is lying or broken).
+pub const MAX_PROBE_RIF: u32 = 1 << 24;
+
+/// Longest latency estimate, ns, a [`Message::ProbeReply`] may claim (an hour: a larger one
+/// would overflow the selector's sums of estimates).
+pub const MAX_PROBE_LATENCY: u64 = 3_600_000_000_000;
 
 /// How final a replica's [`Message::Failed`] is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -224,6 +250,8 @@ impl Message {
             | Message::Incr { id, .. }
             | Message::IncrReply { id, .. }
             | Message::Cancel { id }
+            | Message::Probe { id }
+            | Message::ProbeReply { id, .. }
             | Message::Failed { id, .. } => *id,
         }
     }

@@ -11,7 +11,7 @@ use super::{Done, Job, Replica, Work, MAX_WORKERS};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use tailor_core::facts::Feedback;
+use tailor_core::facts::{Feedback, ProbeReply};
 use tailor_core::local::LocalQueue;
 use tailor_core::model::{JobMeta, NodeId, RequestId, Tags};
 use tailor_core::replica::{Arrival, ReplicaCore};
@@ -60,9 +60,11 @@ impl<J> Admission<J> {
     /// Replica `id`'s decisions with local policy `queue`, `workers` slots (clamped to
     /// 1..=[`MAX_WORKERS`]) and values above `large` bytes large.
     pub fn new(id: NodeId, queue: Box<dyn LocalQueue<J>>, workers: usize, large: u64) -> Self {
-        // a coordinator may cancel a hedged read's losing copy while it waits (its own config
-        // says whether it does): every replica can take the cancel
-        let core = ReplicaCore::new(id, queue, workers.clamp(1, MAX_WORKERS), large).with_cancellation();
+        // a coordinator may cancel a hedged read's losing copy while it waits, or probe the
+        // replica (Prequal): its own config says whether it does, so every replica can take both
+        let core = ReplicaCore::new(id, queue, workers.clamp(1, MAX_WORKERS), large)
+            .with_cancellation()
+            .with_probe_estimates();
         Admission { core, next_id: 0 }
     }
 
@@ -75,6 +77,11 @@ impl<J> Admission<J> {
     pub fn cancel(&mut self, id: RequestId) -> Option<Nanos> {
         let before = self.core.cancelled().1;
         self.core.cancel(id).then(|| self.core.cancelled().1 - before)
+    }
+
+    /// A probe's answer at `now`: the replica core's (as in the simulator), never queued.
+    pub fn probe(&self, now: Nanos) -> ProbeReply {
+        self.core.probe(now)
     }
 
     /// Answer "busy" rather than queue more than `n` waiting requests (`max_queue`).
@@ -203,6 +210,15 @@ impl Replica {
             }
         }
         (id, rx)
+    }
+
+    /// Answer a probe now (Prequal): requests in flight and the latency estimate at that many,
+    /// from the replica core, without queueing; counted in `tailor_probes_answered_total`.
+    pub fn probe(&self) -> ProbeReply {
+        let now = self.now();
+        let reply = self.lock().probe(now);
+        self.metrics.probes_answered.fetch_add(1, Ordering::Relaxed);
+        reply
     }
 
     /// Drop job `id` if it still waits (its coordinator cancelled the copy): true if it will
