@@ -72,9 +72,12 @@ fn rein_serves_the_median_multiget_faster_than_fcfs() {
 }
 
 /// The `tail-at-scale` preset, scaled down: at a fan-out of 1,000 keys the median multi-get
-/// waits many times a key's median (the paper's point), and hedging stays within its
-/// budget. Whether hedging cuts the multi-get's p99.9 is printed, not asserted: in this model it
-/// does not (measured 2026-11-28, seed 1: 285 ms unhedged, 305 ms hedged; docs/presets.md).
+/// waits many times a key's median (the paper's point), and hedging each key after 10 ms cuts
+/// the multi-get's median and p99.9 at about the paper's 2 % more requests. Before the hedge
+/// budget's bucket held a whole fan-out's earnings (20 tokens for 1,000 keys) hedging made the
+/// p99.9 worse (seed 1: 285 → 383 ms); now 285 → 210 ms. What stays is the model's: keys on
+/// consecutive servers, so when two stalled servers share a key its one hedge may go to the
+/// other (docs/presets.md).
 #[test]
 fn the_fanout_median_is_many_key_medians_in_the_tail_at_scale_preset() {
     let text = tailor_spec::presets::preset_text("tail-at-scale").unwrap();
@@ -87,7 +90,7 @@ fn the_fanout_median_is_many_key_medians_in_the_tail_at_scale_preset() {
     let (off, on) = (&outs[0].result, &outs[1].result);
     assert_eq!(
         (off.params["cluster.speculative_retry"].as_str(), on.params["cluster.speculative_retry"].as_str()),
-        ("none", "95p")
+        ("none", "10ms")
     );
     let (m_off, m_on) = (off.multiget.as_ref().unwrap(), on.multiget.as_ref().unwrap());
     let ratio = on.extra["hedge_ratio"];
@@ -98,5 +101,7 @@ fn the_fanout_median_is_many_key_medians_in_the_tail_at_scale_preset() {
         start.elapsed().as_secs_f64()
     );
     assert!(m_off.latency_ms.p50 > 20.0 * off.read_latency_ms.p50, "{m_off:?} vs {:?}", off.read_latency_ms);
-    assert!(ratio > 0.0 && ratio <= 0.05, "hedges per read {ratio} past the 5 % budget");
+    assert!(ratio > 0.005 && ratio <= 0.03, "hedges per read {ratio}: the paper's 2 %");
+    assert!(m_on.latency_ms.p50 < 0.5 * m_off.latency_ms.p50, "hedging the stalled keys: {m_off:?} vs {m_on:?}");
+    assert!(m_on.latency_ms.p999 < 0.9 * m_off.latency_ms.p999, "{m_off:?} vs {m_on:?}");
 }

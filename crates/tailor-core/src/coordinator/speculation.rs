@@ -13,6 +13,10 @@
 //!   first attempt earns `budget` tokens, up to [`BURST`], and a hedge spends one. With a
 //!   percentile rule only the slowest reads are hedged anyway; the budget matters for a low fixed
 //!   threshold, or when many replicas stall at once.
+//! - The bucket holds at least what the largest fan-out seen earns: a multi-get's keys are first
+//!   attempts armed at one instant, and a cap of [`BURST`] would give a 1,000-key multi-get 20
+//!   hedges (2 % of its keys) whatever the budget, spent on the first reads in id order rather
+//!   than on those stuck behind a stalled replica (Dean and Barroso hedge each key's read).
 //! - The hedge's replica is the selector's choice among the others; when it says wait (C3's rate
 //!   limiter), the hedge is offered again at its `retry_at` or one threshold later.
 //! - A read is hedged at most once, and never when it already has read-repair shadows out (a
@@ -97,6 +101,11 @@ pub struct Speculation {
     tokens: u64,
     /// Millionths of a token each first attempt earns.
     earn: u64,
+    /// The instant of the latest first attempt, and how many were armed then.
+    armed_at: Nanos,
+    armed_now: u64,
+    /// Most tokens saved up, in millionths: [`BURST`], or the largest fan-out's earnings.
+    cap: u64,
     deadlines: BinaryHeap<Reverse<Deadline>>,
     scratch: Vec<Nanos>,
     /// Whether the losing attempt is cancelled once the first answer replies.
@@ -122,6 +131,9 @@ impl Speculation {
             threshold,
             tokens: BURST * MICRO,
             earn: (cfg.budget * MICRO as f64).round() as u64,
+            armed_at: 0,
+            armed_now: 0,
+            cap: BURST * MICRO,
             deadlines: BinaryHeap::new(),
             scratch: Vec::new(),
             cancel: false,
@@ -164,12 +176,23 @@ impl Speculation {
     /// A read's first attempt `t` left at `now`: it earns budget, and may be hedged at the
     /// threshold.
     pub fn arm(&mut self, now: Nanos, t: Ticket) {
-        self.tokens = (self.tokens + self.earn).min(BURST * MICRO);
-        debug_assert!(self.earn <= MICRO && self.tokens <= BURST * MICRO, "the budget is bounded: {}", self.tokens);
+        self.widen_cap(now);
+        self.tokens = (self.tokens + self.earn).min(self.cap);
+        debug_assert!(self.earn <= MICRO && self.tokens <= self.cap, "the budget is bounded: {}", self.tokens);
         if let Some(after) = self.threshold {
             let d = Deadline { at: now.saturating_add(after), sent_at: now, slot: t.slot, id: t.id };
             self.deadlines.push(Reverse(d));
         }
+    }
+
+    /// Count a first attempt at `now`; first attempts armed at one instant are one fan-out, and the
+    /// bucket grows to hold what the largest earns.
+    fn widen_cap(&mut self, now: Nanos) {
+        if now != self.armed_at {
+            (self.armed_at, self.armed_now) = (now, 0);
+        }
+        self.armed_now += 1;
+        self.cap = self.cap.max(self.armed_now * self.earn);
     }
 
     /// Hedge read `t`'s attempt sent at `sent_at` at `at` instead (its selector said wait).
@@ -208,7 +231,7 @@ impl Speculation {
         if ok {
             self.tokens -= MICRO;
         }
-        debug_assert!(self.tokens <= BURST * MICRO, "the budget is bounded: {}", self.tokens);
+        debug_assert!(self.tokens <= self.cap, "the budget is bounded: {}", self.tokens);
         ok
     }
 }
@@ -273,5 +296,20 @@ mod tests {
             s.arm(0, ticket(i));
         }
         assert_eq!((0..100).take_while(|_| s.take_token()).count(), 10, "0.1 hedge per read");
+    }
+
+    #[test]
+    fn a_fanout_earns_its_whole_budget() {
+        let cfg = SpeculationConfig { rule: SpeculativeRetry::After(MS), budget: 0.05 };
+        let mut s = Speculation::new(cfg);
+        assert_eq!((0..100).take_while(|_| s.take_token()).count(), BURST as usize);
+        for i in 0..1000 {
+            s.arm(7 * MS, ticket(i));
+        }
+        assert_eq!((0..100).take_while(|_| s.take_token()).count(), 50, "5 % of a 1,000-key multi-get");
+        for i in 0..1000 {
+            s.arm(8 * MS + i, ticket(i));
+        }
+        assert_eq!((0..100).take_while(|_| s.take_token()).count(), 50, "single reads save up to the same cap");
     }
 }

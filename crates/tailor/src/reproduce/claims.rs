@@ -93,6 +93,9 @@ pub enum Metric {
     HedgeRatio,
     /// Mean latency of small reads over that of large ones (`workload.large_threshold`).
     SmallOverLarge,
+    /// The multi-gets' p99 and p99.9 (from release to the last key's answer), in ms.
+    MgetP99,
+    MgetP999,
 }
 
 /// How the runs of one seed that a side matches become one value.

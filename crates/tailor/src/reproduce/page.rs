@@ -34,6 +34,8 @@ pub fn meaning(c: &Claim) -> String {
         Metric::BoundRatio => "max weighted flow over the LP lower bound of the run's first requests".into(),
         Metric::HedgeRatio => "hedged copies sent per read".into(),
         Metric::SmallOverLarge => "mean latency of small reads over that of large reads".into(),
+        Metric::MgetP99 => "multi-get latency p99 (release to last key's answer), ms".into(),
+        Metric::MgetP999 => "multi-get latency p99.9 (release to last key's answer), ms".into(),
     };
     let per_seed = match c.aggregate {
         Aggregate::One => String::new(),

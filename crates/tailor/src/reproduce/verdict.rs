@@ -191,6 +191,14 @@ fn same_value(a: &str, b: &str) -> bool {
     }
 }
 
+/// The multi-get figures of run `r`.
+fn multiget(r: &RunResult) -> Result<&tailor_core::stats::Summary> {
+    match &r.multiget {
+        Some(m) => Ok(&m.latency_ms),
+        None => bail!("run {} seed {} has no multi-gets: its setup needs workload.multiget", r.selector, r.seed),
+    }
+}
+
 fn metric(m: Metric, r: &RunResult) -> Result<f64> {
     let l = &r.read_latency_ms;
     Ok(match m {
@@ -213,6 +221,8 @@ fn metric(m: Metric, r: &RunResult) -> Result<f64> {
                 bail!("run {} seed {} did not hedge: its setup needs cluster.speculative_retry", r.selector, r.seed)
             }
         },
+        Metric::MgetP99 => multiget(r)?.p99,
+        Metric::MgetP999 => multiget(r)?.p999,
         Metric::SmallOverLarge => match (r.extra.get(SMALL_MEAN), r.extra.get(LARGE_MEAN)) {
             (Some(s), Some(l)) if *l > 0.0 => s / l,
             _ => bail!(
