@@ -19,14 +19,15 @@ fn order(time: Nanos, seq: u64) -> u128 {
 const NONE: u128 = u128::MAX;
 
 /// Number of in-order lanes beside the heap (see [`EventQueue::push_in_order`]).
-pub const LANES: usize = 2;
+pub const LANES: usize = 3;
 
 /// A future-event list in parts that pop as one, in (time, sequence) order:
 ///
 /// - a binary heap of 16-byte keys `time << 64 | seq << 24 | slot` whose events stay in a slab,
 ///   so sifting moves and compares one `u128` instead of whole events;
 /// - [`LANES`] FIFOs for streams of events whose times never decrease (every network hop, which
-///   is a fixed delay ahead; the workload's next arrival): they need no sifting at all. Half of
+///   is a fixed delay ahead, one lane per delay; the workload's next arrival): they need no
+///   sifting at all. Half of
 ///   a request's events are hops, and one more is its arrival.
 pub struct EventQueue<E> {
     heap: BinaryHeap<Reverse<u128>>,
