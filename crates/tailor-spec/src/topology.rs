@@ -24,6 +24,16 @@ impl TopologySpec {
 }
 
 impl Spec {
+    /// The selectors' tunables with the static facts of `cluster.topology` they read filled in
+    /// (`rack-aware`'s racks), as every engine builds them.
+    pub fn selector_config(&self) -> tailor_core::selector::SelectorConfig {
+        let mut cfg = self.selector.clone();
+        if cfg.rack_aware.racks == 0 {
+            cfg.rack_aware.racks = self.cluster.topology.racks;
+        }
+        cfg
+    }
+
     /// At most one rack per server, a finite non-negative delay, and a delay only with racks.
     pub(crate) fn validate_topology(&self) -> Result<(), SpecError> {
         let t = &self.cluster.topology;

@@ -81,7 +81,7 @@ impl LiveCluster {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let exe = std::env::current_exe().context("finding the tailor executable")?;
         let (cfgs, children) = plan_and_start(&exe, &opts, dir, Duration::from_secs(30), |cfg| {
-            cfg.selectors = spec.selector.clone();
+            cfg.selectors = spec.selector_config();
             // the spec's C3 constants as the simulator runs them, not rescaled for a real node
             cfg.c3_rates = tailor_store::config::C3Rates::AsConfigured;
             cfg.locals = spec.local.clone();
