@@ -893,7 +893,7 @@ impl<'a> Engine<'a> {
 
     fn on_answer(&mut self, server: NodeId, job: Job) {
         if job.kind == SendKind::Probe {
-            let far = self.far_of(job.ticket.id, server) as usize;
+            let far = self.events.popped_from(FAR_HOPS) as usize;
             let reply = self.probe_replies[far].pop_front().expect("a probe answer event has its reply");
             let client = self.reqs.get(job.ticket.id).client;
             let world = world(&self.servers, self.now, self.spec, self.base_service_ns);
@@ -901,7 +901,8 @@ impl<'a> Engine<'a> {
             self.carry_out(client);
             return self.reqs.answered(job.ticket.id);
         }
-        let far = self.far_of(job.ticket.id, server) as usize;
+        // from the lane it came by: a timed-out copy's request may be gone (its slot reused)
+        let far = self.events.popped_from(FAR_HOPS) as usize;
         if !self.settle(job.ticket, server) {
             // timed out already: the coordinator has moved on
             self.answers[far].pop_front();

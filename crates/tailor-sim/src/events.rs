@@ -39,6 +39,8 @@ pub struct EventQueue<E> {
     /// compares three numbers without looking into the FIFOs.
     fronts: [u128; LANES],
     seq: u64,
+    /// The lane the last popped event came from ([`LANES`]: the heap).
+    last: usize,
 }
 
 impl<E> EventQueue<E> {
@@ -51,6 +53,7 @@ impl<E> EventQueue<E> {
             lanes: std::array::from_fn(|_| VecDeque::with_capacity(4096)),
             fronts: [NONE; LANES],
             seq: 0,
+            last: LANES,
         }
     }
 
@@ -110,16 +113,25 @@ impl<E> EventQueue<E> {
             let lane = &mut self.lanes[i];
             let (key, event) = lane.pop_front().expect("its front is the earliest");
             self.fronts[i] = lane.front().map_or(NONE, |f| f.0);
+            self.last = i;
             return Some(((key >> 64) as Nanos, event));
         }
         if heap_key == NONE {
             return None;
         }
+        self.last = LANES;
         let Reverse(key) = self.heap.pop().expect("peeked");
         let (time, slot) = ((key >> 64) as Nanos, (key as u32) & ((1 << SLOT_BITS) - 1));
         self.free.push(slot);
         let event = self.slab[slot as usize].take().expect("a pending event's slot holds it");
         Some((time, event))
+    }
+
+    /// Whether the last event popped came from `lane` (a message's lane tells which delay it
+    /// took, when the request it belongs to may be gone).
+    #[inline]
+    pub fn popped_from(&self, lane: usize) -> bool {
+        self.last == lane
     }
 
     /// The order of `lane`'s front event, unique to it (to tell whether the lane moved).
