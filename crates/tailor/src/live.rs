@@ -236,6 +236,11 @@ pub(crate) fn emulate(spec: &Spec, e: &mut tailor_store::config::EmulationConfig
     e.alpha_ns_per_byte = alpha / shrink;
     e.beta_us = beta_ms * 1000.0 / shrink;
     e.shared_capacity = spec.cluster.shared_capacity as u64;
+    let t = &spec.cluster.topology;
+    if t.is_split() {
+        e.racks = t.racks as u64;
+        e.cross_delay_us = (t.cross_delay_ms * 1000.0).round() as u64;
+    }
     if on {
         e.fluct_factor = f.factor;
         e.fluct_period_ms = f.interval_ms.round().max(1.0) as u64;
