@@ -58,8 +58,8 @@ async fn a_cross_rack_read_takes_at_least_the_delay_both_ways() {
         assert!(matches!(reply, Ok(Message::ReadReply { .. })), "{reply:?}");
         start.elapsed()
     };
-    let near = Peer::new(2, 0, addr(1), 1 << 20, 3, Seal::new(None));
-    let far = Peer::new(1, 0, addr(1), 1 << 20, 3, Seal::new(None)).with_cross_delay(delay);
+    let near = Peer::new(0, 0, addr(1), 1 << 20, 3, Seal::new(None));
+    let far = Peer::new(0, 0, addr(1), 1 << 20, 3, Seal::new(None)).with_cross_delay(delay);
     let far_time = timed(far, 1).await;
     let near_time = timed(near, 2).await;
     assert!(far_time >= 2 * delay, "the far read took {far_time:?}, under twice {delay:?}");
