@@ -19,6 +19,7 @@ pub mod ring;
 pub mod selector;
 pub mod stats;
 pub mod time;
+pub mod topology;
 pub mod workload;
 
 pub use model::{Consistency, CoordinatorId, JobMeta, NodeId, Op, Request, RequestId, RequestView, SizeHint, Tags};

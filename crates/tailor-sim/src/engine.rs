@@ -7,6 +7,7 @@ use crate::events::{EventQueue, LANES};
 use crate::faults::{Active, Edge, Faults};
 use crate::multiget::{Multigets, SubOver};
 use crate::prefetch::{prefetch, prefetch_addr, prefetch_all, prefetch_head, prefetch_lines};
+use crate::racks::Racks;
 use crate::record::Recorder;
 use crate::requests::{seq, Req, Requests};
 use crate::server::{Job, Pause, Server, SimWorld};
@@ -119,7 +120,18 @@ const HOPS: usize = 0;
 /// request (a fixed think time ahead): each is scheduled at or after the current time, and
 /// before the next one pops no earlier one is scheduled.
 const ARRIVALS: usize = 1;
-const _: () = assert!(HOPS < LANES && ARRIVALS < LANES && HOPS != ARRIVALS, "one lane each");
+/// The lane for hops between racks (`cluster.topology`): all take the network delay plus the
+/// cross-rack delay, so their times never decrease either. Empty without racks.
+const FAR_HOPS: usize = 2;
+const _: () = assert!(
+    HOPS < LANES
+        && ARRIVALS < LANES
+        && FAR_HOPS < LANES
+        && HOPS != ARRIVALS
+        && FAR_HOPS != HOPS
+        && FAR_HOPS != ARRIVALS,
+    "one lane each"
+);
 
 /// The simulator state for one run.
 pub struct Engine<'a> {
@@ -127,6 +139,8 @@ pub struct Engine<'a> {
     plan: &'a RunPlan,
     /// Injected failures, when the spec has any.
     faults: Option<Box<Faults>>,
+    /// The racks when hops between them take longer (`cluster.topology`; none otherwise).
+    racks: Option<Box<Racks>>,
     now: Nanos,
     events: EventQueue<Event>,
     gen: Generator,
@@ -139,12 +153,13 @@ pub struct Engine<'a> {
     reqs: Requests,
     /// The multi-gets in flight and their figures (`workload.multiget`; none without).
     mget: Option<Multigets>,
-    /// The facts of answers travelling to their coordinators, in the order they were sent: all
-    /// answers take the same network delay through the queue's FIFO, so they arrive in this
-    /// order too. Kept out of [`Event::Answer`] so that events stay small.
-    answers: VecDeque<(RequestId, Answer)>,
+    /// The facts of answers travelling to their coordinators, in the order they were sent, one
+    /// queue within racks and one across: all answers of one queue take the same network delay
+    /// through one FIFO lane, so they arrive in this order too. Kept out of [`Event::Answer`]
+    /// so that events stay small.
+    answers: [VecDeque<(RequestId, Answer)>; 2],
     /// The same for probe answers (Prequal), which carry a [`ProbeReply`] instead.
-    probe_replies: VecDeque<ProbeReply>,
+    probe_replies: [VecDeque<ProbeReply>; 2],
     /// Actions a core returned, reused between calls.
     actions: Vec<Action>,
     service_rng: SmallRng,
@@ -206,6 +221,7 @@ impl<'a> Engine<'a> {
             servers[slow.server].pause = Some(Box::new(Pause::new(slow.duty, slow.period_ms)));
         }
         let coordinators = c.coordinators();
+        let selectors = spec.selector_config();
         let mut clients = Vec::with_capacity(coordinators);
         for id in 0..coordinators {
             let seed = plan.seed.wrapping_mul(0x2545_F491_4F6C_DD1D) ^ id as u64;
@@ -217,7 +233,7 @@ impl<'a> Engine<'a> {
                 workers: c.workers,
                 seed,
             };
-            let selector = selector::build(&plan.selector, &spec.selector, &env).map_err(|e| bad(&e))?;
+            let selector = selector::build(&plan.selector, &selectors, &env).map_err(|e| bad(&e))?;
             let knowledge = Knowledge::Simulated { seed: plan.seed };
             let oracle =
                 size::build(spec.workload.oracle, large, Some(service_model(spec)), &BloomConfig::default(), knowledge)
@@ -231,10 +247,14 @@ impl<'a> Engine<'a> {
                 park_timeout: None,
                 seed,
             };
-            // every answer crosses the network in the HOPS lane (one delay, first in first out)
-            // with facts stamped when it left, and events run in time order: each coordinator
-            // hears facts in timestamp order, so the freshness gate needs no per-server table
-            let mut core = CoordinatorCore::new(cfg, selector, oracle).with_facts_in_order();
+            // without racks every answer crosses the network in the HOPS lane (one delay, first
+            // in first out) with facts stamped when it left, and events run in time order: each
+            // coordinator hears facts in timestamp order, so the freshness gate needs no
+            // per-server table. Across racks a later fact from a near server can overtake.
+            let mut core = CoordinatorCore::new(cfg, selector, oracle);
+            if !c.topology.is_split() {
+                core = core.with_facts_in_order();
+            }
             if let Some(hedging) = c.speculation().map_err(|e| bad(&e))? {
                 core = core.with_speculation(hedging);
             }
@@ -250,6 +270,7 @@ impl<'a> Engine<'a> {
             spec,
             plan,
             faults: Faults::new(spec),
+            racks: Racks::new(spec),
             now: 0,
             events: EventQueue::new(),
             ring,
@@ -258,8 +279,8 @@ impl<'a> Engine<'a> {
             clients,
             reqs: Requests::default(),
             mget: Multigets::new(spec),
-            answers: VecDeque::new(),
-            probe_replies: VecDeque::new(),
+            answers: Default::default(),
+            probe_replies: Default::default(),
             actions: Vec::new(),
             service_rng: SmallRng::seed_from_u64(plan.seed ^ 0x0053_4552_5649_4345),
             total: match spec.workload.arrival {
@@ -626,16 +647,12 @@ impl<'a> Engine<'a> {
                     }
                     let tags = self.multiget_tags(s.ticket.id, s.tags);
                     let job = Job { ticket: s.ticket, kind: s.kind, tags, age: s.age };
-                    self.events.push_in_order(
-                        HOPS,
-                        self.now + self.net,
-                        Event::ServerArrive { server: s.replica, job },
-                    );
+                    self.hop(self.far(client, s.replica), Event::ServerArrive { server: s.replica, job });
                 }
                 Action::Reply { request, .. } => self.completed(request),
                 Action::Cancel { replica, ticket, .. } => {
                     // a message like any other: it crosses the network in the hops lane
-                    self.events.push_in_order(HOPS, self.now + self.net, Event::Cancel { server: replica, ticket });
+                    self.hop(self.far(client, replica), Event::Cancel { server: replica, ticket });
                 }
                 Action::Fail { request, failure } => {
                     assert!(
@@ -717,7 +734,7 @@ impl<'a> Engine<'a> {
         }
         if !self.servers[server as usize].core.admits() {
             // refused at once, like the store's busy replica: the failure goes back
-            return self.events.push_in_order(HOPS, self.now + self.net, Event::Refused { server, job });
+            return self.hop(self.far_of(job.ticket.id, server), Event::Refused { server, job });
         }
         let r = self.reqs.get(job.ticket.id);
         let arrival = Arrival { id: job.ticket.id, age: job.age, service: r.nominal, size: r.size, tags: job.tags };
@@ -838,38 +855,66 @@ impl<'a> Engine<'a> {
                 self.rec.bound_job(seq(id), r.release + self.net, start, service, self.now, &replicas);
             }
         }
-        self.answers.push_back((id, Answer { replica: server, feedback, value_size: None }));
-        self.events.push_in_order(HOPS, self.now + self.net, Event::Answer { server, job });
+        let far = self.far_of(id, server);
+        self.answers[far as usize].push_back((id, Answer { replica: server, feedback, value_size: None }));
+        self.hop(far, Event::Answer { server, job });
         self.start_jobs(server);
     }
 
     /// A probe reaches `server`: answered at once, unqueued, with the network delay back.
     fn on_probe_arrive(&mut self, server: NodeId, job: Job) {
-        self.probe_replies.push_back(self.servers[server as usize].core.probe(self.now));
-        self.events.push_in_order(HOPS, self.now + self.net, Event::Answer { server, job });
+        let far = self.far_of(job.ticket.id, server);
+        self.probe_replies[far as usize].push_back(self.servers[server as usize].core.probe(self.now));
+        self.hop(far, Event::Answer { server, job });
+    }
+
+    /// Whether a message between coordinator `client` and `server` crosses racks.
+    #[inline]
+    fn far(&self, client: u32, server: NodeId) -> bool {
+        self.racks.as_ref().is_some_and(|r| r.far(client, server))
+    }
+
+    /// Whether a message about request `id` between its coordinator and `server` crosses racks
+    /// (the request is looked up only when there are racks).
+    #[inline]
+    fn far_of(&self, id: RequestId, server: NodeId) -> bool {
+        self.racks.as_ref().is_some_and(|r| r.far(self.reqs.get(id).client, server))
+    }
+
+    /// Send `event` over the network: within a rack in the hops lane, across racks (`far`) in
+    /// the far lane with the cross-rack delay added.
+    #[inline]
+    fn hop(&mut self, far: bool, event: Event) {
+        match self.racks.as_ref().filter(|_| far) {
+            Some(r) => self.events.push_in_order(FAR_HOPS, self.now + self.net + r.cross(), event),
+            None => self.events.push_in_order(HOPS, self.now + self.net, event),
+        }
     }
 
     fn on_answer(&mut self, server: NodeId, job: Job) {
         if job.kind == SendKind::Probe {
-            let reply = self.probe_replies.pop_front().expect("a probe answer event has its reply");
+            let far = self.events.popped_from(FAR_HOPS) as usize;
+            let reply = self.probe_replies[far].pop_front().expect("a probe answer event has its reply");
             let client = self.reqs.get(job.ticket.id).client;
             let world = world(&self.servers, self.now, self.spec, self.base_service_ns);
             self.clients[client as usize].core.probed(self.now, server, reply, &world, &mut self.actions);
             self.carry_out(client);
             return self.reqs.answered(job.ticket.id);
         }
+        // from the lane it came by: a timed-out copy's request may be gone (its slot reused)
+        let far = self.events.popped_from(FAR_HOPS) as usize;
         if !self.settle(job.ticket, server) {
             // timed out already: the coordinator has moved on
-            self.answers.pop_front();
+            self.answers[far].pop_front();
             return;
         }
         // lent to the core in place, then dropped: the facts are not copied on the way
-        let (req, answer) = self.answers.front_mut().expect("an answer event has its facts");
+        let (req, answer) = self.answers[far].front_mut().expect("an answer event has its facts");
         assert!(*req == job.ticket.id && answer.replica == server, "answers arrive in the order they were sent");
         let client = self.reqs.get(*req).client;
         let world = world(&self.servers, self.now, self.spec, self.base_service_ns);
         self.clients[client as usize].answered(self.now, job.ticket, answer, &world, &mut self.actions);
-        self.answers.pop_front();
+        self.answers[far].pop_front();
         self.carry_out(client);
         self.reqs.answered(job.ticket.id);
     }

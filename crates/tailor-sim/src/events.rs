@@ -19,14 +19,15 @@ fn order(time: Nanos, seq: u64) -> u128 {
 const NONE: u128 = u128::MAX;
 
 /// Number of in-order lanes beside the heap (see [`EventQueue::push_in_order`]).
-pub const LANES: usize = 2;
+pub const LANES: usize = 3;
 
 /// A future-event list in parts that pop as one, in (time, sequence) order:
 ///
 /// - a binary heap of 16-byte keys `time << 64 | seq << 24 | slot` whose events stay in a slab,
 ///   so sifting moves and compares one `u128` instead of whole events;
 /// - [`LANES`] FIFOs for streams of events whose times never decrease (every network hop, which
-///   is a fixed delay ahead; the workload's next arrival): they need no sifting at all. Half of
+///   is a fixed delay ahead, one lane per delay; the workload's next arrival): they need no
+///   sifting at all. Half of
 ///   a request's events are hops, and one more is its arrival.
 pub struct EventQueue<E> {
     heap: BinaryHeap<Reverse<u128>>,
@@ -38,6 +39,8 @@ pub struct EventQueue<E> {
     /// compares three numbers without looking into the FIFOs.
     fronts: [u128; LANES],
     seq: u64,
+    /// The lane the last popped event came from ([`LANES`]: the heap).
+    last: usize,
 }
 
 impl<E> EventQueue<E> {
@@ -50,6 +53,7 @@ impl<E> EventQueue<E> {
             lanes: std::array::from_fn(|_| VecDeque::with_capacity(4096)),
             fronts: [NONE; LANES],
             seq: 0,
+            last: LANES,
         }
     }
 
@@ -109,16 +113,25 @@ impl<E> EventQueue<E> {
             let lane = &mut self.lanes[i];
             let (key, event) = lane.pop_front().expect("its front is the earliest");
             self.fronts[i] = lane.front().map_or(NONE, |f| f.0);
+            self.last = i;
             return Some(((key >> 64) as Nanos, event));
         }
         if heap_key == NONE {
             return None;
         }
+        self.last = LANES;
         let Reverse(key) = self.heap.pop().expect("peeked");
         let (time, slot) = ((key >> 64) as Nanos, (key as u32) & ((1 << SLOT_BITS) - 1));
         self.free.push(slot);
         let event = self.slab[slot as usize].take().expect("a pending event's slot holds it");
         Some((time, event))
+    }
+
+    /// Whether the last event popped came from `lane` (a message's lane tells which delay it
+    /// took, when the request it belongs to may be gone).
+    #[inline]
+    pub fn popped_from(&self, lane: usize) -> bool {
+        self.last == lane
     }
 
     /// The order of `lane`'s front event, unique to it (to tell whether the lane moved).

@@ -15,6 +15,7 @@ mod lru;
 mod multiget;
 mod prefetch;
 mod queueing;
+mod racks;
 mod record;
 pub mod replica_script;
 mod requests;

@@ -13,6 +13,7 @@ mod plan;
 pub mod presets;
 mod schema;
 pub mod shard;
+mod topology;
 pub mod trace;
 mod validate;
 
@@ -21,6 +22,7 @@ pub use overrides::apply_override;
 pub use plan::{expand, RunPlan};
 pub use schema::*;
 use serde::Deserialize;
+pub use topology::TopologySpec;
 
 /// A spec that cannot be used, with a message naming the field at fault.
 #[derive(Debug, thiserror::Error, PartialEq)]

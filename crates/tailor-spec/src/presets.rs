@@ -18,6 +18,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("fault-gray-node", include_str!("../presets/fault-gray-node.toml")),
     ("fault-cold-start", include_str!("../presets/fault-cold-start.toml")),
     ("fault-herd", include_str!("../presets/fault-herd.toml")),
+    ("fault-two-racks", include_str!("../presets/fault-two-racks.toml")),
     ("tail-at-scale", include_str!("../presets/tail-at-scale.toml")),
 ];
 

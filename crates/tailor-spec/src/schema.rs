@@ -119,6 +119,9 @@ pub struct ClusterSpec {
     /// Client timeouts and failover measures under `faults` (written only when changed).
     #[serde(skip_serializing_if = "tailor_core::is_default")]
     pub failover: crate::FailoverSpec,
+    /// Racks or datacenters with a delay between them (none by default; written only when set).
+    #[serde(skip_serializing_if = "tailor_core::is_default")]
+    pub topology: crate::TopologySpec,
 }
 
 /// Default hedge budget: at most 5 % more reads.
@@ -147,6 +150,7 @@ impl Default for ClusterSpec {
             max_queue: None,
             faults: Vec::new(),
             failover: crate::FailoverSpec::default(),
+            topology: crate::TopologySpec::default(),
         }
     }
 }

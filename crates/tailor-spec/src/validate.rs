@@ -74,6 +74,7 @@ impl Spec {
         positive("cluster.cache.miss_ms", c.cache.miss_ms)?;
         self.validate_slow_servers()?;
         self.validate_faults()?;
+        self.validate_topology()?;
 
         let w = &self.workload;
         if w.requests == 0 {

@@ -108,6 +108,13 @@ pub struct EmulationConfig {
     /// the simulator's `cluster.shared_capacity` (`replica/device.rs`).
     #[serde(skip_serializing_if = "is_zero")]
     pub shared_capacity: u64,
+    /// Racks the members are spread over (member `i` in rack `i mod racks`, as the simulator's
+    /// `cluster.topology`; 0 or 1: one rack).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub racks: u64,
+    /// Extra one-way delay of every message to or from a peer in another rack, in µs.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cross_delay_us: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -124,6 +131,8 @@ impl Default for EmulationConfig {
             stall_every_ms: 0,
             stall_ms: 0,
             shared_capacity: 0,
+            racks: 0,
+            cross_delay_us: 0,
         }
     }
 }
@@ -143,7 +152,21 @@ impl EmulationConfig {
         for (knob, v) in values {
             crate::knobs::check(knob, &v.to_string())?;
         }
+        if self.racks > u16::MAX as u64 {
+            return Err(format!("emulation.racks: must be at most {}, got {}", u16::MAX, self.racks));
+        }
+        if self.cross_delay_us > 60_000_000 {
+            return Err(format!("emulation.cross_delay_us: must be at most 60 s, got {}", self.cross_delay_us));
+        }
         Ok(())
+    }
+
+    /// The emulated delay between this node `me` and peer `peer`: `cross_delay_us` when they sit
+    /// in different racks, none otherwise.
+    pub fn cross_delay(&self, me: u32, peer: u32) -> Option<std::time::Duration> {
+        let rack = |id| tailor_core::topology::rack_of(id, self.racks as usize);
+        (self.cross_delay_us > 0 && rack(me) != rack(peer))
+            .then(|| std::time::Duration::from_micros(self.cross_delay_us))
     }
 }
 

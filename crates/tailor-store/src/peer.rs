@@ -64,6 +64,8 @@ pub struct Peer {
     down_after: u32,
     /// The recovery level its last heartbeat answer said (0: caught up; `recovery.rs`).
     recovering: AtomicU8,
+    /// The emulated one-way delay to it when it sits in another rack (`emulation.racks`).
+    cross_delay: Option<Duration>,
 }
 
 impl Peer {
@@ -82,7 +84,15 @@ impl Peer {
             down_after: down_after.max(1),
             // not heard yet: recovering as far as this node knows (`recovery.rs`)
             recovering: AtomicU8::new(1),
+            cross_delay: None,
         }
+    }
+
+    /// The same peer in another rack: every frame to it and every reply from it takes `delay`
+    /// more (the emulated cross-rack link; [`crate::internode::delay`]).
+    pub fn with_cross_delay(mut self, delay: Duration) -> Peer {
+        self.cross_delay = Some(delay);
+        self
     }
 
     /// The recovery level the peer said (0: caught up; else it is not read at ONE while a
@@ -151,6 +161,10 @@ impl Peer {
         let (tx, rx) = mpsc::channel::<Vec<u8>>(1024);
         // queued before anything else can be: the first frame the peer reads
         let _ = tx.try_send(self.seal.encode(&Message::Hello { id: 0, from: self.local }));
+        let rx = match self.cross_delay {
+            Some(d) => crate::internode::delay::delayed(rx, d),
+            None => rx,
+        };
         let alive = Arc::new(AtomicBool::new(true));
         let a = alive.clone();
         tokio::spawn(async move {
@@ -159,7 +173,7 @@ impl Peer {
         });
         let a = alive.clone();
         let pending = self.pending.clone();
-        let (max, id, seal, addr) = (self.max_frame, self.id, self.seal.clone(), self.addr);
+        let (max, id, seal, addr, delay) = (self.max_frame, self.id, self.seal.clone(), self.addr, self.cross_delay);
         tokio::spawn(async move {
             // replies to requests this node sent: bounded by the frame limit, not the budget
             let mut lease = Budget::unlimited().lease();
@@ -170,8 +184,14 @@ impl Peer {
                     Ok(Some(body)) => match seal.decode(&body) {
                         Ok(msg) => {
                             let waiter = pending.lock().unwrap_or_else(|p| p.into_inner()).remove(&msg.id());
-                            if let Some(w) = waiter {
-                                let _ = w.send(msg);
+                            match (waiter, delay) {
+                                (Some(w), None) => drop(w.send(msg)),
+                                // the reply's way back over the slow link, without holding the reader
+                                (Some(w), Some(d)) => drop(tokio::spawn(async move {
+                                    tokio::time::sleep(d).await;
+                                    let _ = w.send(msg);
+                                })),
+                                (None, _) => {}
                             }
                         }
                         Err(e) => break format!("bad frame: {e}"),

@@ -107,7 +107,11 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
         .map(|mem| {
             (mem.id != cfg.id).then(|| {
                 let seal = Seal::new(cfg.cluster_secret.as_deref()).stamped(hlc.clone());
-                Arc::new(Peer::new(cfg.id, mem.id, mem.peer, max_frame, cfg.down_after_misses, seal))
+                let peer = Peer::new(cfg.id, mem.id, mem.peer, max_frame, cfg.down_after_misses, seal);
+                Arc::new(match cfg.emulation.cross_delay(cfg.id, mem.id) {
+                    Some(d) => peer.with_cross_delay(d),
+                    None => peer,
+                })
             })
         })
         .collect();

@@ -81,7 +81,7 @@ impl LiveCluster {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let exe = std::env::current_exe().context("finding the tailor executable")?;
         let (cfgs, children) = plan_and_start(&exe, &opts, dir, Duration::from_secs(30), |cfg| {
-            cfg.selectors = spec.selector.clone();
+            cfg.selectors = spec.selector_config();
             // the spec's C3 constants as the simulator runs them, not rescaled for a real node
             cfg.c3_rates = tailor_store::config::C3Rates::AsConfigured;
             cfg.locals = spec.local.clone();
@@ -236,6 +236,11 @@ pub(crate) fn emulate(spec: &Spec, e: &mut tailor_store::config::EmulationConfig
     e.alpha_ns_per_byte = alpha / shrink;
     e.beta_us = beta_ms * 1000.0 / shrink;
     e.shared_capacity = spec.cluster.shared_capacity as u64;
+    let t = &spec.cluster.topology;
+    if t.is_split() {
+        e.racks = t.racks as u64;
+        e.cross_delay_us = (t.cross_delay_ms * 1000.0).round() as u64;
+    }
     if on {
         e.fluct_factor = f.factor;
         e.fluct_period_ms = f.interval_ms.round().max(1.0) as u64;

@@ -55,6 +55,7 @@ register!(
     mongodb_p2c,
     elasticsearch_ars,
     grpc_wrr,
+    rack_aware,
 );
 
 /// What the selector decided for a request.
@@ -207,6 +208,9 @@ pub struct SelectorConfig {
     /// gRPC's weighted round robin.
     #[serde(skip_serializing_if = "crate::is_default")]
     pub grpc_wrr: grpc_wrr::GrpcWrrConfig,
+    /// The drivers' rack-aware round robin (its racks come from `cluster.topology`).
+    #[serde(skip_serializing_if = "crate::is_default")]
+    pub rack_aware: rack_aware::RackAwareConfig,
 }
 
 /// A strategy setting that cannot work as written, named by its path in a spec or config.

@@ -2,6 +2,7 @@
 //! cluster secret when there is one (`seal.rs`).
 
 pub mod codec;
+pub mod delay;
 pub mod message;
 pub mod seal;
 pub mod writer;
