@@ -34,12 +34,7 @@ pub fn figures(
         }
     }
     for r in reads {
-        let done = r.intended + r.latency;
-        if r.failed {
-            log.read_failed(r.intended, done);
-        } else {
-            log.read_done(r.intended, done);
-        }
+        log.read(r.intended, r.latency, r.failed);
     }
     log.finish(spec, nodes.len(), true)
 }

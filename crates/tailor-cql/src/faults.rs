@@ -20,7 +20,6 @@ use crate::launch::LocalCassandra;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 use tailor_bench::{BenchConfig, BenchError, BenchOutput};
-use tailor_core::time::from_ms;
 use tailor_spec::{Fault, FaultKind, Spec};
 
 /// Period of a `slow` fault's stop/continue duty cycle (as `tailor cassandra experiment`'s
@@ -53,14 +52,8 @@ struct Edge<'a> {
 
 /// Every fault's start and end in time order (at one time, ends first).
 fn timetable(faults: &[Fault]) -> Vec<Edge<'_>> {
-    let ms = |v: f64| Duration::from_nanos(from_ms(v));
-    let mut edges = Vec::with_capacity(2 * faults.len());
-    for fault in faults {
-        edges.push(Edge { at: ms(fault.start_ms), fault, starts: true });
-        edges.push(Edge { at: ms(fault.end_ms), fault, starts: false });
-    }
-    edges.sort_by_key(|e| (e.at, e.starts));
-    edges
+    let edges = tailor_spec::timetable(faults).into_iter();
+    edges.map(|(at, fault, starts)| Edge { at: Duration::from_nanos(at), fault, starts }).collect()
 }
 
 /// Run the bench on `cluster` with the spec's faults injected at their times.

@@ -49,6 +49,15 @@ impl FailoverLog {
         self.failed.push(release);
     }
 
+    /// A live engine's read released at `release`, over after `latency`, failed or answered.
+    pub fn read(&mut self, release: Nanos, latency: Nanos, failed: bool) {
+        if failed {
+            self.read_failed(release, release + latency);
+        } else {
+            self.read_done(release, release + latency);
+        }
+    }
+
     /// A copy sent to `replica` at `sent` timed out.
     pub fn timed_out(&mut self, sent: Nanos, replica: u32) {
         self.timeouts.push((sent, replica));

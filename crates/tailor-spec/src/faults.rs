@@ -154,6 +154,16 @@ impl Spec {
     }
 }
 
+/// Every fault's start and end as (time in ns, fault, whether it starts), in time order, ends
+/// before starts at one time: the timetable a live engine injects the faults by.
+pub fn timetable(faults: &[Fault]) -> Vec<(tailor_core::time::Nanos, &Fault, bool)> {
+    use tailor_core::time::from_ms;
+    let mut edges: Vec<_> =
+        faults.iter().flat_map(|f| [(from_ms(f.start_ms), f, true), (from_ms(f.end_ms), f, false)]).collect();
+    edges.sort_by_key(|&(at, _, starts)| (at, starts));
+    edges
+}
+
 #[cfg(test)]
 mod tests {
     use crate::{FaultKind, Spec};

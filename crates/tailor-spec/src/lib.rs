@@ -17,7 +17,7 @@ mod topology;
 pub mod trace;
 mod validate;
 
-pub use faults::{FailoverSpec, Fault, FaultKind, DEFAULT_SLOW_FACTOR};
+pub use faults::{timetable, FailoverSpec, Fault, FaultKind, DEFAULT_SLOW_FACTOR};
 pub use overrides::apply_override;
 pub use plan::{expand, RunPlan};
 pub use schema::*;

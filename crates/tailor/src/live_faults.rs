@@ -37,7 +37,7 @@ pub fn run(cluster: &mut LiveCluster, mut cfg: BenchConfig) -> Result<BenchOutpu
     let step = Duration::from_secs_f64(spec.cluster.failover.window_ms / STEPS_PER_WINDOW / 1e3);
     let sampler = SendSampler::start(cluster.metrics.clone(), epoch, step);
     let mut problems = Vec::new();
-    for (at, fault, starts) in edges(&spec.cluster.faults) {
+    for (at, fault, starts) in tailor_spec::timetable(&spec.cluster.faults) {
         std::thread::sleep((epoch + Duration::from_nanos(at)).saturating_duration_since(Instant::now()));
         if let Err(e) = apply(cluster, &spec, fault, starts) {
             eprintln!("warning: fault injection: {e:#}");
@@ -60,14 +60,6 @@ fn join(bench: std::thread::JoinHandle<Result<BenchOutput, tailor_bench::BenchEr
         Ok(r) => Ok(r?),
         Err(_) => anyhow::bail!("the load generator panicked"),
     }
-}
-
-/// Every fault's start and end as (time in ns, fault, whether it starts), in time order.
-fn edges(faults: &[Fault]) -> Vec<(Nanos, &Fault, bool)> {
-    let mut e: Vec<_> =
-        faults.iter().flat_map(|f| [(from_ms(f.start_ms), f, true), (from_ms(f.end_ms), f, false)]).collect();
-    e.sort_by_key(|&(t, _, starts)| (t, starts));
-    e
 }
 
 /// Start (`starts`) or end fault `f` on its node.
@@ -119,12 +111,7 @@ fn failover(spec: &Spec, steps: &[Step], reads: &[ReadRecord]) -> Failover {
         })
     };
     for r in reads.iter().filter(|r| !coordinator_down(r)) {
-        let done = r.intended + r.latency;
-        if r.failed {
-            log.read_failed(r.intended, done);
-        } else {
-            log.read_done(r.intended, done);
-        }
+        log.read(r.intended, r.latency, r.failed);
     }
     log.finish(spec, spec.cluster.servers, true)
 }
@@ -147,7 +134,7 @@ mod tests {
         let a = Fault { start_ms: 100.0, end_ms: 200.0, ..Fault::default() };
         let b = Fault { server: 1, start_ms: 200.0, end_ms: 300.0, ..Fault::default() };
         let faults = [b, a];
-        let e = edges(&faults);
+        let e = tailor_spec::timetable(&faults);
         let order: Vec<(Nanos, usize, bool)> = e.iter().map(|&(t, f, s)| (t, f.server, s)).collect();
         assert_eq!(
             order,
