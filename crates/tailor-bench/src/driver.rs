@@ -199,8 +199,9 @@ async fn load_phase<T: Target>(cfg: &BenchConfig, target: &Arc<T>, keys: &[(u64,
     stats
 }
 
-/// A coordinator's queue of requests waiting for one of its connections.
-type Queue = Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Planned>>>;
+/// A coordinator's queue of requests waiting for one of its connections, each with the time the
+/// sender thread handed it over.
+type Queue = Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<(Planned, Instant)>>>;
 
 /// Send every request at its intended time and wait until each has completed or timed out.
 async fn open_loop<T: Target>(
@@ -212,7 +213,7 @@ async fn open_loop<T: Target>(
     let n = cfg.nodes.len();
     let (senders, queues): (Vec<_>, Vec<Queue>) = (0..n)
         .map(|_| {
-            let (tx, rx) = mpsc::unbounded_channel::<Planned>();
+            let (tx, rx) = mpsc::unbounded_channel::<(Planned, Instant)>();
             (tx, Arc::new(tokio::sync::Mutex::new(rx)))
         })
         .unzip();
@@ -237,7 +238,9 @@ async fn open_loop<T: Target>(
     for (i, conn) in conns.into_iter().enumerate() {
         let w = Worker {
             target: target.clone(),
+            nodes: n,
             node: i % n,
+            served_by: i % n,
             queue: queues[i % n].clone(),
             start,
             timeout: cfg.timeout,
@@ -259,7 +262,7 @@ async fn open_loop<T: Target>(
             }
             // A closed queue means its workers are gone; nothing is left to account it, so the
             // workers never exit before the senders are dropped (they loop until then).
-            let _ = senders[p.node as usize].send(p);
+            let _ = senders[p.node as usize].send((p, Instant::now()));
         }
     });
     let _ = tokio::task::spawn_blocking(move || sender.join()).await;
@@ -274,7 +277,12 @@ async fn open_loop<T: Target>(
 /// One connection: takes its coordinator's next request, sends it, waits for the reply.
 struct Worker<T: Target> {
     target: Arc<T>,
+    /// Coordinators in the run.
+    nodes: usize,
+    /// This connection's coordinator.
     node: usize,
+    /// The coordinator of the request just run: `node`, or another when `node` was down.
+    served_by: usize,
     queue: Queue,
     start: Instant,
     timeout: Duration,
@@ -286,7 +294,7 @@ impl<T: Target> Worker<T> {
     async fn serve(mut self) {
         loop {
             let next = self.queue.lock().await.recv().await;
-            let Some(p) = next else { break };
+            let Some((p, queued)) = next else { break };
             let intended = self.start + Duration::from_nanos(p.at);
             let deadline = intended + self.timeout;
             let sent = Instant::now();
@@ -297,7 +305,7 @@ impl<T: Target> Worker<T> {
                     Ok(Ok(o)) => o,
                     Ok(Err(e)) => {
                         self.conn = None;
-                        self.note(format!("{}: {e}", self.target.describe(self.node)));
+                        self.note(format!("{}: {e}", self.target.describe(self.served_by)));
                         Outcome::Error
                     }
                     Err(_) => {
@@ -310,8 +318,9 @@ impl<T: Target> Worker<T> {
             let done = Instant::now();
             let since = |t: Instant| nanos(t.saturating_duration_since(self.start));
             let keys = p.multiget.as_ref().map_or(0, |m| m.len() as u32);
-            let (op, size, node) = (p.op, p.size, self.node as u32);
-            let c = Completion { intended: p.at, sent: since(sent), done: since(done), op, size, keys, outcome, node };
+            let (op, size, node) = (p.op, p.size, self.served_by as u32);
+            let (queued, sent, done) = (since(queued), since(sent), since(done));
+            let c = Completion { intended: p.at, queued, sent, done, op, size, keys, outcome, node };
             self.recorder.lock().unwrap_or_else(|e| e.into_inner()).record(c);
         }
     }
@@ -321,22 +330,51 @@ impl<T: Target> Worker<T> {
     }
 
     async fn exec(&mut self, p: &Planned) -> std::io::Result<Outcome> {
-        let conn = match &mut self.conn {
-            Some(c) => c,
-            None => self.conn.insert(self.target.connect(self.node).await?),
-        };
-        let answer = match &p.multiget {
-            Some(keys) => self.target.multiget(conn, keys).await?,
-            None => self.target.exec(conn, p).await?,
-        };
-        Ok(match answer {
+        self.served_by = self.node;
+        if self.conn.is_none() {
+            match self.target.connect(self.node).await {
+                Ok(c) => self.conn = Some(c),
+                Err(refused) => return self.exec_elsewhere(p, refused).await,
+            }
+        }
+        let conn = self.conn.as_mut().expect("connected above");
+        let answer = send(&*self.target, conn, p).await?;
+        Ok(self.outcome(answer))
+    }
+
+    /// This connection's coordinator refuses connections (down, or restarting): send `p`
+    /// through the next node that takes one, on a connection of its own, as a client driver
+    /// moves to another coordinator. A fault injected into one node then measures how replicas
+    /// are chosen around it, not requests sent to a dead coordinator (counted apart:
+    /// `coordinator_failovers`). Requests in flight when a coordinator dies still fail.
+    async fn exec_elsewhere(&mut self, p: &Planned, refused: std::io::Error) -> std::io::Result<Outcome> {
+        for other in (1..self.nodes).map(|j| (self.node + j) % self.nodes) {
+            let Ok(mut conn) = self.target.connect(other).await else { continue };
+            self.served_by = other;
+            self.recorder.lock().unwrap_or_else(|e| e.into_inner()).coordinator_failover();
+            let answer = send(&*self.target, &mut conn, p).await?;
+            return Ok(self.outcome(answer));
+        }
+        Err(refused)
+    }
+
+    fn outcome(&self, answer: Answer) -> Outcome {
+        match answer {
             Answer::Ok => Outcome::Ok,
             Answer::Miss => Outcome::Miss,
             Answer::Failed(e) => {
-                self.note(format!("{}: {e}", self.target.describe(self.node)));
+                self.note(format!("{}: {e}", self.target.describe(self.served_by)));
                 Outcome::Error
             }
-        })
+        }
+    }
+}
+
+/// Send `p` on `conn` and read its answer: an `MGET` for a multi-get, else its read or write.
+async fn send<T: Target>(target: &T, conn: &mut T::Conn, p: &Planned) -> std::io::Result<Answer> {
+    match &p.multiget {
+        Some(keys) => target.multiget(conn, keys).await,
+        None => target.exec(conn, p).await,
     }
 }
 

@@ -1,19 +1,16 @@
 //! Multi-get reads in a live run (`workload.multiget`): which reads become an `MGET`, of which
 //! keys, and how its reply is judged.
 //!
-//! The keys are drawn as the simulator draws them: a share `fraction` of reads (a coin from a
-//! stream of its own, so the rest of the schedule is the same with or without multi-gets) read
-//! `keys` distinct keys from the popularity law, the read's own key first, a key drawn twice
-//! drawn again; each key has its own size. One MGET is one request of the schedule: one
-//! coordinator, one connection, its latency from its intended time to the whole reply.
+//! The keys are drawn by the simulator's rule (`tailor_core::workload::multiget`: a share of
+//! reads, a fixed or drawn count of distinct keys, the read's own key first), each key with its
+//! own size. One MGET is one request of the schedule: one coordinator, one connection, its
+//! latency from its intended time to the whole reply.
 
 use crate::resp::Reply;
 use crate::target::Answer;
 use crate::BenchError;
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
-use std::collections::HashSet;
 use std::sync::Arc;
+use tailor_core::workload::multiget::MultigetDraws;
 use tailor_core::workload::popularity::KeySampler;
 use tailor_core::workload::sizes::SizeModel;
 use tailor_spec::Spec;
@@ -27,9 +24,7 @@ pub type Keys = Arc<[(u64, u64)]>;
 
 /// Draws the multi-gets of a run.
 pub struct Draws {
-    rng: SmallRng,
-    keys: usize,
-    fraction: f64,
+    draws: MultigetDraws,
     seed: u64,
 }
 
@@ -41,33 +36,21 @@ impl Draws {
         if !m.enabled() {
             return Ok(None);
         }
-        if m.keys > MAX_KEYS {
-            return Err(BenchError::Spec(format!(
-                "workload.multiget.keys = {} is above the store's MGET limit of {MAX_KEYS} keys",
-                m.keys
-            )));
+        for (field, n) in [("keys", m.keys), ("keys_max", m.keys_max)] {
+            if n > MAX_KEYS {
+                return Err(BenchError::Spec(format!(
+                    "workload.multiget.{field} = {n} is above the store's MGET limit of {MAX_KEYS} keys"
+                )));
+            }
         }
-        let rng = SmallRng::seed_from_u64(seed ^ 0x4d55_4c54_4947_4554);
-        Ok(Some(Draws { rng, keys: m.keys as usize, fraction: m.fraction, seed }))
+        Ok(m.draws(seed).map(|draws| Draws { draws, seed }))
     }
 
     /// The keys of the multi-get that the read of `first` starts, or `None` when it stays a
     /// single read.
     pub fn draw(&mut self, first: u64, keys: &KeySampler, sizes: &SizeModel) -> Option<Keys> {
-        if self.fraction < 1.0 && self.rng.random::<f64>() >= self.fraction {
-            return None;
-        }
-        let mut seen = HashSet::with_capacity(self.keys);
-        seen.insert(first);
-        let mut out = Vec::with_capacity(self.keys);
-        out.push((first, sizes.size_of_key(self.seed, first)));
-        while out.len() < self.keys {
-            let key = keys.sample(&mut self.rng);
-            if seen.insert(key) {
-                out.push((key, sizes.size_of_key(self.seed, key)));
-            }
-        }
-        Some(out.into())
+        let drawn = self.draws.draw(first, keys)?;
+        Some(drawn.into_iter().map(|k| (k, sizes.size_of_key(self.seed, k))).collect())
     }
 }
 
@@ -92,6 +75,7 @@ pub fn answer(n: usize, reply: Reply) -> Answer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
     use tailor_core::workload::popularity::PopularityConfig;
     use tailor_core::workload::sizes::SizeConfig;
 

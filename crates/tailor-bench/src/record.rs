@@ -32,7 +32,11 @@ pub enum Outcome {
 pub struct Completion {
     /// Intended send time.
     pub intended: Nanos,
-    /// When a connection actually started sending it (≥ `intended`, unless sent early by rounding).
+    /// When the sender thread handed it to its coordinator's queue (≥ `intended`: later when
+    /// the host kept the sender from running on time).
+    pub queued: Nanos,
+    /// When a connection actually started sending it (≥ `queued`: later when every connection
+    /// of its coordinator was busy).
     pub sent: Nanos,
     /// When the reply (or the error) arrived.
     pub done: Nanos,
@@ -117,10 +121,13 @@ pub struct Recorder {
     reads: Hist,
     writes: Hist,
     multigets: Hist,
-    multiget_keys: u32,
+    /// The fewest and the most keys of a measured multi-get.
+    multiget_keys: (u32, u32),
     multiget_failed: u64,
     stretch: Hist,
     send_lag: Hist,
+    /// The part of the send lag spent waiting for a free connection.
+    connection_wait: Hist,
     all: Hist,
     measured: u64,
     measured_in_window: u64,
@@ -133,6 +140,8 @@ pub struct Recorder {
     last_done: Nanos,
     seconds: Vec<Second>,
     error_samples: Vec<String>,
+    /// Requests sent through another coordinator because theirs refused connections.
+    coordinator_failovers: u64,
     reads_kept: Option<Vec<ReadRecord>>,
 }
 
@@ -151,10 +160,11 @@ impl Recorder {
             reads: Hist::latency(),
             writes: Hist::latency(),
             multigets: Hist::latency(),
-            multiget_keys: 0,
+            multiget_keys: (u32::MAX, 0),
             multiget_failed: 0,
             stretch: Hist::stretch(),
             send_lag: Hist::latency(),
+            connection_wait: Hist::latency(),
             all: Hist::latency(),
             measured: 0,
             measured_in_window: 0,
@@ -167,6 +177,7 @@ impl Recorder {
             last_done: 0,
             seconds: Vec::new(),
             error_samples: Vec::new(),
+            coordinator_failovers: 0,
             reads_kept: None,
         }
     }
@@ -189,6 +200,11 @@ impl Recorder {
         &mut self.seconds[i]
     }
 
+    /// A request went to another coordinator: its own refused connections (down).
+    pub fn coordinator_failover(&mut self) {
+        self.coordinator_failovers += 1;
+    }
+
     /// Keep `message` as an example of what went wrong (the first few distinct ones).
     pub fn note_error(&mut self, message: String) {
         if self.error_samples.len() < ERROR_SAMPLES && !self.error_samples.contains(&message) {
@@ -209,6 +225,7 @@ impl Recorder {
         if measured {
             // failed requests count too: a request dequeued after its deadline was late as well
             self.send_lag.record(c.sent.saturating_sub(c.intended) as f64);
+            self.connection_wait.record(c.sent.saturating_sub(c.queued) as f64);
         }
         if failed {
             self.total_errors += 1;
@@ -221,7 +238,7 @@ impl Recorder {
                 self.errors += 1;
             }
             if measured && c.keys > 0 {
-                self.multiget_keys = c.keys;
+                self.saw_multiget(c.keys);
                 self.multiget_failed += 1;
             }
             return;
@@ -246,7 +263,7 @@ impl Recorder {
         }
         match c.op {
             Op::Read if c.keys > 0 => {
-                self.multiget_keys = c.keys;
+                self.saw_multiget(c.keys);
                 self.multigets.record(latency as f64);
             }
             Op::Read => {
@@ -321,8 +338,10 @@ impl Recorder {
             ("read_misses", self.misses as f64),
             ("send_lag_p99_ms", lag.p99),
             ("send_lag_max_ms", lag.max),
+            ("connection_wait_p99_ms", self.connection_wait.summary().p99),
             ("window_offered_rps", per_window(self.measured + self.errors + self.timeouts)),
             ("window_achieved_rps", per_window(self.measured_in_window)),
+            ("coordinator_failovers", self.coordinator_failovers as f64),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
@@ -331,12 +350,19 @@ impl Recorder {
         r.multiget = self.multiget_figures();
     }
 
+    /// A measured multi-get of `keys` keys.
+    fn saw_multiget(&mut self, keys: u32) {
+        self.multiget_keys = (self.multiget_keys.0.min(keys), self.multiget_keys.1.max(keys));
+    }
+
     /// The multi-get section, none in a run without multi-gets: the simulator's fields, a
     /// multi-get's latency from its intended time to its whole reply. A client sees only the
     /// whole reply of an `MGET`, so the straggler gap is not measured live (left at zero).
     fn multiget_figures(&self) -> Option<MultigetResult> {
+        let (fewest, most) = self.multiget_keys;
         (self.multigets.count() > 0 || self.multiget_failed > 0).then(|| MultigetResult {
-            keys: self.multiget_keys,
+            keys: fewest.min(most),
+            keys_max: if most > fewest { most } else { 0 },
             requests: self.multigets.count(),
             failed: self.multiget_failed,
             latency_ms: self.multigets.summary(),
@@ -351,7 +377,7 @@ mod tests {
     use tailor_core::time::MS;
 
     fn c(intended: Nanos, done: Nanos, op: Op, outcome: Outcome) -> Completion {
-        Completion { intended, sent: intended, done, op, size: 1000, keys: 0, outcome, node: 0 }
+        Completion { intended, queued: intended, sent: intended, done, op, size: 1000, keys: 0, outcome, node: 0 }
     }
 
     fn recorder() -> Recorder {

@@ -11,7 +11,8 @@
 //!   above [`MAX_SEND_LAG_SHARE_OF_P99`] of the run's own p99 read latency. Either limit breaks
 //!   it: the absolute one catches a generator that is plainly late, the relative one a lag that
 //!   is a visible part of the latency being reported even when it is small in absolute terms.
-//!   The lag includes waiting for a free connection, which also breaks the open loop.
+//!   The lag includes waiting for a free connection, which also breaks the open loop; when
+//!   that wait is most of it, the reason says so (more `--connections`, not a quieter host).
 //! - any timeout, or any other error ([`MAX_TIMEOUTS`], [`MAX_ERRORS`]);
 //! - achieved rate below [`MIN_ACHIEVED_SHARE`] of the offered rate, both over the measured
 //!   window (see [`crate::record::Recorder::fill`]);
@@ -69,6 +70,8 @@ pub const MAX_NODE_CPU_DELAY_MS: f64 = 0.1;
 pub struct Figures {
     /// p99 of the send lag of measured requests, ms.
     pub send_lag_p99_ms: f64,
+    /// p99 of the part of the send lag spent waiting for a free connection, ms.
+    pub connection_wait_p99_ms: f64,
     /// p99 read latency, ms.
     pub read_p99_ms: f64,
     /// Measured requests that ended in an error other than a timeout.
@@ -98,6 +101,7 @@ impl Figures {
         let extra = |k: &str| r.extra.get(k).copied();
         Figures {
             send_lag_p99_ms: extra("send_lag_p99_ms").unwrap_or(0.0),
+            connection_wait_p99_ms: extra("connection_wait_p99_ms").unwrap_or(0.0),
             read_p99_ms: r.read_latency_ms.p99,
             errors: r.errors_besides_timeouts(),
             timeouts: r.timeouts(),
@@ -184,9 +188,18 @@ fn lag_reason(f: &Figures) -> Option<String> {
             duration_text(relative)
         ));
     }
+    // most of the lag spent queued for a connection: the connections were too few, not the host
+    let why = if f.connection_wait_p99_ms >= f.send_lag_p99_ms / 2.0 {
+        format!(
+            ": requests waited for a free connection (p99 {:.1} ms, every connection busy); rerun with more --connections",
+            f.connection_wait_p99_ms
+        )
+    } else {
+        String::new()
+    };
     (!limits.is_empty()).then(|| {
         format!(
-            "load generator {} behind schedule (send lag p99 {:.1} ms > {})",
+            "load generator {} behind schedule (send lag p99 {:.1} ms > {}){why}",
             duration_text(f.send_lag_p99_ms),
             f.send_lag_p99_ms,
             limits.join(" and > ")
@@ -231,6 +244,7 @@ mod tests {
     fn clean() -> Figures {
         Figures {
             send_lag_p99_ms: 0.2,
+            connection_wait_p99_ms: 0.0,
             read_p99_ms: 20.0,
             errors: 0,
             timeouts: 0,
@@ -276,6 +290,22 @@ mod tests {
             v.reasons,
             ["load generator 1.9 s behind schedule (send lag p99 1900.0 ms > 5 ms and > 10 % of the p99 read latency, 200.0 ms)"]
         );
+    }
+
+    /// A lag spent queued for a connection is blamed on the connections: a fault scenario that
+    /// holds a third of the reads for a second fills 256 connections on a quiet host.
+    #[test]
+    fn a_lag_spent_waiting_for_connections_says_so() {
+        let v =
+            judge(&Figures { send_lag_p99_ms: 200.0, connection_wait_p99_ms: 199.0, read_p99_ms: 1000.0, ..clean() });
+        assert_eq!(v.reasons.len(), 1);
+        assert!(
+            v.reasons[0].contains("waited for a free connection (p99 199.0 ms")
+                && v.reasons[0].contains("--connections")
+        );
+        let host =
+            judge(&Figures { send_lag_p99_ms: 200.0, connection_wait_p99_ms: 20.0, read_p99_ms: 1000.0, ..clean() });
+        assert!(!host.reasons[0].contains("connection"), "{host:?}");
     }
 
     #[test]

@@ -120,8 +120,12 @@ impl RunResult {
 /// answer; its straggler gap is that last key's latency minus the median of its keys'.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct MultigetResult {
-    /// Keys per multi-get.
+    /// Keys per multi-get: the fewest of the run's multi-gets when their count varies.
     pub keys: u32,
+    /// The most keys of the run's multi-gets when their count varies (`workload.multiget.keys_max`);
+    /// 0 when every multi-get read `keys`.
+    #[serde(default, skip_serializing_if = "crate::is_default")]
+    pub keys_max: u32,
     /// Multi-gets measured (released after the warm-up and fully answered).
     pub requests: u64,
     /// Multi-gets with a key that failed (refused or timed out everywhere): not in the latency.

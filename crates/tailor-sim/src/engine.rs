@@ -22,7 +22,6 @@ use tailor_core::coordinator::{
     Action, Answer, ClientRequest, CoordinatorConfig, CoordinatorCore, CoreStats, SendKind, Ticket,
 };
 use tailor_core::facts::ProbeReply;
-use tailor_core::local::rein_sbf::multiget_tags;
 use tailor_core::oracle::bloom::BloomConfig;
 use tailor_core::oracle::size::{self, Knowledge};
 use tailor_core::replica::sharing::Sharing;
@@ -32,7 +31,7 @@ use tailor_core::ring::{ReplicaSet, Ring};
 use tailor_core::selector::{self, Reach, ReplicaSelector, SelectorEnv};
 use tailor_core::time::{from_ms, round_nonneg, Nanos};
 use tailor_core::workload::TraceRecord;
-use tailor_core::{local, Consistency, NodeId, Op, RequestId, Tags};
+use tailor_core::{local, Consistency, NodeId, Op, RequestId};
 use tailor_spec::{ArrivalKind, RunPlan, ServiceModel, Spec};
 
 /// A job in service on a server whose jobs share its capacity: when it started, and when its
@@ -601,29 +600,30 @@ impl<'a> Engine<'a> {
         }
     }
 
-    /// A multi-get arrives at its coordinator: each key is a read of its own, tagged with the
-    /// multi-get's key count and bottleneck as the coordinator estimates them (Rein).
+    /// A multi-get arrives at its coordinator: each key is a read of its own, carrying the
+    /// multi-get's bottleneck as the coordinator's core estimates it (Rein).
     fn issue_multiget(&mut self, draws: Vec<Draw>) {
         let client = draws[0].client;
-        let core = &self.clients[client as usize].core;
-        let tags = multiget_tags(draws.iter().map(|d| core.hint(d.key).service));
-        let slot = self.mget.as_mut().expect("multi-gets are tracked").open(self.now, client, tags, draws.len());
+        let bottleneck = self.clients[client as usize].core.multiget_bottleneck(draws.iter().map(|d| d.key));
+        let slot = self.mget.as_mut().expect("multi-gets are tracked").open(self.now, client, draws.len());
         for d in draws {
-            self.hand_over(d, Some(slot));
+            self.hand_over(d, Some((slot, bottleneck)));
         }
     }
 
-    /// Hand request `d` to its coordinator (a sub-read of the multi-get in `multiget`, if any).
-    fn hand_over(&mut self, d: Draw, multiget: Option<u32>) {
+    /// Hand request `d` to its coordinator (a sub-read of the multi-get in `multiget`, if any:
+    /// its slot and bottleneck).
+    fn hand_over(&mut self, d: Draw, multiget: Option<(u32, u16)>) {
         let replicas = self.ring.replicas(d.key);
         let nominal = self.nominal(d.size);
         let (now, op, client) = (self.now, d.op, d.client);
         let req = Req::new(d.key, d.size, op, client, now, nominal);
         let id = self.reqs.insert(req);
-        if let (Some(slot), Some(m)) = (multiget, self.mget.as_mut()) {
+        if let (Some((slot, _)), Some(m)) = (multiget, self.mget.as_mut()) {
             m.add(slot, id);
         }
-        let req = ClientRequest { id, key: d.key, replicas, size: Some(d.size) };
+        let bottleneck_us = multiget.map_or(0, |(_, b)| b);
+        let req = ClientRequest { id, key: d.key, replicas, size: Some(d.size), bottleneck_us };
         let world = world(&self.servers, now, self.spec, self.base_service_ns);
         self.clients[client as usize].request(now, op, req, &world, &mut self.actions);
         self.carry_out(client);
@@ -645,8 +645,7 @@ impl<'a> Engine<'a> {
                     if self.faults.is_some() {
                         self.watch_copy(s.ticket, s.replica, s.kind);
                     }
-                    let tags = self.multiget_tags(s.ticket.id, s.tags);
-                    let job = Job { ticket: s.ticket, kind: s.kind, tags, age: s.age };
+                    let job = Job { ticket: s.ticket, kind: s.kind, tags: s.tags, age: s.age };
                     self.hop(self.far(client, s.replica), Event::ServerArrive { server: s.replica, job });
                 }
                 Action::Reply { request, .. } => self.completed(request),
@@ -691,15 +690,6 @@ impl<'a> Engine<'a> {
         });
         self.reqs.replied(req);
         self.request_over(req, client, true);
-    }
-
-    /// `tags` with the multi-get's own when request `id` is a sub-read.
-    #[inline]
-    fn multiget_tags(&self, id: RequestId, tags: Tags) -> Tags {
-        match self.mget.as_ref().and_then(|m| m.tags(id)) {
-            Some(t) => Tags { bottleneck_us: t.bottleneck_us, ..tags },
-            None => tags,
-        }
     }
 
     /// Read or write `req` of `client` is over (`ok`: answered): so is its client request,

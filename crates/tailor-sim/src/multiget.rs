@@ -1,20 +1,19 @@
-//! Multi-gets in flight (`workload.multiget`): which sub-reads make up each, the tags their
-//! coordinator gave them, and the figures of the whole requests (latency from release to the
-//! last key's answer, straggler gap). A sub-read is an ordinary read to the cores; only the
-//! engine knows it belongs to a multi-get.
+//! Multi-gets in flight (`workload.multiget`): which sub-reads make up each, and the figures of
+//! the whole requests (latency from release to the last key's answer, straggler gap). A
+//! sub-read is an ordinary read to the cores, carrying its multi-get's bottleneck
+//! (`ClientRequest::bottleneck_us`); only the engine knows which reads make up a multi-get.
 
 use std::collections::HashMap;
 use tailor_core::results::MultigetResult;
 use tailor_core::stats::Hist;
 use tailor_core::time::{from_ms, Nanos};
-use tailor_core::{RequestId, Tags};
+use tailor_core::RequestId;
 use tailor_spec::Spec;
 
 /// One multi-get in flight.
 struct Group {
     release: Nanos,
     client: u32,
-    tags: Tags,
     /// Sub-reads not over yet.
     left: u32,
     failed: bool,
@@ -25,7 +24,7 @@ struct Group {
 impl Group {
     /// A free slot's placeholder.
     fn empty() -> Self {
-        Group { release: 0, client: 0, tags: Tags::default(), left: 0, failed: false, latencies: Vec::new() }
+        Group { release: 0, client: 0, left: 0, failed: false, latencies: Vec::new() }
     }
 }
 
@@ -52,7 +51,8 @@ pub(crate) enum SubOver {
 
 /// The multi-gets of one run.
 pub(crate) struct Multigets {
-    keys: u32,
+    /// The fewest and the most keys of a multi-get opened so far.
+    keys: (u32, u32),
     warmup: Nanos,
     groups: Vec<Group>,
     free: Vec<u32>,
@@ -69,7 +69,7 @@ impl Multigets {
     pub(crate) fn new(spec: &Spec) -> Option<Self> {
         let m = &spec.workload.multiget;
         m.enabled().then(|| Multigets {
-            keys: m.keys,
+            keys: (u32::MAX, 0),
             warmup: from_ms(spec.workload.warmup_ms),
             groups: Vec::new(),
             free: Vec::new(),
@@ -81,10 +81,10 @@ impl Multigets {
         })
     }
 
-    /// A multi-get of `keys` sub-reads released at `release` by `client`, tagged `tags`: its slot.
-    pub(crate) fn open(&mut self, release: Nanos, client: u32, tags: Tags, keys: usize) -> u32 {
-        let group =
-            Group { release, client, tags, left: keys as u32, failed: false, latencies: Vec::with_capacity(keys) };
+    /// A multi-get of `keys` sub-reads released at `release` by `client`: its slot.
+    pub(crate) fn open(&mut self, release: Nanos, client: u32, keys: usize) -> u32 {
+        self.keys = (self.keys.0.min(keys as u32), self.keys.1.max(keys as u32));
+        let group = Group { release, client, left: keys as u32, failed: false, latencies: Vec::with_capacity(keys) };
         match self.free.pop() {
             Some(slot) => {
                 self.groups[slot as usize] = group;
@@ -102,9 +102,10 @@ impl Multigets {
         self.of_sub.insert(sub, slot);
     }
 
-    /// The tags of read `sub`'s multi-get, if it is part of one.
-    pub(crate) fn tags(&self, sub: RequestId) -> Option<Tags> {
-        self.of_sub.get(&sub).map(|&slot| self.groups[slot as usize].tags)
+    /// Whether read `sub` is part of a multi-get still in flight.
+    #[cfg(test)]
+    fn holds(&self, sub: RequestId) -> bool {
+        self.of_sub.contains_key(&sub)
     }
 
     /// Read `sub` is over at `now`, answered (`ok`) or failed.
@@ -144,8 +145,10 @@ impl Multigets {
 
     /// The run's multi-get figures.
     pub(crate) fn finish(&self) -> MultigetResult {
+        let (fewest, most) = self.keys;
         MultigetResult {
-            keys: self.keys,
+            keys: fewest.min(most),
+            keys_max: if most > fewest { most } else { 0 },
             requests: self.measured,
             failed: self.failed,
             latency_ms: self.latency.summary(),
@@ -166,9 +169,9 @@ mod tests {
     #[test]
     fn a_multiget_ends_with_its_last_key_and_its_gap_is_last_minus_median() {
         let mut m = tracker();
-        let slot = m.open(100, 7, Tags { bottleneck_us: 5, ..Tags::default() }, 3);
+        let slot = m.open(100, 7, 3);
         (1..=3).for_each(|sub| m.add(slot, sub));
-        assert_eq!(m.tags(2).map(|t| t.bottleneck_us), Some(5));
+        assert!(m.holds(2));
         assert_eq!(m.sub_over(9, 150, true), SubOver::Single);
         assert_eq!(m.sub_over(2, 1_100, true), SubOver::Pending);
         assert_eq!(m.sub_over(1, 2_100, true), SubOver::Pending);
@@ -178,18 +181,18 @@ mod tests {
         // latencies 1 000, 2 000 and 10 000 ns: last 10 µs, gap 10 − 2 = 8 µs
         assert!((r.latency_ms.max - 0.010).abs() < 1e-5, "{:?}", r.latency_ms);
         assert!((r.straggler_gap_ms.max - 0.008).abs() < 1e-5, "{:?}", r.straggler_gap_ms);
-        assert_eq!(m.tags(2), None, "over: forgotten");
+        assert!(!m.holds(2), "over: forgotten");
     }
 
     #[test]
     fn a_failed_key_fails_the_multiget_and_its_slot_is_reused() {
         let mut m = tracker();
-        let slot = m.open(0, 1, Tags::default(), 2);
+        let slot = m.open(0, 1, 2);
         m.add(slot, 1);
         m.add(slot, 2);
         m.sub_over(1, 10, false);
         assert_eq!(m.sub_over(2, 20, true), SubOver::Finished { client: 1 });
-        assert_eq!(m.open(30, 2, Tags::default(), 1), slot);
+        assert_eq!(m.open(30, 2, 1), slot);
         let r = m.finish();
         assert_eq!((r.requests, r.failed), (0, 1));
         assert_eq!(median(&[1, 2, 3, 10]), 2);

@@ -32,6 +32,8 @@ pub struct Request {
     pub op: Op,
     /// The value's size in bytes (a read's is the size last written).
     pub size: u64,
+    /// A multi-get's sub-read: the multi-get's bottleneck tag, µs (0: a single request).
+    pub bottleneck_us: u16,
 }
 
 /// One input of the trace.
@@ -164,7 +166,7 @@ impl Script {
         let mut inputs = Vec::new();
         let mut at = MS;
         for (key, size) in &keys {
-            requests.push(Request { hash: hash(key), key: key.clone(), op: Op::Write, size: *size });
+            requests.push(Request { hash: hash(key), key: key.clone(), op: Op::Write, size: *size, bottleneck_us: 0 });
             inputs.push((at, Input::Request(requests.len() - 1)));
             at += 300 * US;
         }
@@ -172,7 +174,10 @@ impl Script {
             at += (-(1.0 - rng.unit()).ln() * 400_000.0) as Nanos + 1;
             let (key, size) = &keys[(rng.unit() * rng.unit() * keys.len() as f64) as usize];
             let op = if rng.unit() < 0.85 { Op::Read } else { Op::Write };
-            requests.push(Request { hash: hash(key), key: key.clone(), op, size: *size });
+            // every fifth request, a read, is a key of a multi-get: its tag must reach the replica
+            let i = requests.len();
+            let bottleneck_us = if op == Op::Read && i % 5 == 0 { 100 + (i * 37 % 4000) as u16 } else { 0 };
+            requests.push(Request { hash: hash(key), key: key.clone(), op, size: *size, bottleneck_us });
             inputs.push((at, Input::Request(requests.len() - 1)));
         }
         for beat in 1..=at / HEARTBEAT {
@@ -390,7 +395,8 @@ impl Driver for SimDriver<'_> {
     fn request(&mut self, n: usize, req: &Request, log: &mut Log) {
         let id = self.requests_of.len() as u64;
         self.requests_of.push(n);
-        let cr = ClientRequest { id, key: req.hash, replicas: self.ring.replicas(req.hash), size: Some(req.size) };
+        let replicas = self.ring.replicas(req.hash);
+        let cr = ClientRequest { id, key: req.hash, replicas, size: Some(req.size), bottleneck_us: req.bottleneck_us };
         self.coordinator.request(self.now, req.op, cr, &Blind, &mut self.actions);
         self.carry_out(log);
     }

@@ -2,10 +2,11 @@
 
 use crate::SimError;
 use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use tailor_core::time::Nanos;
 use tailor_core::workload::arrivals::{rate_for_load, Poisson};
 use tailor_core::workload::clients::ClientSampler;
+use tailor_core::workload::multiget::MultigetDraws;
 use tailor_core::workload::ops::OpMix;
 use tailor_core::workload::popularity::KeySampler;
 use tailor_core::workload::sizes::SizeModel;
@@ -40,9 +41,9 @@ pub struct Generator {
     seed: u64,
     /// Offered rate in requests per second (0 for closed loop).
     pub offered_rps: f64,
-    /// Multi-gets' own random stream, keys per multi-get and share of reads (`workload.multiget`;
-    /// none without): a run without multi-gets draws exactly what it drew before they existed.
-    multiget: Option<(SmallRng, usize, f64)>,
+    /// Multi-gets' draws, on a random stream of their own (`workload.multiget`; none without):
+    /// a run without multi-gets draws exactly what it drew before they existed.
+    multiget: Option<MultigetDraws>,
 }
 
 impl Generator {
@@ -82,9 +83,7 @@ impl Generator {
             trace,
             seed,
             offered_rps,
-            multiget: w.multiget.enabled().then(|| {
-                (SmallRng::seed_from_u64(seed ^ 0x4d55_4c54_4947_4554), w.multiget.keys as usize, w.multiget.fraction)
-            }),
+            multiget: w.multiget.draws(seed),
         })
     }
 
@@ -100,24 +99,12 @@ impl Generator {
     }
 
     /// The keys of the multi-get `first` starts, `first` included, or none when `first` is a
-    /// write or a single read: distinct keys from the popularity law (a key drawn twice is
-    /// drawn again), each with its own size.
+    /// write or a single read (the rule: `tailor_core::workload::multiget`), each with its own
+    /// size.
     pub fn multiget(&mut self, first: Draw) -> Option<Vec<Draw>> {
-        let (rng, keys, fraction) = self.multiget.as_mut().filter(|_| first.op == Op::Read)?;
-        if *fraction < 1.0 && rng.random::<f64>() >= *fraction {
-            return None;
-        }
-        let mut seen = std::collections::HashSet::with_capacity(*keys);
-        seen.insert(first.key);
-        let mut draws = Vec::with_capacity(*keys);
-        draws.push(first);
-        while draws.len() < *keys {
-            let key = self.keys.sample(rng);
-            if seen.insert(key) {
-                draws.push(Draw { key, size: self.sizes.size_of_key(self.seed, key), ..first });
-            }
-        }
-        Some(draws)
+        let keys = self.multiget.as_mut().filter(|_| first.op == Op::Read)?.draw(first.key, &self.keys)?;
+        let draw = |key| Draw { key, size: self.sizes.size_of_key(self.seed, key), ..first };
+        Some(keys.into_iter().map(draw).collect())
     }
 
     /// The next request for a given client (closed loop).

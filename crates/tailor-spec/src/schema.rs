@@ -6,6 +6,7 @@ use tailor_core::coordinator::speculation::{SpeculationConfig, SpeculativeRetry}
 use tailor_core::local::LocalConfig;
 use tailor_core::selector::SelectorConfig;
 use tailor_core::workload::clients::DemandSkew;
+use tailor_core::workload::multiget::{KeyCountLaw, MultigetDraws};
 use tailor_core::workload::popularity::PopularityConfig;
 use tailor_core::workload::sizes::SizeConfig;
 
@@ -395,13 +396,22 @@ impl Default for WorkloadSpec {
     }
 }
 
-/// Multi-get reads: a share of reads each ask for `keys` distinct keys at once, drawn from the
-/// workload's popularity law, each key with its own size; the request completes when all are read.
+/// Multi-get reads: a share of reads each ask for `keys` distinct keys at once (or a count drawn
+/// up to `keys_max` by `keys_law`), drawn from the workload's popularity law, each key with its
+/// own size; the request completes when all are read (`tailor_core::workload::multiget`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MultigetSpec {
-    /// Distinct keys per multi-get; 0 (the default) turns multi-gets off.
+    /// Distinct keys per multi-get (the fewest, when `keys_max` is above it); 0 (the default)
+    /// turns multi-gets off.
     pub keys: u32,
+    /// The most keys per multi-get; 0 (the default): always `keys`.
+    #[serde(skip_serializing_if = "tailor_core::is_default")]
+    pub keys_max: u32,
+    /// How the count is drawn between `keys` and `keys_max`: `uniform` (the default) or
+    /// `log-uniform` (most small, a few large, as Rein found in SoundCloud's trace).
+    #[serde(skip_serializing_if = "tailor_core::is_default")]
+    pub keys_law: KeyCountLaw,
     /// Share of reads that are multi-gets, in (0, 1].
     pub fraction: f64,
 }
@@ -414,10 +424,25 @@ impl MultigetSpec {
     /// more with multi-gets (what load is measured against: every key's read counts).
     pub fn keys_per_request(&self, reads: f64) -> f64 {
         if self.enabled() {
-            1.0 + reads * self.fraction * (f64::from(self.keys) - 1.0)
+            1.0 + reads * self.fraction * (self.mean_keys() - 1.0)
         } else {
             1.0
         }
+    }
+
+    /// The most keys of a multi-get.
+    pub fn most_keys(&self) -> u32 {
+        self.keys_max.max(self.keys)
+    }
+
+    /// Keys per multi-get on average.
+    pub fn mean_keys(&self) -> f64 {
+        self.keys_law.mean(self.keys, self.most_keys())
+    }
+
+    /// The draws of a run of workload seed `seed` (none without multi-gets).
+    pub fn draws(&self, seed: u64) -> Option<MultigetDraws> {
+        self.enabled().then(|| MultigetDraws::new(self.keys, self.keys_max, self.keys_law, self.fraction, seed))
     }
 
     /// Whether the workload issues multi-gets at all.
@@ -428,7 +453,7 @@ impl MultigetSpec {
 
 impl Default for MultigetSpec {
     fn default() -> Self {
-        MultigetSpec { keys: 0, fraction: 1.0 }
+        MultigetSpec { keys: 0, keys_max: 0, keys_law: KeyCountLaw::Uniform, fraction: 1.0 }
     }
 }
 

@@ -1,6 +1,7 @@
 //! Range and consistency checks that the schema's types cannot express.
 
 use crate::{ArrivalKind, Spec, SpecError};
+use tailor_core::workload::KeyCountLaw;
 use tailor_core::{local, selector};
 
 fn invalid(field: &str, reason: impl Into<String>) -> SpecError {
@@ -166,21 +167,33 @@ impl Spec {
     }
 
     /// A multi-get reads at most `MAX_KEYS` distinct keys out of the data set, a share of reads
-    /// in (0, 1]; a trace fixes each request's key, so it cannot also hold multi-gets.
+    /// in (0, 1]; a varying count needs a range; a trace fixes each request's key, so it cannot
+    /// also hold multi-gets.
     fn validate_multiget(&self) -> Result<(), SpecError> {
         let (w, m) = (&self.workload, &self.workload.multiget);
         if !m.enabled() {
+            if m.keys_max > 0 {
+                return Err(invalid("workload.multiget.keys_max", "needs workload.multiget.keys (the fewest keys)"));
+            }
             return Ok(());
         }
         let most = u64::from(crate::MultigetSpec::MAX_KEYS).min(w.keys);
-        if u64::from(m.keys) > most {
+        for (field, n) in [("keys", m.keys), ("keys_max", m.keys_max)] {
+            if u64::from(n) > most {
+                return Err(invalid(
+                    &format!("workload.multiget.{field}"),
+                    format!("must be at most min({}, workload.keys) = {most}, got {n}", crate::MultigetSpec::MAX_KEYS),
+                ));
+            }
+        }
+        if m.keys_max > 0 && m.keys_max < m.keys {
+            let why = format!("must be 0 (always `keys`) or at least keys = {}, got {}", m.keys, m.keys_max);
+            return Err(invalid("workload.multiget.keys_max", why));
+        }
+        if m.keys_law != KeyCountLaw::default() && m.keys_max <= m.keys {
             return Err(invalid(
-                "workload.multiget.keys",
-                format!(
-                    "must be at most min({}, workload.keys) = {most}, got {}",
-                    crate::MultigetSpec::MAX_KEYS,
-                    m.keys
-                ),
+                "workload.multiget.keys_law",
+                "draws a count between keys and keys_max: set keys_max above keys",
             ));
         }
         if !(m.fraction > 0.0 && m.fraction <= 1.0) {
@@ -243,6 +256,10 @@ mod tests {
             ("cluster.hedge_cancel=true", "cluster.hedge_cancel"),
             ("workload.multiget.keys=10001", "workload.multiget.keys"),
             ("workload.multiget={keys=10,fraction=0}", "workload.multiget.fraction"),
+            ("workload.multiget={keys=10,keys_max=5}", "workload.multiget.keys_max"),
+            ("workload.multiget={keys=10,keys_max=10001}", "workload.multiget.keys_max"),
+            ("workload.multiget.keys_max=5", "workload.multiget.keys_max"),
+            ("workload.multiget={keys=10,keys_law=\"log-uniform\"}", "workload.multiget.keys_law"),
             ("cluster.slow_servers=[{server=12,duty=0.5,period_ms=100}]", "cluster.slow_servers[0].server"),
             ("cluster.slow_servers=[{server=1,duty=1,period_ms=100}]", "cluster.slow_servers[0].duty"),
             ("cluster.slow_servers=[{server=1,duty=0.5,period_ms=0}]", "cluster.slow_servers[0].period_ms"),
@@ -284,6 +301,13 @@ mod tests {
         let back = Spec::from_toml(&spec.to_toml()).unwrap();
         assert_eq!(back.workload.multiget, spec.workload.multiget);
         assert_eq!((back.workload.multiget.keys, back.workload.multiget.fraction), (10, 0.5));
+        let varying =
+            Spec::default().with_overrides(&["workload.multiget={keys=2,keys_max=40,keys_law=\"log-uniform\"}"]);
+        let varying = varying.unwrap();
+        assert_eq!(Spec::from_toml(&varying.to_toml()).unwrap().workload.multiget, varying.workload.multiget);
+        let m = &varying.workload.multiget;
+        assert!(m.mean_keys() > 2.0 && m.mean_keys() < 21.0, "log-uniform sits below the middle: {}", m.mean_keys());
+        assert_eq!(m.keys_per_request(1.0), m.mean_keys());
         let keys_only = Spec::from_toml("[workload.multiget]\nkeys = 4\n").unwrap();
         assert_eq!(keys_only.workload.multiget.fraction, 1.0);
         let err = Spec::default().with_overrides(&["workload.keys=5", "workload.multiget.keys=6"]).unwrap_err();

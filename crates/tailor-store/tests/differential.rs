@@ -163,11 +163,11 @@ impl Driver for StoreDriver {
         let id = self.ids.load(Ordering::Relaxed);
         self.script_index.insert(id, n);
         let (c, done, origin) = (self.coordinator.clone(), self.completions.clone(), self.origin);
-        let (key, op, size) = (req.key.clone(), req.op, req.size as usize);
+        let (key, op, size, bottleneck) = (req.key.clone(), req.op, req.size as usize, req.bottleneck_us);
         self.rt.spawn(async move {
             let result = match op {
                 Op::Write => c.write(&key, Some(vec![0; size]), None).await.map(|_| None),
-                Op::Read => c.read(&key, None).await.map(|v| Some(v.version as NodeId - 1)),
+                Op::Read => c.read_in_multiget(&key, None, bottleneck).await.map(|v| Some(v.version as NodeId - 1)),
             };
             let at = (Instant::now() - origin).as_nanos() as Nanos;
             let decision = match result {
@@ -290,4 +290,21 @@ fn read_repair_write_backs_carry_their_keys_write_tags() {
     for (key, tags) in side.iter() {
         assert_eq!(Some(tags), write_tags.get(key.as_slice()), "{}", String::from_utf8_lossy(key));
     }
+}
+
+/// A multi-get's keys carry its bottleneck (Rein's tag) on every copy, the first send and any
+/// retry or hedge alike, in both engines: the script marks every fifth request a multi-get's
+/// key, the decisions above compare every send's tags, and this checks that the tag was there
+/// to compare (the store's coordinator once dropped it: only the simulator set it, at send time).
+#[test]
+fn a_multigets_keys_carry_its_bottleneck_to_the_replicas() {
+    let script = Script::generate("lor", OracleKind::Exact, 7, 400, tailor_store::key_hash);
+    let store = split(script::run(&script, &mut StoreDriver::new(&script))).0;
+    let mut tagged = 0;
+    for d in &store {
+        let Decision::Send { request, kind, tags, .. } = d else { unreachable!() };
+        assert_eq!(tags.bottleneck_us, script.requests[*request].bottleneck_us, "{kind:?} of request {request}");
+        tagged += (tags.bottleneck_us > 0) as usize;
+    }
+    assert!(tagged > 20, "{tagged} sends of multi-get keys");
 }

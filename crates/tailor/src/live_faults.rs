@@ -48,6 +48,7 @@ pub fn run(cluster: &mut LiveCluster, mut cfg: BenchConfig) -> Result<BenchOutpu
     let steps = sampler.finish();
     let run = &mut out.results.runs[0];
     run.failover = Some(failover(&spec, &steps, &out.reads));
+    forgive_killed_coordinators(run, &spec, &out.reads);
     if !problems.is_empty() {
         run.valid = Some(false);
         run.invalid_reasons.extend(problems);
@@ -83,10 +84,35 @@ fn apply(cluster: &mut LiveCluster, spec: &Spec, f: &Fault, starts: bool) -> Res
     .with_context(|| format!("{} fault on node {node}", f.kind.name()))
 }
 
+/// Whether read `r` was coordinated by a node while the spec had it down.
+fn coordinator_down(spec: &Spec, r: &ReadRecord) -> bool {
+    spec.cluster.faults.iter().any(|f| {
+        f.kind == FaultKind::Down
+            && f.server == r.node as usize
+            && (from_ms(f.start_ms)..from_ms(f.end_ms)).contains(&r.intended)
+    })
+}
+
+/// Reads that failed at a coordinator killed under them (in flight when it died; the bench sends
+/// later ones through another node) are the injection's doing, not the strategy's: they leave
+/// the validity rule's error count (kept as `coordinator_down_errors`) and the run is judged
+/// again.
+fn forgive_killed_coordinators(run: &mut tailor_core::results::RunResult, spec: &Spec, reads: &[ReadRecord]) {
+    let warmup = from_ms(spec.workload.warmup_ms);
+    let killed = reads.iter().filter(|r| r.failed && r.intended >= warmup && coordinator_down(spec, r)).count();
+    let forgiven = (killed as u64).min(run.errors_besides_timeouts());
+    if forgiven > 0 {
+        run.errors -= forgiven;
+        run.extra.insert("coordinator_down_errors".into(), forgiven as f64);
+        tailor_bench::validity::apply(run);
+    }
+}
+
 /// The failover figures of a live run: copies per replica from the sampled counters, reads from
 /// the bench. Reads coordinated by a node while it is down are left out: they fail at the
 /// connection whatever the replica selection does (the simulator's coordinators are clients
-/// and never go down); the bench counts them among its errors.
+/// and never go down). Only those in flight when it died are there: the bench sends later ones
+/// through another coordinator.
 fn failover(spec: &Spec, steps: &[Step], reads: &[ReadRecord]) -> Failover {
     let mut log = FailoverLog::new(spec);
     let faulty = |t: Nanos| {
@@ -103,14 +129,7 @@ fn failover(spec: &Spec, steps: &[Step], reads: &[ReadRecord]) -> Failover {
             (0..s.timeouts).for_each(|_| log.timed_out(sent, server as u32));
         }
     }
-    let coordinator_down = |r: &ReadRecord| {
-        spec.cluster.faults.iter().any(|f| {
-            f.kind == FaultKind::Down
-                && f.server == r.node as usize
-                && (from_ms(f.start_ms)..from_ms(f.end_ms)).contains(&r.intended)
-        })
-    };
-    for r in reads.iter().filter(|r| !coordinator_down(r)) {
+    for r in reads.iter().filter(|r| !coordinator_down(spec, r)) {
         log.read(r.intended, r.latency, r.failed);
     }
     log.finish(spec, spec.cluster.servers, true)

@@ -1,7 +1,9 @@
 //! The comparison table printed after a run: one row per swept point × selector × local policy,
 //! each figure the median over seeds (one unlucky seed must not make a row: a mean p99 over seeds
 //! was dominated by the worst one), with the p99's range over seeds beside it. Simulated runs add
-//! `util max`, the busiest server's utilisation. Live runs add `errors`, `timeouts` (summed over seeds) and
+//! `util max`, the busiest server's utilisation. Runs with multi-gets add their keys per
+//! multi-get and their own p99 and p99.9 (`mget`: a multi-get's latency is its last key's; the
+//! other latency columns are single reads'). Live runs add `errors`, `timeouts` (summed over seeds) and
 //! `valid` (tailor-bench's validity verdict), so an invalid run cannot pass for a result.
 
 use std::collections::BTreeMap;
@@ -29,10 +31,14 @@ pub fn render(runs: &[RunResult]) -> String {
     let with_bound = runs.iter().any(|r| r.bound.is_some());
     let live = runs.iter().any(|r| r.valid.is_some());
     let queued = runs.iter().any(|r| r.queueing.is_some());
+    let mget = runs.iter().any(|r| r.multiget.is_some());
     header.extend(
         ["selector", "local", "p50 ms", "p95 ms", "p99 ms", "p99 range", "p99.9 ms", "max ms", "tput/s", "stretch p99"]
             .map(String::from),
     );
+    if mget {
+        header.extend(["mget keys", "mget p99 ms", "mget p99.9 ms"].map(String::from));
+    }
     if with_bound {
         header.push("max/bound".into());
     }
@@ -59,6 +65,17 @@ pub fn render(runs: &[RunResult]) -> String {
         }
         row.push(format!("{:.0}", avg(&|r| r.throughput_rps)));
         row.push(format!("{:.2}", avg(&|r| r.stretch.p99)));
+        if mget {
+            row.push(first.multiget.as_ref().map_or("-".into(), |m| match m.keys_max {
+                0 => m.keys.to_string(),
+                most => format!("{}-{most}", m.keys),
+            }));
+            let mget = |f: fn(&tailor_core::stats::Summary) -> f64| {
+                avg(&|r: &RunResult| r.multiget.as_ref().map_or(f64::NAN, |m| f(&m.latency_ms)))
+            };
+            row.push(format!("{:.2}", mget(|s| s.p99)));
+            row.push(format!("{:.2}", mget(|s| s.p999)));
+        }
         if with_bound {
             row.push(format!("{:.3}", avg(&|r| r.bound.map_or(f64::NAN, |b| b.ratio))));
         }
@@ -123,6 +140,21 @@ fn validity_cells(group: &[&RunResult]) -> [String; 3] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn multigets_add_their_keys_and_tail() {
+        let mut a = RunResult { selector: "c3".into(), local: "rein-sbf".into(), ..Default::default() };
+        let mut m = tailor_core::results::MultigetResult { keys: 2, keys_max: 40, ..Default::default() };
+        m.latency_ms.p99 = 31.5;
+        m.latency_ms.p999 = 80.25;
+        a.multiget = Some(m);
+        let text = render(&[a]);
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[0].contains("mget keys") && lines[0].contains("mget p99 ms"), "{text}");
+        assert!(lines[2].contains("2-40") && lines[2].contains("31.50") && lines[2].contains("80.25"), "{text}");
+        let plain = render(&[RunResult { selector: "c3".into(), ..Default::default() }]);
+        assert!(!plain.contains("mget"), "no multi-gets, no columns: {plain}");
+    }
 
     #[test]
     fn seeds_make_one_row_of_medians_with_the_p99_range() {

@@ -83,6 +83,11 @@ pub struct ClientRequest {
     /// A write's value size (`None` for a delete); a read's true value size when the engine
     /// knows it (the simulator), which only the exact oracle uses.
     pub size: Option<u64>,
+    /// A multi-get's sub-read: the multi-get's bottleneck in µs, which every copy carries as
+    /// its `bottleneck_us` tag (Rein's local queue orders by it); the engine gets it from
+    /// [`CoordinatorCore::multiget_bottleneck`] once for the whole multi-get. 0 for a single
+    /// read and for a write.
+    pub bottleneck_us: u16,
 }
 
 /// A replica's answer to a request.
@@ -304,6 +309,13 @@ impl CoordinatorCore {
         self.oracle.hint(key)
     }
 
+    /// The bottleneck of a multi-get of `keys` (hashed) for its sub-reads'
+    /// [`ClientRequest::bottleneck_us`]: the largest service time the size oracle estimates
+    /// among them, in µs (Rein's rule: [`crate::local::rein_sbf::multiget_tags`]).
+    pub fn multiget_bottleneck(&self, keys: impl IntoIterator<Item = u64>) -> u16 {
+        crate::local::rein_sbf::multiget_tags(keys.into_iter().map(|k| self.oracle.hint(k).service)).bottleneck_us
+    }
+
     /// The size oracle.
     pub fn oracle(&self) -> &dyn SizeOracle {
         self.oracle.as_ref()
@@ -383,17 +395,18 @@ impl CoordinatorCore {
         world: &dyn World,
         out: &mut Vec<Action>,
     ) {
-        let ClientRequest { id, key, replicas, size } = req;
+        let ClientRequest { id, key, replicas, size, bottleneck_us } = req;
         if let Some(bytes) = size {
             self.oracle.observe(key, bytes);
         }
         let hint = self.oracle.hint(key);
         if level != Consistency::One {
             let need = level.required(replicas.len());
-            let p = Pending::fanned(id, key, Op::Read, now, hint, replicas);
+            let p = Pending::fanned(id, key, Op::Read, now, hint, replicas).in_multiget(bottleneck_us);
             return self.fan_out(p, need, SendKind::QuorumRead, out);
         }
-        let t = self.pending.insert(Pending::selected(id, key, now, hint, replicas));
+        let p = Pending::selected(id, key, now, hint, replicas).in_multiget(bottleneck_us);
+        let t = self.pending.insert(p);
         let group = replicas[0];
         if self.backlog.group_len(group) > 0 {
             // a new read never overtakes parked ones
@@ -423,7 +436,8 @@ impl CoordinatorCore {
 
     /// A client write arrived that asks for consistency `level`.
     pub fn write_at(&mut self, now: Nanos, req: ClientRequest, level: Consistency, out: &mut Vec<Action>) {
-        let ClientRequest { id, key, replicas, size } = req;
+        let ClientRequest { id, key, replicas, size, bottleneck_us } = req;
+        debug_assert_eq!(bottleneck_us, 0, "write {id} is not part of a multi-get");
         if let Some(bytes) = size {
             self.oracle.observe(key, bytes);
         }
@@ -583,7 +597,7 @@ impl CoordinatorCore {
             self.give_up(t, failure, out);
             return Routed::Failed;
         }
-        let (view, large, release) = (p.view(self.cfg.id), p.large(), p.release);
+        let (view, large, bottleneck, release) = (p.view(self.cfg.id), p.large(), p.bottleneck_us(), p.release);
         let decision = self.selector.select(now, &view, &up, world);
         self.send_probes(view.id, out);
         let (replica, tags) = match decision {
@@ -598,7 +612,7 @@ impl CoordinatorCore {
         };
         assert!(up.contains(&replica), "selector chose replica {replica} outside {:?}", &*up);
         self.selector.on_sent(now, &view, replica);
-        let tags = tag_read(tags, large, self.flow());
+        let tags = tag_read(tags, large, bottleneck, self.flow());
         let age = now - release;
         out.push(Action::Send(Send { ticket: t, replica, tags, age, kind: SendKind::Read }));
         let shadow = tried == 0 && self.cfg.read_repair > 0.0 && self.rng.unit() < self.cfg.read_repair;
@@ -716,6 +730,7 @@ impl CoordinatorCore {
             return;
         }
         let (view, large, release, sent) = (p.view(self.cfg.id), p.large(), p.release, p.sent_at());
+        let bottleneck = p.bottleneck_us();
         let decision = self.selector.select(now, &view, &others, world);
         self.send_probes(view.id, out);
         let (replica, tags) = match decision {
@@ -733,7 +748,7 @@ impl CoordinatorCore {
         }
         self.selector.on_sent(now, &view, replica);
         self.stats.hedges += 1;
-        let tags = tag_read(tags, large, self.flow());
+        let tags = tag_read(tags, large, bottleneck, self.flow());
         out.push(Action::Send(Send { ticket: t, replica, tags, age: now - release, kind: SendKind::Hedge }));
         if let Mode::Selected { hedge, hedge_sent_at, hedged, .. } = &mut self.pending.at(t).mode {
             (*hedge, *hedge_sent_at, *hedged) = (Some(replica), now, true);
@@ -908,7 +923,7 @@ impl CoordinatorCore {
             let failure = if up.is_empty() { Failure::NoReplica } else { Failure::NotEnough { need, got: 0 } };
             return out.push(Action::Fail { request: p.id, failure });
         }
-        let tags = write_tags(p.large(), self.flow());
+        let tags = Tags { bottleneck_us: p.bottleneck_us(), ..write_tags(p.large(), self.flow()) };
         debug_assert!(need <= up.len() && up.len() <= p.replicas.len(), "need {need} of {} up", up.len());
         p.mode = Mode::FanOut { need: need as u8, answered: 0, outstanding: up.len() as u8, done: false };
         let t = self.pending.insert(p);
@@ -955,10 +970,11 @@ fn write_tags(large: bool, flow: u16) -> Tags {
     Tags { priority: 0, size_class: large as u8, flow, ..Tags::default() }
 }
 
-/// A read's tags: the selector's, the size class raised to 1 when the oracle says large, and
-/// this coordinator's flow (whatever the selector set).
-fn tag_read(tags: Tags, large: bool, flow: u16) -> Tags {
-    Tags { priority: tags.priority, size_class: tags.size_class.max(large as u8), flow, ..Tags::default() }
+/// A read's tags: the selector's, the size class raised to 1 when the oracle says large, its
+/// multi-get's bottleneck (0 for a single read), and this coordinator's flow (whatever the
+/// selector set).
+fn tag_read(tags: Tags, large: bool, bottleneck_us: u16, flow: u16) -> Tags {
+    Tags { priority: tags.priority, size_class: tags.size_class.max(large as u8), flow, bottleneck_us }
 }
 
 #[cfg(test)]

@@ -85,6 +85,8 @@ pub struct Pending {
     estimates: Estimates,
     /// Whether the size oracle classed the value as large at arrival.
     large: bool,
+    /// Its multi-get's bottleneck, µs, every copy's tag (0: not part of one).
+    bottleneck_us: u16,
     /// The key's replicas, primary first (up or not).
     pub replicas: ReplicaSet,
     /// How it is being served.
@@ -105,13 +107,35 @@ impl Pending {
             shadows: 0,
             done: false,
         };
-        Pending { id, key, op: Op::Read, release, estimates: Estimates::of(&hint), large: hint.large, replicas, mode }
+        let estimates = Estimates::of(&hint);
+        Pending { id, key, op: Op::Read, release, estimates, large: hint.large, bottleneck_us: 0, replicas, mode }
     }
 
     /// A write or a QUORUM/ALL read, before it is sent.
     pub fn fanned(id: RequestId, key: u64, op: Op, release: Nanos, hint: SizeHint, replicas: ReplicaSet) -> Self {
         let mode = Mode::FanOut { need: 0, answered: 0, outstanding: 0, done: false };
-        Pending { id, key, op, release, estimates: Estimates::of(&hint), large: hint.large, replicas, mode }
+        Pending {
+            id,
+            key,
+            op,
+            release,
+            estimates: Estimates::of(&hint),
+            large: hint.large,
+            bottleneck_us: 0,
+            replicas,
+            mode,
+        }
+    }
+
+    /// Part of a multi-get whose bottleneck is `bottleneck_us` (0: a single request).
+    pub fn in_multiget(self, bottleneck_us: u16) -> Self {
+        debug_assert!(bottleneck_us == 0 || self.op == Op::Read, "request {} is a write in a multi-get", self.id);
+        Pending { bottleneck_us, ..self }
+    }
+
+    /// Its multi-get's bottleneck, µs (0: not part of one).
+    pub fn bottleneck_us(&self) -> u16 {
+        self.bottleneck_us
     }
 
     /// What a selector may see of it.

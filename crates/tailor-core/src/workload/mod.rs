@@ -10,6 +10,7 @@ use std::fmt::Display;
 
 pub mod arrivals;
 pub mod clients;
+pub mod multiget;
 pub mod ops;
 pub mod popularity;
 pub mod sizes;
@@ -17,6 +18,7 @@ pub mod trace;
 
 pub use arrivals::{rate_for_load, ArrivalConfig, ClosedLoop, Poisson};
 pub use clients::{ClientSampler, DemandSkew};
+pub use multiget::{KeyCountLaw, MultigetDraws};
 pub use ops::OpMix;
 pub use popularity::{KeySampler, PopularityConfig};
 pub use sizes::{SizeConfig, SizeModel};

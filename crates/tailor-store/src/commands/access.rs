@@ -50,9 +50,19 @@ pub fn live(stored: Option<Vec<u8>>, now: impl FnOnce() -> u64) -> Option<Live> 
     Some(Live { value: stored, expires })
 }
 
-/// Read `key` at the session's read consistency (plain reads: GET, MGET, EXISTS, TTL, ...).
+/// Read `key` at the session's read consistency (plain reads: GET, EXISTS, TTL, ...).
 pub async fn read(node: &Arc<Node>, session: &Session, key: &[u8]) -> Result<Option<Live>, Reply> {
-    let v = node.coordinator.read(key, session.consistency()).await.map_err(coord_err)?;
+    read_in_multiget(node, session, key, 0).await
+}
+
+/// [`read`] of one key of an MGET whose bottleneck is `bottleneck_us` (Rein's tag).
+pub async fn read_in_multiget(
+    node: &Arc<Node>,
+    session: &Session,
+    key: &[u8],
+    bottleneck_us: u16,
+) -> Result<Option<Live>, Reply> {
+    let v = node.coordinator.read_in_multiget(key, session.consistency(), bottleneck_us).await.map_err(coord_err)?;
     Ok(live(v.value, expiry::now_ms))
 }
 

@@ -8,7 +8,9 @@
 //! values arrive, in whatever order they arrive, so every value held is counted: an MGET whose
 //! reply would pass `max_buffered_bytes` is refused at once and its other reads are dropped.
 //! Each MGET's time, from its first read sent to its reply built, goes to
-//! `tailor_mget_latency_seconds`.
+//! `tailor_mget_latency_seconds`. Every read carries the MGET's bottleneck as the node's core
+//! estimates it (Rein's tag, as in the simulator), so a replica running `rein-sbf` serves the
+//! keys of small MGETs first.
 
 use super::access;
 use super::Executed;
@@ -40,8 +42,12 @@ pub async fn mget(node: &Arc<Node>, session: &Session, keys: &[Vec<u8>]) -> Exec
 }
 
 async fn read_all(node: &Arc<Node>, session: &Session, keys: &[Vec<u8>]) -> Executed {
-    let mut reads: FuturesUnordered<_> =
-        keys.iter().enumerate().map(|(i, k)| async move { (i, access::read(node, session, k).await) }).collect();
+    let bottleneck = node.coordinator.multiget_bottleneck(keys);
+    let mut reads: FuturesUnordered<_> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| async move { (i, access::read_in_multiget(node, session, k, bottleneck).await) })
+        .collect();
     let mut lease = node.budget.lease();
     let mut out = vec![Reply::Null; keys.len()];
     let mut failed: Option<(usize, Reply)> = None;

@@ -78,8 +78,9 @@ impl std::fmt::Display for AllLiveRunsInvalid {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "every live run of {} is invalid (reasons above): the host could not drive the load; \
-             rerun on a quieter machine or at a lower rate",
+            "every live run of {} is invalid: its figures describe the host or the load generator, \
+             not the strategy; each run's reasons above say which (a busy host: rerun on a quieter \
+             machine or at a lower rate; busy connections: rerun with more --connections)",
             self.strategies.join(", ")
         )
     }
