@@ -331,11 +331,19 @@ impl<T: Target> Worker<T> {
 
     async fn exec(&mut self, p: &Planned) -> std::io::Result<Outcome> {
         self.served_by = self.node;
-        if self.conn.is_none() {
-            match self.target.connect(self.node).await {
-                Ok(c) => self.conn = Some(c),
-                Err(refused) => return self.exec_elsewhere(p, refused).await,
+        if let Some(conn) = self.conn.as_mut() {
+            if let Ok(answer) = send(&*self.target, conn, p).await {
+                return Ok(self.outcome(answer));
             }
+            // a kept connection found broken (its coordinator died or restarted since its last
+            // request): sent once more on a fresh one, as drivers retry idempotent requests
+            // (the bench's reads, MGETs and SETs of a fixed value all are)
+            self.conn = None;
+            self.recorder.lock().unwrap_or_else(|e| e.into_inner()).resent();
+        }
+        match self.target.connect(self.node).await {
+            Ok(c) => self.conn = Some(c),
+            Err(refused) => return self.exec_elsewhere(p, refused).await,
         }
         let conn = self.conn.as_mut().expect("connected above");
         let answer = send(&*self.target, conn, p).await?;

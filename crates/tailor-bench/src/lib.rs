@@ -14,6 +14,12 @@
 //!   `workload.skew`, drawn with that demand skew across the nodes.
 //! - **Timing**: a dedicated OS thread sleeps until each intended time (precise to tens of µs,
 //!   finer than tokio's 1 ms timer) and hands the request to the connection tasks.
+//! - **Broken and refused connections**: a request whose kept connection turns out broken (its
+//!   coordinator died or restarted since) is sent once more on a fresh one; a coordinator that
+//!   refuses connections (down) is passed over for the next node that takes one, for that
+//!   request. A client driver does both; without them a killed node's share of the schedule
+//!   fails at the client whatever the replica selection does (`resends`,
+//!   `coordinator_failovers` in the run's `extra`).
 //! - **Timeouts**: a request's deadline is its intended time + `timeout`; one dequeued after its
 //!   deadline is a timeout without being sent; a connection that timed out is dropped and
 //!   reopened (a late reply would otherwise be read as the next request's).

@@ -142,6 +142,8 @@ pub struct Recorder {
     error_samples: Vec<String>,
     /// Requests sent through another coordinator because theirs refused connections.
     coordinator_failovers: u64,
+    /// Requests sent again on a fresh connection because their kept one was broken.
+    resends: u64,
     reads_kept: Option<Vec<ReadRecord>>,
 }
 
@@ -178,6 +180,7 @@ impl Recorder {
             seconds: Vec::new(),
             error_samples: Vec::new(),
             coordinator_failovers: 0,
+            resends: 0,
             reads_kept: None,
         }
     }
@@ -203,6 +206,11 @@ impl Recorder {
     /// A request went to another coordinator: its own refused connections (down).
     pub fn coordinator_failover(&mut self) {
         self.coordinator_failovers += 1;
+    }
+
+    /// A request found its kept connection broken and is sent again on a fresh one.
+    pub fn resent(&mut self) {
+        self.resends += 1;
     }
 
     /// Keep `message` as an example of what went wrong (the first few distinct ones).
@@ -342,6 +350,7 @@ impl Recorder {
             ("window_offered_rps", per_window(self.measured + self.errors + self.timeouts)),
             ("window_achieved_rps", per_window(self.measured_in_window)),
             ("coordinator_failovers", self.coordinator_failovers as f64),
+            ("resends", self.resends as f64),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
