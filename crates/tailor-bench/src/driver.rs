@@ -199,9 +199,9 @@ async fn load_phase<T: Target>(cfg: &BenchConfig, target: &Arc<T>, keys: &[(u64,
     stats
 }
 
-/// A coordinator's queue of requests waiting for one of its connections, each with the time the
-/// sender thread handed it over.
-type Queue = Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<(Planned, Instant)>>>;
+/// A coordinator's queue of requests waiting for one of its connections, each with whether it
+/// found every one of them busy when the sender thread handed it over.
+type Queue = Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<(Planned, bool)>>>;
 
 /// Send every request at its intended time and wait until each has completed or timed out.
 async fn open_loop<T: Target>(
@@ -211,9 +211,11 @@ async fn open_loop<T: Target>(
     recorder: &Arc<Mutex<Recorder>>,
 ) {
     let n = cfg.nodes.len();
+    // each coordinator's connections that wait for a request (not sending or awaiting one)
+    let idle: Arc<[AtomicUsize]> = (0..n).map(|_| AtomicUsize::new(0)).collect();
     let (senders, queues): (Vec<_>, Vec<Queue>) = (0..n)
         .map(|_| {
-            let (tx, rx) = mpsc::unbounded_channel::<(Planned, Instant)>();
+            let (tx, rx) = mpsc::unbounded_channel::<(Planned, bool)>();
             (tx, Arc::new(tokio::sync::Mutex::new(rx)))
         })
         .unzip();
@@ -242,6 +244,7 @@ async fn open_loop<T: Target>(
             node: i % n,
             served_by: i % n,
             queue: queues[i % n].clone(),
+            idle: idle.clone(),
             start,
             timeout: cfg.timeout,
             recorder: recorder.clone(),
@@ -262,7 +265,9 @@ async fn open_loop<T: Target>(
             }
             // A closed queue means its workers are gone; nothing is left to account it, so the
             // workers never exit before the senders are dropped (they loop until then).
-            let _ = senders[p.node as usize].send((p, Instant::now()));
+            let node = p.node as usize;
+            let starved = idle[node].load(Ordering::Relaxed) == 0;
+            let _ = senders[node].send((p, starved));
         }
     });
     let _ = tokio::task::spawn_blocking(move || sender.join()).await;
@@ -283,6 +288,8 @@ struct Worker<T: Target> {
     node: usize,
     /// The coordinator of the request just run: `node`, or another when `node` was down.
     served_by: usize,
+    /// Idle connections per coordinator, this one counted while it waits for a request.
+    idle: Arc<[AtomicUsize]>,
     queue: Queue,
     start: Instant,
     timeout: Duration,
@@ -293,8 +300,10 @@ struct Worker<T: Target> {
 impl<T: Target> Worker<T> {
     async fn serve(mut self) {
         loop {
+            self.idle[self.node].fetch_add(1, Ordering::Relaxed);
             let next = self.queue.lock().await.recv().await;
-            let Some((p, queued)) = next else { break };
+            self.idle[self.node].fetch_sub(1, Ordering::Relaxed);
+            let Some((p, starved)) = next else { break };
             let intended = self.start + Duration::from_nanos(p.at);
             let deadline = intended + self.timeout;
             let sent = Instant::now();
@@ -319,8 +328,8 @@ impl<T: Target> Worker<T> {
             let since = |t: Instant| nanos(t.saturating_duration_since(self.start));
             let keys = p.multiget.as_ref().map_or(0, |m| m.len() as u32);
             let (op, size, node) = (p.op, p.size, self.served_by as u32);
-            let (queued, sent, done) = (since(queued), since(sent), since(done));
-            let c = Completion { intended: p.at, queued, sent, done, op, size, keys, outcome, node };
+            let (sent, done) = (since(sent), since(done));
+            let c = Completion { intended: p.at, starved, sent, done, op, size, keys, outcome, node };
             self.recorder.lock().unwrap_or_else(|e| e.into_inner()).record(c);
         }
     }

@@ -356,6 +356,9 @@ mod tests {
         assert_eq!((r.selector.as_str(), r.local.as_str()), ("fake-sel", "fake-local"));
         assert_eq!(r.offered_rps, 200.0);
         assert!(r.extra["send_lag_max_ms"] >= 100.0, "requests waited for a free connection: {:?}", r.extra);
+        // 4 connections held 300 ms at 200 req/s: about 55 requests found all four busy
+        let starved = r.extra["starved_requests"];
+        assert!((20.0..=80.0).contains(&starved), "requests that found every connection busy: {starved}");
         assert_eq!(out.load.errors, 0);
         assert!(out.load.keys > 50, "{:?}", out.load);
         assert_eq!(out.results.engine, "live");

@@ -32,11 +32,10 @@ pub enum Outcome {
 pub struct Completion {
     /// Intended send time.
     pub intended: Nanos,
-    /// When the sender thread handed it to its coordinator's queue (≥ `intended`: later when
-    /// the host kept the sender from running on time).
-    pub queued: Nanos,
-    /// When a connection actually started sending it (≥ `queued`: later when every connection
-    /// of its coordinator was busy).
+    /// Whether every connection of its coordinator was busy when the sender thread handed it
+    /// over: it then waited for one (too few connections), whatever the host did.
+    pub starved: bool,
+    /// When a connection actually started sending it (≥ `intended`, unless sent early by rounding).
     pub sent: Nanos,
     /// When the reply (or the error) arrived.
     pub done: Nanos,
@@ -126,8 +125,8 @@ pub struct Recorder {
     multiget_failed: u64,
     stretch: Hist,
     send_lag: Hist,
-    /// The part of the send lag spent waiting for a free connection.
-    connection_wait: Hist,
+    /// Measured requests that found every connection of their coordinator busy.
+    starved: u64,
     all: Hist,
     measured: u64,
     measured_in_window: u64,
@@ -166,7 +165,7 @@ impl Recorder {
             multiget_failed: 0,
             stretch: Hist::stretch(),
             send_lag: Hist::latency(),
-            connection_wait: Hist::latency(),
+            starved: 0,
             all: Hist::latency(),
             measured: 0,
             measured_in_window: 0,
@@ -233,7 +232,7 @@ impl Recorder {
         if measured {
             // failed requests count too: a request dequeued after its deadline was late as well
             self.send_lag.record(c.sent.saturating_sub(c.intended) as f64);
-            self.connection_wait.record(c.sent.saturating_sub(c.queued) as f64);
+            self.starved += c.starved as u64;
         }
         if failed {
             self.total_errors += 1;
@@ -346,7 +345,7 @@ impl Recorder {
             ("read_misses", self.misses as f64),
             ("send_lag_p99_ms", lag.p99),
             ("send_lag_max_ms", lag.max),
-            ("connection_wait_p99_ms", self.connection_wait.summary().p99),
+            ("starved_requests", self.starved as f64),
             ("window_offered_rps", per_window(self.measured + self.errors + self.timeouts)),
             ("window_achieved_rps", per_window(self.measured_in_window)),
             ("coordinator_failovers", self.coordinator_failovers as f64),
@@ -386,7 +385,7 @@ mod tests {
     use tailor_core::time::MS;
 
     fn c(intended: Nanos, done: Nanos, op: Op, outcome: Outcome) -> Completion {
-        Completion { intended, queued: intended, sent: intended, done, op, size: 1000, keys: 0, outcome, node: 0 }
+        Completion { intended, starved: false, sent: intended, done, op, size: 1000, keys: 0, outcome, node: 0 }
     }
 
     fn recorder() -> Recorder {

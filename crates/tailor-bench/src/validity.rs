@@ -11,8 +11,9 @@
 //!   above [`MAX_SEND_LAG_SHARE_OF_P99`] of the run's own p99 read latency. Either limit breaks
 //!   it: the absolute one catches a generator that is plainly late, the relative one a lag that
 //!   is a visible part of the latency being reported even when it is small in absolute terms.
-//!   The lag includes waiting for a free connection, which also breaks the open loop; when
-//!   that wait is most of it, the reason says so (more `--connections`, not a quieter host).
+//!   The lag includes waiting for a free connection, which also breaks the open loop; when more
+//!   than 1 % of the requests found every connection of their coordinator busy (so the p99 lag
+//!   is such a wait), the reason says so: more `--connections`, not a quieter host.
 //! - any timeout, or any other error ([`MAX_TIMEOUTS`], [`MAX_ERRORS`]);
 //! - achieved rate below [`MIN_ACHIEVED_SHARE`] of the offered rate, both over the measured
 //!   window (see [`crate::record::Recorder::fill`]);
@@ -70,8 +71,8 @@ pub const MAX_NODE_CPU_DELAY_MS: f64 = 0.1;
 pub struct Figures {
     /// p99 of the send lag of measured requests, ms.
     pub send_lag_p99_ms: f64,
-    /// p99 of the part of the send lag spent waiting for a free connection, ms.
-    pub connection_wait_p99_ms: f64,
+    /// Share of the measured requests that found every connection of their coordinator busy.
+    pub starved_share: f64,
     /// p99 read latency, ms.
     pub read_p99_ms: f64,
     /// Measured requests that ended in an error other than a timeout.
@@ -101,7 +102,7 @@ impl Figures {
         let extra = |k: &str| r.extra.get(k).copied();
         Figures {
             send_lag_p99_ms: extra("send_lag_p99_ms").unwrap_or(0.0),
-            connection_wait_p99_ms: extra("connection_wait_p99_ms").unwrap_or(0.0),
+            starved_share: extra("starved_requests").unwrap_or(0.0) / (r.requests + r.errors).max(1) as f64,
             read_p99_ms: r.read_latency_ms.p99,
             errors: r.errors_besides_timeouts(),
             timeouts: r.timeouts(),
@@ -188,11 +189,11 @@ fn lag_reason(f: &Figures) -> Option<String> {
             duration_text(relative)
         ));
     }
-    // most of the lag spent queued for a connection: the connections were too few, not the host
-    let why = if f.connection_wait_p99_ms >= f.send_lag_p99_ms / 2.0 {
+    // more than the 1 % beyond the p99 waited for a connection: too few of them, not the host
+    let why = if f.starved_share > 0.01 {
         format!(
-            ": requests waited for a free connection (p99 {:.1} ms, every connection busy); rerun with more --connections",
-            f.connection_wait_p99_ms
+            ": {:.1} % of the requests found every connection busy and waited for one; rerun with more --connections",
+            f.starved_share * 100.0
         )
     } else {
         String::new()
@@ -244,7 +245,7 @@ mod tests {
     fn clean() -> Figures {
         Figures {
             send_lag_p99_ms: 0.2,
-            connection_wait_p99_ms: 0.0,
+            starved_share: 0.0,
             read_p99_ms: 20.0,
             errors: 0,
             timeouts: 0,
@@ -296,15 +297,11 @@ mod tests {
     /// holds a third of the reads for a second fills 256 connections on a quiet host.
     #[test]
     fn a_lag_spent_waiting_for_connections_says_so() {
-        let v =
-            judge(&Figures { send_lag_p99_ms: 200.0, connection_wait_p99_ms: 199.0, read_p99_ms: 1000.0, ..clean() });
+        let v = judge(&Figures { send_lag_p99_ms: 200.0, starved_share: 0.25, read_p99_ms: 1000.0, ..clean() });
         assert_eq!(v.reasons.len(), 1);
-        assert!(
-            v.reasons[0].contains("waited for a free connection (p99 199.0 ms")
-                && v.reasons[0].contains("--connections")
-        );
-        let host =
-            judge(&Figures { send_lag_p99_ms: 200.0, connection_wait_p99_ms: 20.0, read_p99_ms: 1000.0, ..clean() });
+        assert!(v.reasons[0].contains("25.0 % of the requests found every connection busy"), "{v:?}");
+        assert!(v.reasons[0].contains("--connections"), "{v:?}");
+        let host = judge(&Figures { send_lag_p99_ms: 200.0, starved_share: 0.005, read_p99_ms: 1000.0, ..clean() });
         assert!(!host.reasons[0].contains("connection"), "{host:?}");
     }
 

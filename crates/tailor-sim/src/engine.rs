@@ -604,7 +604,8 @@ impl<'a> Engine<'a> {
     /// multi-get's bottleneck as the coordinator's core estimates it (Rein).
     fn issue_multiget(&mut self, draws: Vec<Draw>) {
         let client = draws[0].client;
-        let bottleneck = self.clients[client as usize].core.multiget_bottleneck(draws.iter().map(|d| d.key));
+        let keys = draws.iter().map(|d| (d.key, self.ring.replicas(d.key), Some(d.size)));
+        let bottleneck = self.clients[client as usize].core.multiget_bottleneck(keys);
         let slot = self.mget.as_mut().expect("multi-gets are tracked").open(self.now, client, draws.len());
         for d in draws {
             self.hand_over(d, Some((slot, bottleneck)));

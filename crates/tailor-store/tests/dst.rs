@@ -3,7 +3,7 @@
 //! runtime with a paused clock, talking through a simulated network that delays and loses
 //! messages, to replicas run by tailor-core's replica core; half of them hedge late reads
 //! (speculative retry); one node crashes and the others'
-//! failure detectors learn it later. Every selector runs over FCFS replicas, and every local
+//! failure detectors learn it later. Prequal's probes cross the same network. Every selector runs over FCFS replicas, and every local
 //! policy once behind one selector. A run is a function of its seed; a failure prints the
 //! seed, and `TAILOR_DST_SEED=<seed> cargo test --release -p tailor-store --test dst` replays it.
 //!
@@ -34,7 +34,7 @@ use tailor_store::hlc::Hlc;
 use tailor_store::metrics::Metrics;
 use tailor_store::replica::{Outcome, Work};
 use tailor_store::storage::Versioned;
-use tailor_store::transport::{CopyError, Exchange, Exchanged, Transport};
+use tailor_store::transport::{CopyError, Exchange, Exchanged, Probing, Transport};
 use tokio::sync::oneshot;
 use tokio::time::{sleep, Instant};
 
@@ -176,6 +176,30 @@ impl Transport for SimNet {
                 .unwrap_or_else(|_| Err(CopyError::unreachable(format!("node {node} timed out"))))
         })
     }
+
+    /// A Prequal probe crosses the same lossy network and reads the replica core's answer there
+    /// (requests in flight, latency estimate); a lost one or a crashed end never answers.
+    fn probe(&self, node: NodeId) -> Probing<'_> {
+        let (there, back) = {
+            let mut w = self.world.lock().unwrap();
+            (w.hop(), w.hop())
+        };
+        Box::pin(async move {
+            let trip = async {
+                sleep(there?).await;
+                let reply = {
+                    let w = self.world.lock().unwrap();
+                    if w.crashed(node) || w.crashed(self.me) {
+                        return None;
+                    }
+                    w.replicas[node as usize].core.probe(now(w.origin))
+                };
+                sleep(back?).await;
+                Some(reply)
+            };
+            tokio::time::timeout(TIMEOUT, trip).await.ok().flatten()
+        })
+    }
 }
 
 impl SimNet {
@@ -212,6 +236,8 @@ struct Report {
     failed: u64,
     /// Reads hedged by the even-numbered nodes.
     hedges: u64,
+    /// Prequal probes answered (0 for other selectors).
+    probes: u64,
     /// Every request's end, per node in issue order.
     outcomes: Vec<RequestEnd>,
 }
@@ -379,7 +405,8 @@ fn run_with_local(selector: &str, local: &str, seed: u64, requests: u32) -> Resu
         }
         let replied = outcomes.iter().filter(|o| o.2).count() as u64;
         let hedges = nodes.iter().map(|c| c.hedges()).sum();
-        Ok(Report { replied, failed: outcomes.len() as u64 - replied, hedges, outcomes })
+        let probes = nodes.iter().map(|c| c.probes_replied()).sum();
+        Ok(Report { replied, failed: outcomes.len() as u64 - replied, hedges, probes, outcomes })
     })
 }
 
@@ -393,12 +420,15 @@ fn seeds() -> Vec<u64> {
 #[test]
 fn the_stores_coordinator_keeps_the_invariants_under_loss_delay_and_a_crash() {
     let mut hedges = 0;
-    for selector in SELECTORS.iter().filter(|s| !selector::probing(s)) {
+    for selector in SELECTORS {
         for seed in seeds() {
             let report = run(selector, seed, 300).unwrap_or_else(|v| panic!("{v}\nreplay: TAILOR_DST_SEED={seed}"));
             assert!(report.replied > report.failed * 3, "seed {seed}, {selector}: most requests succeed: {report:?}");
             assert!(report.failed > 0, "seed {seed}, {selector}: the faults were exercised");
             hedges += report.hedges;
+            if selector::probing(selector) {
+                assert!(report.probes > 0, "seed {seed}, {selector}: probes crossed the network and came back");
+            }
         }
     }
     assert!(hedges > 0, "speculative retry was exercised");
@@ -409,7 +439,7 @@ fn the_stores_coordinator_keeps_the_invariants_under_loss_delay_and_a_crash() {
 /// varies with the policy so that each pairing of a few differs.
 #[test]
 fn every_local_policy_keeps_the_invariants_under_loss_delay_and_a_crash() {
-    let selectors: Vec<&str> = SELECTORS.iter().copied().filter(|s| !selector::probing(s)).collect();
+    let selectors: Vec<&str> = SELECTORS.to_vec();
     for (i, local) in LOCALS.iter().enumerate() {
         for seed in seeds() {
             let selector = selectors[(i + seed as usize) % selectors.len()];
@@ -423,7 +453,7 @@ fn every_local_policy_keeps_the_invariants_under_loss_delay_and_a_crash() {
 
 #[test]
 fn a_run_is_a_function_of_its_seed() {
-    for selector in ["c3", "heron", "lor"] {
+    for selector in ["c3", "heron", "lor", "prequal"] {
         assert_eq!(run(selector, 7, 150), run(selector, 7, 150), "{selector}");
     }
     assert_ne!(run("c3", 7, 150), run("c3", 8, 150));
@@ -434,7 +464,7 @@ fn a_run_is_a_function_of_its_seed() {
 #[test]
 #[ignore = "prints one line per selector; run with --ignored --nocapture"]
 fn print_reports() {
-    for selector in SELECTORS.iter().filter(|s| !selector::probing(s)) {
+    for selector in SELECTORS {
         let r = run(selector, 1, 300).unwrap();
         eprintln!(
             "{selector}: replied {} failed {} hedges {} last {:?}",

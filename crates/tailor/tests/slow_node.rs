@@ -54,6 +54,10 @@ fn slow_share(selector: &str) -> f64 {
         (0..2).map(|i| cl.metric(i, "tailor_selections_total", &[&format!("replica=\"{SLOW}\"")]) - before[i]).sum();
     let all: f64 = (0..2).map(|i| cl.metric(i, "tailor_selections_total", &[]) - totals[i]).sum();
     assert!(all >= 480.0, "{selector}: only {all} reads counted");
+    if tailor_core::selector::probing(selector) {
+        let replied: f64 = (0..2).map(|i| cl.metric(i, "tailor_probes_replied_total", &[])).sum();
+        assert!(replied > 0.0, "{selector}: no probe came back over TCP");
+    }
     to_slow / all
 }
 
@@ -70,4 +74,13 @@ fn lor_sends_fewer_reads_to_a_slowed_node_than_round_robin() {
     let rr = slow_share("round-robin");
     let lor = slow_share("lor");
     assert!(lor < rr * 0.8, "lor sent {lor} of reads to the slowed node, round-robin {rr}");
+}
+
+/// Prequal over real TCP: its probes (the `Probe` message) reach the replicas and come back with
+/// their requests in flight and latency, and the pool steers reads off the slowed node.
+#[test]
+fn prequal_probes_the_replicas_and_sends_fewer_reads_to_a_slowed_node_than_round_robin() {
+    let rr = slow_share("round-robin");
+    let prequal = slow_share("prequal");
+    assert!(prequal < rr * 0.6, "prequal sent {prequal} of reads to the slowed node, round-robin {rr}");
 }

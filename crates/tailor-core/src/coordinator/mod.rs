@@ -309,11 +309,21 @@ impl CoordinatorCore {
         self.oracle.hint(key)
     }
 
-    /// The bottleneck of a multi-get of `keys` (hashed) for its sub-reads'
-    /// [`ClientRequest::bottleneck_us`]: the largest service time the size oracle estimates
-    /// among them, in µs (Rein's rule: [`crate::local::rein_sbf::multiget_tags`]).
-    pub fn multiget_bottleneck(&self, keys: impl IntoIterator<Item = u64>) -> u16 {
-        crate::local::rein_sbf::multiget_tags(keys.into_iter().map(|k| self.oracle.hint(k).service)).bottleneck_us
+    /// The bottleneck of a multi-get of `keys` (hashed, each with its replicas and, where the
+    /// engine knows it, its value size, as in [`ClientRequest::size`]) for its sub-reads'
+    /// [`ClientRequest::bottleneck_us`]: the largest summed service time the size oracle
+    /// estimates over the keys sharing a primary replica, in µs (Rein's rule:
+    /// [`crate::local::rein_sbf::multiget_tags`]).
+    pub fn multiget_bottleneck(&mut self, keys: impl IntoIterator<Item = (u64, ReplicaSet, Option<u64>)>) -> u16 {
+        let mut estimates = Vec::new();
+        for (key, replicas, size) in keys {
+            if let Some(bytes) = size {
+                // the exact oracle knows the key told last: told, then asked
+                self.oracle.observe(key, bytes);
+            }
+            estimates.push((replicas[0], self.oracle.hint(key).service));
+        }
+        crate::local::rein_sbf::multiget_tags(estimates).bottleneck_us
     }
 
     /// The size oracle.

@@ -1,9 +1,11 @@
 //! `rein-sbf`: Rein's Shortest-Bottleneck-First (Reda et al., "Rein: Taming Tail Latency in
 //! Key-Value Stores via Multiget Scheduling", EuroSys 2017). A multi-get is as slow as its
-//! slowest key, so a replica serves first the reads whose multi-get has the smallest
-//! bottleneck: its coordinator tags every sub-read with the largest processing time it
-//! estimates among the multi-get's keys ([`multiget_tags`]), and a single read's bottleneck is
-//! its own processing time.
+//! slowest *opgroup* (Rein's name for its keys bound to one server, served one after another
+//! there), so a replica serves first the reads whose multi-get has the smallest bottleneck: its
+//! coordinator tags every sub-read with the largest summed processing time it estimates over
+//! the multi-get's opgroups ([`multiget_tags`]), and a single read's bottleneck is its own
+//! processing time. Rein groups after replica selection; the tag is set before it here, so an
+//! opgroup is the keys whose replica sets share their primary (Tailor's approximation).
 //!
 //! Like Rein, the order is approximated by a few FIFO levels rather than a sorted queue: level
 //! 0 holds bottlenecks up to the replica's running mean processing time, level `l` those up to
@@ -24,15 +26,20 @@ pub const LEVELS: usize = 8;
 pub const STARVATION_MEANS: f64 = 32.0;
 
 /// The tags a coordinator gives each sub-read of a multi-get whose keys it estimates at
-/// `estimates` (processing times, `None` where it has no estimate): the number of keys and the
-/// largest estimate, in µs (0 when any is unknown: the replica then ranks the read by its own
-/// processing time, as a single read's).
-pub fn multiget_tags(estimates: impl IntoIterator<Item = Option<Nanos>>) -> Tags {
-    let mut largest = Some(0);
-    for e in estimates {
-        largest = largest.zip(e).map(|(a, b)| a.max(b));
+/// `estimates` (each key's opgroup, here its primary replica, and its processing time, `None`
+/// where it has no estimate): the largest opgroup's summed estimate, in µs (0 when any is
+/// unknown: the replica then ranks the read by its own processing time, as a single read's).
+pub fn multiget_tags(estimates: impl IntoIterator<Item = (crate::model::NodeId, Option<Nanos>)>) -> Tags {
+    let mut groups: Vec<(crate::model::NodeId, Nanos)> = Vec::new();
+    for (group, e) in estimates {
+        let Some(e) = e else { return Tags::default() };
+        match groups.iter_mut().find(|(g, _)| *g == group) {
+            Some((_, sum)) => *sum = sum.saturating_add(e),
+            None => groups.push((group, e)),
+        }
     }
-    let us = largest.map_or(0, |ns| ns.div_ceil(1_000).clamp(1, u16::MAX as u64));
+    let largest = groups.iter().map(|&(_, sum)| sum).max().unwrap_or(0);
+    let us = largest.div_ceil(1_000).clamp(1, u16::MAX as u64);
     Tags { bottleneck_us: us as u16, ..Tags::default() }
 }
 
@@ -129,11 +136,14 @@ mod tests {
     }
 
     #[test]
-    fn tags_carry_the_largest_estimate() {
-        let t = multiget_tags([Some(2_000), Some(9_500), Some(100)]);
+    fn tags_carry_the_largest_opgroups_estimate() {
+        let t = multiget_tags([(0, Some(2_000)), (1, Some(9_500)), (2, Some(100))]);
         assert_eq!((t.bottleneck_us, t.priority, t.size_class), (10, 0, 0));
-        assert_eq!(multiget_tags([Some(2_000), None]).bottleneck_us, 0, "unknown cost: no bottleneck");
-        assert_eq!(multiget_tags([Some(u64::MAX)]).bottleneck_us, u16::MAX, "saturates");
+        assert_eq!(multiget_tags([(0, Some(2_000)), (1, None)]).bottleneck_us, 0, "unknown cost: no bottleneck");
+        assert_eq!(multiget_tags([(0, Some(u64::MAX))]).bottleneck_us, u16::MAX, "saturates");
+        // three keys on one primary outweigh a larger key alone: the opgroup is the bottleneck
+        let grouped = multiget_tags([(4, Some(3_000)), (4, Some(3_000)), (4, Some(3_000)), (5, Some(8_000))]);
+        assert_eq!(grouped.bottleneck_us, 9);
     }
 
     #[test]

@@ -245,6 +245,11 @@ impl Coordinator {
         self.metrics.hedges.load(Ordering::Relaxed)
     }
 
+    /// Prequal probes sent and answered so far.
+    pub fn probes_replied(&self) -> u64 {
+        self.metrics.probes_replied.load(Ordering::Relaxed)
+    }
+
     /// Replicas written back by read repair so far.
     pub fn read_repairs(&self) -> u64 {
         self.metrics.read_repairs.load(Ordering::Relaxed)

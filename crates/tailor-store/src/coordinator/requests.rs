@@ -104,7 +104,9 @@ impl Coordinator {
     /// The bottleneck of a multi-get of `keys` as this node's core estimates it (Rein), which
     /// each of its reads carries to the replicas.
     pub fn multiget_bottleneck(&self, keys: &[Vec<u8>]) -> u16 {
-        self.lock().core.multiget_bottleneck(keys.iter().map(|k| crate::key_hash(k)))
+        // sizes: the oracle's own (the sizes this node saw), as for a single read
+        let keys: Vec<_> = keys.iter().map(|k| crate::key_hash(k)).map(|h| (h, self.ring.replicas(h), None)).collect();
+        self.lock().core.multiget_bottleneck(keys)
     }
 
     /// Write (or delete, with `None`) `key` at `level`, or at the configured write consistency.
