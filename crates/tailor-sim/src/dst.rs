@@ -379,7 +379,7 @@ impl Dst {
         self.requests.insert(id, (coordinator, false));
         let replicas = self.ring.replicas(key);
         let size = 100 + key * 10;
-        let req = ClientRequest { id, key, replicas, size: write.then_some(size), bottleneck_us: 0 };
+        let req = ClientRequest { id, key, replicas, size: write.then_some(size), fanout: Default::default() };
         let (now, core) = (self.now, &mut self.nodes[coordinator as usize].core);
         if write {
             core.write(now, req, &mut self.actions);

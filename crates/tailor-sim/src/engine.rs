@@ -19,7 +19,7 @@ use rand_distr::{Distribution, Exp1};
 use std::cell::Cell;
 use std::collections::VecDeque;
 use tailor_core::coordinator::{
-    Action, Answer, ClientRequest, CoordinatorConfig, CoordinatorCore, CoreStats, SendKind, Ticket,
+    Action, Answer, ClientRequest, CoordinatorConfig, CoordinatorCore, CoreStats, Fanout, SendKind, Ticket,
 };
 use tailor_core::facts::ProbeReply;
 use tailor_core::oracle::bloom::BloomConfig;
@@ -601,20 +601,21 @@ impl<'a> Engine<'a> {
     }
 
     /// A multi-get arrives at its coordinator: each key is a read of its own, carrying the
-    /// multi-get's bottleneck as the coordinator's core estimates it (Rein).
+    /// multi-get's fan-out (its key count and its bottleneck as the coordinator's core estimates
+    /// it: the hedge budget's and Rein's).
     fn issue_multiget(&mut self, draws: Vec<Draw>) {
         let client = draws[0].client;
         let keys = draws.iter().map(|d| (d.key, self.ring.replicas(d.key), Some(d.size)));
-        let bottleneck = self.clients[client as usize].core.multiget_bottleneck(keys);
+        let fanout = self.clients[client as usize].core.fanout(keys);
         let slot = self.mget.as_mut().expect("multi-gets are tracked").open(self.now, client, draws.len());
         for d in draws {
-            self.hand_over(d, Some((slot, bottleneck)));
+            self.hand_over(d, Some((slot, fanout)));
         }
     }
 
     /// Hand request `d` to its coordinator (a sub-read of the multi-get in `multiget`, if any:
-    /// its slot and bottleneck).
-    fn hand_over(&mut self, d: Draw, multiget: Option<(u32, u16)>) {
+    /// its slot and fan-out).
+    fn hand_over(&mut self, d: Draw, multiget: Option<(u32, Fanout)>) {
         let replicas = self.ring.replicas(d.key);
         let nominal = self.nominal(d.size);
         let (now, op, client) = (self.now, d.op, d.client);
@@ -623,8 +624,8 @@ impl<'a> Engine<'a> {
         if let (Some((slot, _)), Some(m)) = (multiget, self.mget.as_mut()) {
             m.add(slot, id);
         }
-        let bottleneck_us = multiget.map_or(0, |(_, b)| b);
-        let req = ClientRequest { id, key: d.key, replicas, size: Some(d.size), bottleneck_us };
+        let fanout = multiget.map_or(Fanout::default(), |(_, f)| f);
+        let req = ClientRequest { id, key: d.key, replicas, size: Some(d.size), fanout };
         let world = world(&self.servers, now, self.spec, self.base_service_ns);
         self.clients[client as usize].request(now, op, req, &world, &mut self.actions);
         self.carry_out(client);

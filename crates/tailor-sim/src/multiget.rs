@@ -1,7 +1,7 @@
 //! Multi-gets in flight (`workload.multiget`): which sub-reads make up each, and the figures of
 //! the whole requests (latency from release to the last key's answer, straggler gap). A
 //! sub-read is an ordinary read to the cores, carrying its multi-get's bottleneck
-//! (`ClientRequest::bottleneck_us`); only the engine knows which reads make up a multi-get.
+//! (`ClientRequest::fanout`); only the engine knows which reads make up a multi-get.
 
 use std::collections::HashMap;
 use tailor_core::results::MultigetResult;

@@ -11,7 +11,9 @@
 
 use crate::coordinator::SimCoordinator;
 use crate::events::EventQueue;
-use tailor_core::coordinator::{Action, Answer, ClientRequest, CoordinatorConfig, CoordinatorCore, SendKind, Ticket};
+use tailor_core::coordinator::{
+    Action, Answer, ClientRequest, CoordinatorConfig, CoordinatorCore, Fanout, SendKind, Ticket,
+};
 use tailor_core::facts::Feedback;
 use tailor_core::model::Tags;
 use tailor_core::oracle::bloom::BloomConfig;
@@ -32,8 +34,8 @@ pub struct Request {
     pub op: Op,
     /// The value's size in bytes (a read's is the size last written).
     pub size: u64,
-    /// A multi-get's sub-read: the multi-get's bottleneck tag, µs (0: a single request).
-    pub bottleneck_us: u16,
+    /// A multi-get's sub-read: the multi-get's fan-out (the default: a single request).
+    pub fanout: Fanout,
 }
 
 /// One input of the trace.
@@ -166,7 +168,13 @@ impl Script {
         let mut inputs = Vec::new();
         let mut at = MS;
         for (key, size) in &keys {
-            requests.push(Request { hash: hash(key), key: key.clone(), op: Op::Write, size: *size, bottleneck_us: 0 });
+            requests.push(Request {
+                hash: hash(key),
+                key: key.clone(),
+                op: Op::Write,
+                size: *size,
+                fanout: Fanout::default(),
+            });
             inputs.push((at, Input::Request(requests.len() - 1)));
             at += 300 * US;
         }
@@ -176,8 +184,11 @@ impl Script {
             let op = if rng.unit() < 0.85 { Op::Read } else { Op::Write };
             // every fifth request, a read, is a key of a multi-get: its tag must reach the replica
             let i = requests.len();
-            let bottleneck_us = if op == Op::Read && i % 5 == 0 { 100 + (i * 37 % 4000) as u16 } else { 0 };
-            requests.push(Request { hash: hash(key), key: key.clone(), op, size: *size, bottleneck_us });
+            let fanout = match op == Op::Read && i % 5 == 0 {
+                true => Fanout { keys: 4, bottleneck_us: 100 + (i * 37 % 4000) as u16 },
+                false => Fanout::default(),
+            };
+            requests.push(Request { hash: hash(key), key: key.clone(), op, size: *size, fanout });
             inputs.push((at, Input::Request(requests.len() - 1)));
         }
         for beat in 1..=at / HEARTBEAT {
@@ -396,7 +407,7 @@ impl Driver for SimDriver<'_> {
         let id = self.requests_of.len() as u64;
         self.requests_of.push(n);
         let replicas = self.ring.replicas(req.hash);
-        let cr = ClientRequest { id, key: req.hash, replicas, size: Some(req.size), bottleneck_us: req.bottleneck_us };
+        let cr = ClientRequest { id, key: req.hash, replicas, size: Some(req.size), fanout: req.fanout };
         self.coordinator.request(self.now, req.op, cr, &Blind, &mut self.actions);
         self.carry_out(log);
     }

@@ -163,11 +163,11 @@ impl Driver for StoreDriver {
         let id = self.ids.load(Ordering::Relaxed);
         self.script_index.insert(id, n);
         let (c, done, origin) = (self.coordinator.clone(), self.completions.clone(), self.origin);
-        let (key, op, size, bottleneck) = (req.key.clone(), req.op, req.size as usize, req.bottleneck_us);
+        let (key, op, size, fanout) = (req.key.clone(), req.op, req.size as usize, req.fanout);
         self.rt.spawn(async move {
             let result = match op {
                 Op::Write => c.write(&key, Some(vec![0; size]), None).await.map(|_| None),
-                Op::Read => c.read_in_multiget(&key, None, bottleneck).await.map(|v| Some(v.version as NodeId - 1)),
+                Op::Read => c.read_in_multiget(&key, None, fanout).await.map(|v| Some(v.version as NodeId - 1)),
             };
             let at = (Instant::now() - origin).as_nanos() as Nanos;
             let decision = match result {
@@ -303,7 +303,7 @@ fn a_multigets_keys_carry_its_bottleneck_to_the_replicas() {
     let mut tagged = 0;
     for d in &store {
         let Decision::Send { request, kind, tags, .. } = d else { unreachable!() };
-        assert_eq!(tags.bottleneck_us, script.requests[*request].bottleneck_us, "{kind:?} of request {request}");
+        assert_eq!(tags.bottleneck_us, script.requests[*request].fanout.bottleneck_us, "{kind:?} of request {request}");
         tagged += (tags.bottleneck_us > 0) as usize;
     }
     assert!(tagged > 20, "{tagged} sends of multi-get keys");

@@ -196,8 +196,11 @@ fn an_invalid_run_exits_3_with_its_results_written() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("is invalid"));
 }
 
+/// A coordinator killed mid-run is passed over as a client driver would: requests for it go
+/// through the other nodes (`coordinator_failovers`), a kept connection found broken is resent
+/// on a fresh one (`resends`), and only the requests in flight on it when it died can fail.
 #[test]
-fn a_node_killed_mid_run_gives_errors_while_the_others_keep_serving() {
+fn a_node_killed_mid_run_is_passed_over_while_the_others_keep_serving() {
     let mut cl = TestCluster::start(ClusterOptions { nodes: 3, ..ClusterOptions::default() }, |_| {});
     let nodes: Vec<std::net::SocketAddr> = cl.cfgs.iter().map(|c| c.client_addr).collect();
     let mut spec = tailor_spec::Spec::default();
@@ -215,10 +218,12 @@ fn a_node_killed_mid_run_gives_errors_while_the_others_keep_serving() {
     cl.kill(2);
     let out = run.join().unwrap().expect("the run completes despite the dead node");
     let r = out.run();
-    assert!(r.errors > 50, "requests to the dead coordinator fail: {} errors", r.errors);
-    assert!(r.requests > 300, "the other nodes keep serving: {} requests", r.requests);
-    let first_error_second = out.timeseries.iter().position(|s| s.errors > 0).expect("errors in the series");
-    assert!(first_error_second >= 1 || out.timeseries[0].completed > 0, "{:?}", out.timeseries);
+    // node 2's two connections carry one request each at a time: at most two were in flight
+    assert!(r.errors <= 2, "only requests in flight on the dead coordinator fail: {} errors", r.errors);
+    let failovers = r.extra["coordinator_failovers"];
+    assert!(failovers > 100.0, "a third of the requests after the kill went through another node: {failovers}");
+    assert!(r.extra["resends"] >= 1.0, "a kept connection to the dead node was found broken: {:?}", r.extra);
+    assert!(r.requests > 600, "the other nodes serve the whole schedule: {} requests", r.requests);
     let dir = tempfile::tempdir().unwrap();
     out.write(dir.path()).unwrap();
     assert_eq!(read_results(dir.path()).runs[0].errors, r.errors);

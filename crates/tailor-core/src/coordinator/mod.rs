@@ -83,10 +83,19 @@ pub struct ClientRequest {
     /// A write's value size (`None` for a delete); a read's true value size when the engine
     /// knows it (the simulator), which only the exact oracle uses.
     pub size: Option<u64>,
-    /// A multi-get's sub-read: the multi-get's bottleneck in µs, which every copy carries as
-    /// its `bottleneck_us` tag (Rein's local queue orders by it); the engine gets it from
-    /// [`CoordinatorCore::multiget_bottleneck`] once for the whole multi-get. 0 for a single
-    /// read and for a write.
+    /// The multi-get it is a key of, which the engine gets from [`CoordinatorCore::fanout`]
+    /// once for the whole multi-get; the default (no keys) for a single read and for a write.
+    pub fanout: Fanout,
+}
+
+/// The multi-get a read is a key of, as its coordinator saw it arrive.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Fanout {
+    /// Its keys (saturating at 65,535): the hedge budget's bucket holds what they earn together
+    /// (`speculation.rs`).
+    pub keys: u16,
+    /// Its bottleneck in µs, which every copy carries as its `bottleneck_us` tag (Rein's local
+    /// queue orders by it).
     pub bottleneck_us: u16,
 }
 
@@ -309,12 +318,12 @@ impl CoordinatorCore {
         self.oracle.hint(key)
     }
 
-    /// The bottleneck of a multi-get of `keys` (hashed, each with its replicas and, where the
+    /// The fan-out of a multi-get of `keys` (hashed, each with its replicas and, where the
     /// engine knows it, its value size, as in [`ClientRequest::size`]) for its sub-reads'
-    /// [`ClientRequest::bottleneck_us`]: the largest summed service time the size oracle
-    /// estimates over the keys sharing a primary replica, in µs (Rein's rule:
-    /// [`crate::local::rein_sbf::multiget_tags`]).
-    pub fn multiget_bottleneck(&mut self, keys: impl IntoIterator<Item = (u64, ReplicaSet, Option<u64>)>) -> u16 {
+    /// [`ClientRequest::fanout`]: its key count, and its bottleneck, the largest summed service
+    /// time the size oracle estimates over the keys sharing a primary replica, in µs (Rein's
+    /// rule: [`crate::local::rein_sbf::multiget_tags`]).
+    pub fn fanout(&mut self, keys: impl IntoIterator<Item = (u64, ReplicaSet, Option<u64>)>) -> Fanout {
         let mut estimates = Vec::new();
         for (key, replicas, size) in keys {
             if let Some(bytes) = size {
@@ -323,7 +332,8 @@ impl CoordinatorCore {
             }
             estimates.push((replicas[0], self.oracle.hint(key).service));
         }
-        crate::local::rein_sbf::multiget_tags(estimates).bottleneck_us
+        let keys = estimates.len().min(u16::MAX as usize) as u16;
+        Fanout { keys, bottleneck_us: crate::local::rein_sbf::multiget_tags(estimates).bottleneck_us }
     }
 
     /// The size oracle.
@@ -405,17 +415,20 @@ impl CoordinatorCore {
         world: &dyn World,
         out: &mut Vec<Action>,
     ) {
-        let ClientRequest { id, key, replicas, size, bottleneck_us } = req;
+        let ClientRequest { id, key, replicas, size, fanout } = req;
         if let Some(bytes) = size {
             self.oracle.observe(key, bytes);
         }
         let hint = self.oracle.hint(key);
         if level != Consistency::One {
             let need = level.required(replicas.len());
-            let p = Pending::fanned(id, key, Op::Read, now, hint, replicas).in_multiget(bottleneck_us);
+            let p = Pending::fanned(id, key, Op::Read, now, hint, replicas).in_multiget(fanout.bottleneck_us);
             return self.fan_out(p, need, SendKind::QuorumRead, out);
         }
-        let p = Pending::selected(id, key, now, hint, replicas).in_multiget(bottleneck_us);
+        if let Some(s) = &mut self.speculation {
+            s.widen(fanout.keys);
+        }
+        let p = Pending::selected(id, key, now, hint, replicas).in_multiget(fanout.bottleneck_us);
         let t = self.pending.insert(p);
         let group = replicas[0];
         if self.backlog.group_len(group) > 0 {
@@ -446,8 +459,8 @@ impl CoordinatorCore {
 
     /// A client write arrived that asks for consistency `level`.
     pub fn write_at(&mut self, now: Nanos, req: ClientRequest, level: Consistency, out: &mut Vec<Action>) {
-        let ClientRequest { id, key, replicas, size, bottleneck_us } = req;
-        debug_assert_eq!(bottleneck_us, 0, "write {id} is not part of a multi-get");
+        let ClientRequest { id, key, replicas, size, fanout } = req;
+        debug_assert_eq!(fanout, Fanout::default(), "write {id} is not part of a multi-get");
         if let Some(bytes) = size {
             self.oracle.observe(key, bytes);
         }

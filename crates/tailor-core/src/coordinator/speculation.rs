@@ -13,8 +13,9 @@
 //!   first attempt earns `budget` tokens, up to [`BURST`], and a hedge spends one. With a
 //!   percentile rule only the slowest reads are hedged anyway; the budget matters for a low fixed
 //!   threshold, or when many replicas stall at once.
-//! - The bucket holds at least what the largest fan-out seen earns: a multi-get's keys are first
-//!   attempts armed at one instant, and a cap of [`BURST`] would give a 1,000-key multi-get 20
+//! - The bucket holds at least what the largest fan-out seen earns: the engine says how many keys
+//!   the multi-get of each first attempt has (`Fanout::keys`, in both engines alike: the store's
+//!   MGET submits its keys microseconds apart), and a cap of [`BURST`] would give a 1,000-key multi-get 20
 //!   hedges (2 % of its keys) whatever the budget, spent on the first reads in id order rather
 //!   than on those stuck behind a stalled replica (Dean and Barroso hedge each key's read).
 //! - The hedge's replica is the selector's choice among the others; when it says wait (C3's rate
@@ -101,9 +102,6 @@ pub struct Speculation {
     tokens: u64,
     /// Millionths of a token each first attempt earns.
     earn: u64,
-    /// The instant of the latest first attempt, and how many were armed then.
-    armed_at: Nanos,
-    armed_now: u64,
     /// Most tokens saved up, in millionths: [`BURST`], or the largest fan-out's earnings.
     cap: u64,
     deadlines: BinaryHeap<Reverse<Deadline>>,
@@ -131,8 +129,6 @@ impl Speculation {
             threshold,
             tokens: BURST * MICRO,
             earn: (cfg.budget * MICRO as f64).round() as u64,
-            armed_at: 0,
-            armed_now: 0,
             cap: BURST * MICRO,
             deadlines: BinaryHeap::new(),
             scratch: Vec::new(),
@@ -176,7 +172,6 @@ impl Speculation {
     /// A read's first attempt `t` left at `now`: it earns budget, and may be hedged at the
     /// threshold.
     pub fn arm(&mut self, now: Nanos, t: Ticket) {
-        self.widen_cap(now);
         self.tokens = (self.tokens + self.earn).min(self.cap);
         debug_assert!(self.earn <= MICRO && self.tokens <= self.cap, "the budget is bounded: {}", self.tokens);
         if let Some(after) = self.threshold {
@@ -185,14 +180,10 @@ impl Speculation {
         }
     }
 
-    /// Count a first attempt at `now`; first attempts armed at one instant are one fan-out, and the
-    /// bucket grows to hold what the largest earns.
-    fn widen_cap(&mut self, now: Nanos) {
-        if now != self.armed_at {
-            (self.armed_at, self.armed_now) = (now, 0);
-        }
-        self.armed_now += 1;
-        self.cap = self.cap.max(self.armed_now * self.earn);
+    /// A read of a multi-get of `keys` keys arrived: they earn together what its hedges may
+    /// spend, so the bucket grows to hold that much.
+    pub fn widen(&mut self, keys: u16) {
+        self.cap = self.cap.max(u64::from(keys.max(1)) * self.earn);
     }
 
     /// Hedge read `t`'s attempt sent at `sent_at` at `at` instead (its selector said wait).
@@ -304,6 +295,7 @@ mod tests {
         let mut s = Speculation::new(cfg);
         assert_eq!((0..100).take_while(|_| s.take_token()).count(), BURST as usize);
         for i in 0..1000 {
+            s.widen(1000);
             s.arm(7 * MS, ticket(i));
         }
         assert_eq!((0..100).take_while(|_| s.take_token()).count(), 50, "5 % of a 1,000-key multi-get");

@@ -71,7 +71,7 @@ fn set() -> ReplicaSet {
 }
 
 fn req(id: RequestId, key: u64, size: Option<u64>) -> ClientRequest {
-    ClientRequest { id, key, replicas: set(), size, bottleneck_us: 0 }
+    ClientRequest { id, key, replicas: set(), size, fanout: Fanout::default() }
 }
 
 fn answer(replica: NodeId, feedback: Feedback, value_size: Option<u64>) -> Answer {

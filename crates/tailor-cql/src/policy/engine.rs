@@ -124,7 +124,7 @@ impl Engine {
         self.before(now);
         let replicas = ReplicaSet::from_slice(&replicas[..replicas.len().min(MAX_REPLICAS)]);
         self.next_request += 1;
-        let req = ClientRequest { id: self.next_request, key, replicas, size: None, bottleneck_us: 0 };
+        let req = ClientRequest { id: self.next_request, key, replicas, size: None, fanout: Default::default() };
         let mut out = std::mem::take(&mut self.out);
         self.core.read(now, req, &Blind, &mut out);
         let sent = self.carry_out(now, key, Carrier::Pick, &mut out);

@@ -16,6 +16,7 @@ use crate::resp::Reply;
 use crate::session::Session;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use tailor_core::coordinator::Fanout;
 
 /// A live value as a client sees it.
 #[derive(Clone, Debug, PartialEq)]
@@ -52,17 +53,17 @@ pub fn live(stored: Option<Vec<u8>>, now: impl FnOnce() -> u64) -> Option<Live> 
 
 /// Read `key` at the session's read consistency (plain reads: GET, EXISTS, TTL, ...).
 pub async fn read(node: &Arc<Node>, session: &Session, key: &[u8]) -> Result<Option<Live>, Reply> {
-    read_in_multiget(node, session, key, 0).await
+    read_in_multiget(node, session, key, Fanout::default()).await
 }
 
-/// [`read`] of one key of an MGET whose bottleneck is `bottleneck_us` (Rein's tag).
+/// [`read`] of one key of the MGET `fanout` (its key count and Rein's bottleneck tag).
 pub async fn read_in_multiget(
     node: &Arc<Node>,
     session: &Session,
     key: &[u8],
-    bottleneck_us: u16,
+    fanout: Fanout,
 ) -> Result<Option<Live>, Reply> {
-    let v = node.coordinator.read_in_multiget(key, session.consistency(), bottleneck_us).await.map_err(coord_err)?;
+    let v = node.coordinator.read_in_multiget(key, session.consistency(), fanout).await.map_err(coord_err)?;
     Ok(live(v.value, expiry::now_ms))
 }
 

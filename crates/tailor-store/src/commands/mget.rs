@@ -8,8 +8,9 @@
 //! values arrive, in whatever order they arrive, so every value held is counted: an MGET whose
 //! reply would pass `max_buffered_bytes` is refused at once and its other reads are dropped.
 //! Each MGET's time, from its first read sent to its reply built, goes to
-//! `tailor_mget_latency_seconds`. Every read carries the MGET's bottleneck as the node's core
-//! estimates it (Rein's tag, as in the simulator), so a replica running `rein-sbf` serves the
+//! `tailor_mget_latency_seconds`. Every read carries the MGET's fan-out as the node's core sees
+//! it, as in the simulator: its key count, so the hedge budget lets the MGET's keys earn their
+//! hedges together, and its bottleneck (Rein's tag), so a replica running `rein-sbf` serves the
 //! keys of small MGETs first.
 
 use super::access;
@@ -42,11 +43,11 @@ pub async fn mget(node: &Arc<Node>, session: &Session, keys: &[Vec<u8>]) -> Exec
 }
 
 async fn read_all(node: &Arc<Node>, session: &Session, keys: &[Vec<u8>]) -> Executed {
-    let bottleneck = node.coordinator.multiget_bottleneck(keys);
+    let fanout = node.coordinator.fanout(keys);
     let mut reads: FuturesUnordered<_> = keys
         .iter()
         .enumerate()
-        .map(|(i, k)| async move { (i, access::read_in_multiget(node, session, k, bottleneck).await) })
+        .map(|(i, k)| async move { (i, access::read_in_multiget(node, session, k, fanout).await) })
         .collect();
     let mut lease = node.budget.lease();
     let mut out = vec![Reply::Null; keys.len()];

@@ -6,7 +6,7 @@ use crate::storage::Versioned;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use tailor_core::coordinator::ClientRequest;
+use tailor_core::coordinator::{ClientRequest, Fanout};
 use tailor_core::model::{Consistency, NodeId, RequestId};
 use tailor_core::ring::ReplicaSet;
 use tailor_core::selector::Blind;
@@ -14,14 +14,14 @@ use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 impl Coordinator {
-    /// Hand a request to the core and wait for its result (`bottleneck_us`: a multi-get's
-    /// sub-read's, [`ClientRequest::bottleneck_us`]).
+    /// Hand a request to the core and wait for its result (`fanout`: a multi-get's sub-read's,
+    /// [`ClientRequest::fanout`]).
     pub(super) async fn submit(
         self: &Arc<Self>,
         key: &[u8],
         write: Option<(u64, Option<Arc<Vec<u8>>>)>,
         level: Option<Consistency>,
-        bottleneck_us: u16,
+        fanout: Fanout,
         started: std::time::Instant,
     ) -> Result<Versioned, CoordError> {
         let h = crate::key_hash(key);
@@ -54,7 +54,7 @@ impl Coordinator {
             inner.in_flight.insert(id, f);
             let candidates =
                 if is_write || level != Consistency::One { replicas } else { self.readable_at_one(replicas) };
-            let req = ClientRequest { id, key: h, replicas: candidates, size, bottleneck_us };
+            let req = ClientRequest { id, key: h, replicas: candidates, size, fanout };
             let parked = inner.core.stats().parked;
             if is_write {
                 inner.core.write_at(now, req, level, &mut out);
@@ -84,29 +84,30 @@ impl Coordinator {
 
     /// Read `key` at `level`, or at the configured read consistency.
     pub async fn read(self: &Arc<Self>, key: &[u8], level: Option<Consistency>) -> Result<Versioned, CoordError> {
-        self.read_in_multiget(key, level, 0).await
+        self.read_in_multiget(key, level, Fanout::default()).await
     }
 
-    /// [`Coordinator::read`] of one key of a multi-get whose bottleneck is `bottleneck_us`
-    /// ([`Coordinator::multiget_bottleneck`]; 0: a single read).
+    /// [`Coordinator::read`] of one key of the multi-get `fanout` ([`Coordinator::fanout`]; the
+    /// default: a single read).
     pub async fn read_in_multiget(
         self: &Arc<Self>,
         key: &[u8],
         level: Option<Consistency>,
-        bottleneck_us: u16,
+        fanout: Fanout,
     ) -> Result<Versioned, CoordError> {
         let started = std::time::Instant::now();
-        let result = self.submit(key, None, level, bottleneck_us, started).await;
+        let result = self.submit(key, None, level, fanout, started).await;
         self.metrics.read_latency.observe(started.elapsed().as_nanos() as u64);
         result
     }
 
-    /// The bottleneck of a multi-get of `keys` as this node's core estimates it (Rein), which
-    /// each of its reads carries to the replicas.
-    pub fn multiget_bottleneck(&self, keys: &[Vec<u8>]) -> u16 {
+    /// The fan-out of a multi-get of `keys` as this node's core sees it: its key count (the
+    /// hedge budget's) and its bottleneck (Rein's tag, which each of its reads carries to the
+    /// replicas).
+    pub fn fanout(&self, keys: &[Vec<u8>]) -> Fanout {
         // sizes: the oracle's own (the sizes this node saw), as for a single read
         let keys: Vec<_> = keys.iter().map(|k| crate::key_hash(k)).map(|h| (h, self.ring.replicas(h), None)).collect();
-        self.lock().core.multiget_bottleneck(keys)
+        self.lock().core.fanout(keys)
     }
 
     /// Write (or delete, with `None`) `key` at `level`, or at the configured write consistency.
@@ -145,7 +146,8 @@ impl Coordinator {
         level: Option<Consistency>,
         started: std::time::Instant,
     ) -> Result<(), CoordError> {
-        let result = self.submit(key, Some((version, value.map(Arc::new))), level, 0, started).await.map(|_| ());
+        let result =
+            self.submit(key, Some((version, value.map(Arc::new))), level, Fanout::default(), started).await.map(|_| ());
         self.metrics.write_latency.observe(started.elapsed().as_nanos() as u64);
         result
     }
