@@ -363,7 +363,9 @@ impl<T: Target> Worker<T> {
     /// through the next node that takes one, on a connection of its own, as a client driver
     /// moves to another coordinator. A fault injected into one node then measures how replicas
     /// are chosen around it, not requests sent to a dead coordinator (counted apart:
-    /// `coordinator_failovers`). Requests in flight when a coordinator dies still fail.
+    /// `coordinator_failovers`). A request in flight when its coordinator dies comes here too,
+    /// once resent (`exec`); it fails only if a fresh connection to that node still opens and
+    /// then breaks (the node's socket not yet gone).
     async fn exec_elsewhere(&mut self, p: &Planned, refused: std::io::Error) -> std::io::Result<Outcome> {
         for other in (1..self.nodes).map(|j| (self.node + j) % self.nodes) {
             let Ok(mut conn) = self.target.connect(other).await else { continue };

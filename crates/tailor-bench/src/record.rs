@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use tailor_core::results::{MultigetResult, RunResult};
+use tailor_core::results::{KeyCounts, MultigetResult, RunResult};
 use tailor_core::stats::Hist;
 use tailor_core::time::{Nanos, SEC};
 use tailor_core::Op;
@@ -121,7 +121,7 @@ pub struct Recorder {
     writes: Hist,
     multigets: Hist,
     /// The fewest and the most keys of a measured multi-get.
-    multiget_keys: (u32, u32),
+    multiget_keys: KeyCounts,
     multiget_failed: u64,
     stretch: Hist,
     send_lag: Hist,
@@ -161,7 +161,7 @@ impl Recorder {
             reads: Hist::latency(),
             writes: Hist::latency(),
             multigets: Hist::latency(),
-            multiget_keys: (u32::MAX, 0),
+            multiget_keys: KeyCounts::default(),
             multiget_failed: 0,
             stretch: Hist::stretch(),
             send_lag: Hist::latency(),
@@ -245,7 +245,7 @@ impl Recorder {
                 self.errors += 1;
             }
             if measured && c.keys > 0 {
-                self.saw_multiget(c.keys);
+                self.multiget_keys.saw(c.keys);
                 self.multiget_failed += 1;
             }
             return;
@@ -270,7 +270,7 @@ impl Recorder {
         }
         match c.op {
             Op::Read if c.keys > 0 => {
-                self.saw_multiget(c.keys);
+                self.multiget_keys.saw(c.keys);
                 self.multigets.record(latency as f64);
             }
             Op::Read => {
@@ -358,19 +358,14 @@ impl Recorder {
         r.multiget = self.multiget_figures();
     }
 
-    /// A measured multi-get of `keys` keys.
-    fn saw_multiget(&mut self, keys: u32) {
-        self.multiget_keys = (self.multiget_keys.0.min(keys), self.multiget_keys.1.max(keys));
-    }
-
     /// The multi-get section, none in a run without multi-gets: the simulator's fields, a
     /// multi-get's latency from its intended time to its whole reply. A client sees only the
     /// whole reply of an `MGET`, so the straggler gap is not measured live (left at zero).
     fn multiget_figures(&self) -> Option<MultigetResult> {
-        let (fewest, most) = self.multiget_keys;
+        let (keys, keys_max) = self.multiget_keys.fields();
         (self.multigets.count() > 0 || self.multiget_failed > 0).then(|| MultigetResult {
-            keys: fewest.min(most),
-            keys_max: if most > fewest { most } else { 0 },
+            keys,
+            keys_max,
             requests: self.multigets.count(),
             failed: self.multiget_failed,
             latency_ms: self.multigets.summary(),

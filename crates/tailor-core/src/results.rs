@@ -136,6 +136,32 @@ pub struct MultigetResult {
     pub straggler_gap_ms: Summary,
 }
 
+/// The fewest and the most keys of a run's multi-gets, as both engines count them for
+/// [`MultigetResult::keys`] and [`MultigetResult::keys_max`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeyCounts {
+    fewest: u32,
+    most: u32,
+}
+
+impl Default for KeyCounts {
+    fn default() -> Self {
+        KeyCounts { fewest: u32::MAX, most: 0 }
+    }
+}
+
+impl KeyCounts {
+    /// A multi-get of `keys` keys.
+    pub fn saw(&mut self, keys: u32) {
+        (self.fewest, self.most) = (self.fewest.min(keys), self.most.max(keys));
+    }
+
+    /// `(keys, keys_max)`: the fewest, and the most when the count varied (else 0).
+    pub fn fields(self) -> (u32, u32) {
+        (self.fewest.min(self.most), if self.most > self.fewest { self.most } else { 0 })
+    }
+}
+
 /// A run's distance from the lower bound.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct BoundRatio {
@@ -250,5 +276,21 @@ impl Queueing {
     /// The highest utilisation of any server (0 with none).
     pub fn max_utilisation(&self) -> f64 {
         self.servers.iter().map(|s| s.utilisation).fold(0.0, f64::max)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KeyCounts;
+
+    #[test]
+    fn key_counts_give_the_fewest_and_the_most_only_when_they_differ() {
+        let mut fixed = KeyCounts::default();
+        (0..3).for_each(|_| fixed.saw(8));
+        assert_eq!(fixed.fields(), (8, 0));
+        let mut varying = KeyCounts::default();
+        [5, 1, 40, 7].into_iter().for_each(|k| varying.saw(k));
+        assert_eq!(varying.fields(), (1, 40));
+        assert_eq!(KeyCounts::default().fields(), (0, 0), "none seen");
     }
 }

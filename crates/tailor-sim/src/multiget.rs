@@ -4,7 +4,7 @@
 //! (`ClientRequest::fanout`); only the engine knows which reads make up a multi-get.
 
 use std::collections::HashMap;
-use tailor_core::results::MultigetResult;
+use tailor_core::results::{KeyCounts, MultigetResult};
 use tailor_core::stats::Hist;
 use tailor_core::time::{from_ms, Nanos};
 use tailor_core::RequestId;
@@ -52,7 +52,7 @@ pub(crate) enum SubOver {
 /// The multi-gets of one run.
 pub(crate) struct Multigets {
     /// The fewest and the most keys of a multi-get opened so far.
-    keys: (u32, u32),
+    keys: KeyCounts,
     warmup: Nanos,
     groups: Vec<Group>,
     free: Vec<u32>,
@@ -69,7 +69,7 @@ impl Multigets {
     pub(crate) fn new(spec: &Spec) -> Option<Self> {
         let m = &spec.workload.multiget;
         m.enabled().then(|| Multigets {
-            keys: (u32::MAX, 0),
+            keys: KeyCounts::default(),
             warmup: from_ms(spec.workload.warmup_ms),
             groups: Vec::new(),
             free: Vec::new(),
@@ -83,7 +83,7 @@ impl Multigets {
 
     /// A multi-get of `keys` sub-reads released at `release` by `client`: its slot.
     pub(crate) fn open(&mut self, release: Nanos, client: u32, keys: usize) -> u32 {
-        self.keys = (self.keys.0.min(keys as u32), self.keys.1.max(keys as u32));
+        self.keys.saw(keys as u32);
         let group = Group { release, client, left: keys as u32, failed: false, latencies: Vec::with_capacity(keys) };
         match self.free.pop() {
             Some(slot) => {
@@ -145,10 +145,10 @@ impl Multigets {
 
     /// The run's multi-get figures.
     pub(crate) fn finish(&self) -> MultigetResult {
-        let (fewest, most) = self.keys;
+        let (keys, keys_max) = self.keys.fields();
         MultigetResult {
-            keys: fewest.min(most),
-            keys_max: if most > fewest { most } else { 0 },
+            keys,
+            keys_max,
             requests: self.measured,
             failed: self.failed,
             latency_ms: self.latency.summary(),

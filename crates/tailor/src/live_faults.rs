@@ -93,8 +93,8 @@ fn coordinator_down(spec: &Spec, r: &ReadRecord) -> bool {
     })
 }
 
-/// Reads that failed at a coordinator killed under them (in flight when it died; the bench sends
-/// later ones through another node) are the injection's doing, not the strategy's: they leave
+/// Reads that failed at a coordinator killed under them (in flight when it died and failing again
+/// when resent there; the bench sends the rest through another node) are the injection's doing, not the strategy's: they leave
 /// the validity rule's error count (kept as `coordinator_down_errors`) and the run is judged
 /// again.
 fn forgive_killed_coordinators(run: &mut tailor_core::results::RunResult, spec: &Spec, reads: &[ReadRecord]) {
@@ -111,8 +111,8 @@ fn forgive_killed_coordinators(run: &mut tailor_core::results::RunResult, spec: 
 /// The failover figures of a live run: copies per replica from the sampled counters, reads from
 /// the bench. Reads coordinated by a node while it is down are left out: they fail at the
 /// connection whatever the replica selection does (the simulator's coordinators are clients
-/// and never go down). Only those in flight when it died are there: the bench sends later ones
-/// through another coordinator.
+/// and never go down). Only those in flight when it died, and failing again when resent there,
+/// are there: the bench sends the rest through another coordinator.
 fn failover(spec: &Spec, steps: &[Step], reads: &[ReadRecord]) -> Failover {
     let mut log = FailoverLog::new(spec);
     let faulty = |t: Nanos| {
