@@ -206,7 +206,7 @@ pub struct Failover {
 /// How one fault went.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FaultOutcome {
-    /// "slow", "gray" or "down".
+    /// "slow", "gray", "down" or "slow-coordinator".
     pub kind: String,
     /// The faulty server.
     pub server: u32,
@@ -224,7 +224,8 @@ pub struct FaultOutcome {
     pub p99_before_ms: f64,
     /// p99 of reads released during the fault, in ms (a failed read counts its time to failing).
     pub p99_during_ms: f64,
-    /// The server's share of reads sent during the fault.
+    /// The server's share of reads sent during the fault (a slow coordinator's: its share of the
+    /// reads clients sent).
     pub share_during: f64,
     /// Copies sent during the fault that timed out at their coordinator.
     pub timeouts: u64,

@@ -36,6 +36,14 @@ pub fn check(spec: &Spec, nodes: usize) -> Result<(), String> {
                  on the store)"
             ));
         }
+        if f.kind == FaultKind::SlowCoordinator {
+            return Err(format!(
+                "cluster.faults[{i}].kind: `slow-coordinator` cannot be injected on Cassandra: the driver's policy \
+                 picks each read's coordinator among its replicas, and a JVM's coordinator work cannot be slowed \
+                 apart from its replica work from outside it; a `slow` fault (the whole JVM stopped part of \
+                 every 100 ms) is the slow coordinator there (it runs in the simulator and on the store)"
+            ));
+        }
         if f.server >= nodes {
             return Err(format!("cluster.faults[{i}].server: {} is not a node of this cluster (0..{nodes})", f.server));
         }
@@ -116,6 +124,9 @@ impl Injected {
                 self.back.push((node, epoch.elapsed().as_secs_f64() * 1e3));
             }
             (FaultKind::Gray, _) => return Err(what(&"gray faults cannot be injected on Cassandra")),
+            (FaultKind::SlowCoordinator, _) => {
+                return Err(what(&"slow-coordinator faults cannot be injected on Cassandra"))
+            }
         }
         Ok(())
     }
@@ -135,6 +146,9 @@ mod tests {
         spec.cluster.faults = vec![fault(FaultKind::Down, 0, 1.0, 2.0), fault(FaultKind::Gray, 1, 1.0, 2.0)];
         let e = check(&spec, 3).unwrap_err();
         assert!(e.starts_with("cluster.faults[1].kind") && e.contains("gossip"), "{e}");
+        spec.cluster.faults = vec![fault(FaultKind::SlowCoordinator, 1, 1.0, 2.0)];
+        let err = check(&spec, 3).unwrap_err();
+        assert!(err.contains("cluster.faults[0].kind") && err.contains("slow-coordinator"), "{err}");
         spec.cluster.faults = vec![fault(FaultKind::Slow, 3, 1.0, 2.0)];
         assert!(check(&spec, 3).unwrap_err().starts_with("cluster.faults[0].server"));
         spec.cluster.faults = vec![fault(FaultKind::Slow, 2, 1.0, 2.0), fault(FaultKind::Down, 0, 1.0, 2.0)];

@@ -99,6 +99,9 @@ enum Event {
     /// A coordinator's cancel of a hedged read's losing copy reaches `server`
     /// (`cluster.hedge_cancel`).
     Cancel { server: NodeId, ticket: Ticket },
+    /// A slow coordinator takes request `id`, which waited since it arrived (a
+    /// `slow-coordinator` fault).
+    Intake { client: u32, id: RequestId },
 }
 
 const _: () = assert!(size_of::<Event>() <= 48, "events stay small");
@@ -562,6 +565,7 @@ impl<'a> Engine<'a> {
             Event::Fault { fault, edge } => self.on_fault(fault, edge),
             Event::Timeout { server, ticket } => self.on_timeout(server, ticket),
             Event::Cancel { server, ticket } => self.on_cancel(server, ticket),
+            Event::Intake { client, id } => self.on_intake(client, id),
         }
     }
 
@@ -626,9 +630,31 @@ impl<'a> Engine<'a> {
         }
         let fanout = multiget.map_or(Fanout::default(), |(_, f)| f);
         let req = ClientRequest { id, key: d.key, replicas, size: Some(d.size), fanout };
-        let world = world(&self.servers, now, self.spec, self.base_service_ns);
-        self.clients[client as usize].request(now, op, req, &world, &mut self.actions);
+        if let Some(f) = self.faults.as_mut() {
+            if op == Op::Read {
+                f.read_arrived(now, client);
+            }
+            if let Some(delay) = f.coordinator_delay(client) {
+                f.delay(op, req);
+                self.events.push(now + delay, Event::Intake { client, id });
+                return;
+            }
+        }
+        self.coordinate(client, op, req);
+    }
+
+    /// `client`'s coordinator takes request `req`.
+    fn coordinate(&mut self, client: u32, op: Op, req: ClientRequest) {
+        let world = world(&self.servers, self.now, self.spec, self.base_service_ns);
+        self.clients[client as usize].request(self.now, op, req, &world, &mut self.actions);
         self.carry_out(client);
+    }
+
+    /// A slow coordinator takes request `id` after its delay.
+    #[cold]
+    fn on_intake(&mut self, client: u32, id: RequestId) {
+        let (op, req) = self.faults.as_mut().expect("requests wait only under faults").take(id);
+        self.coordinate(client, op, req);
     }
 
     #[inline]
@@ -1030,6 +1056,8 @@ impl Engine<'_> {
         let detected = f.detected(fault);
         let (server, kind) = f.reach(fault, edge, self.now);
         match (edge, kind) {
+            // a coordinator's fault: what it delayed is taken at its own time
+            (_, Active::SlowCoordinator(_)) => {}
             (Edge::Start, Active::Down) => {
                 let core = replica_core(self.plan, server).expect("built once already");
                 let s = &mut self.servers[server as usize];
@@ -1061,6 +1089,7 @@ fn faulty_work(fault: Active, work: Nanos) -> Nanos {
         Active::Slow(factor) => round_nonneg(work as f64 * factor).max(1.0) as Nanos,
         Active::Gray(Some(hang)) => hang.max(1),
         Active::Gray(None) | Active::Down => work,
+        Active::SlowCoordinator(_) => unreachable!("a coordinator's fault is no server's"),
     }
 }
 

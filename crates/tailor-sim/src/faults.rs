@@ -2,7 +2,9 @@
 //! copies awaiting answers with their client timeout, and the failover log. Built only when
 //! the spec has faults, so a run without any takes none of these branches' costs or draws.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use tailor_core::coordinator::ClientRequest;
+use tailor_core::model::Op;
 use tailor_core::time::{from_ms, Nanos};
 use tailor_core::{NodeId, RequestId};
 use tailor_spec::failover::FailoverLog;
@@ -28,6 +30,9 @@ pub enum Active {
     Gray(Option<Nanos>),
     /// It is down.
     Down,
+    /// Its coordinator takes each request this long after it arrives (the fault's node is a
+    /// coordinator, not a server).
+    SlowCoordinator(Nanos),
 }
 
 /// The run's faults and their state.
@@ -36,6 +41,12 @@ pub struct Faults {
     list: Vec<(Active, NodeId, Nanos, Nanos, Option<Nanos>)>,
     /// The fault each server is under now.
     active: Vec<Option<Active>>,
+    /// The intake delay of each coordinator under a `slow-coordinator` fault now.
+    coordinator_delay: Vec<Option<Nanos>>,
+    /// Requests waiting at a slow coordinator for it to take them, by id.
+    delayed: HashMap<RequestId, (Op, ClientRequest)>,
+    /// Whether a fault strikes a coordinator (the log then keeps each read's coordinator).
+    on_coordinators: bool,
     /// When each server last crashed: its jobs started before then are lost.
     crashed_at: Vec<Option<Nanos>>,
     /// Copies (request, replica) sent and neither answered nor timed out.
@@ -61,6 +72,7 @@ impl Faults {
                     FaultKind::Slow => Active::Slow(f.slow_factor()),
                     FaultKind::Gray => Active::Gray(f.hang_ms.map(from_ms)),
                     FaultKind::Down => Active::Down,
+                    FaultKind::SlowCoordinator => Active::SlowCoordinator(from_ms(f.coordinator_delay_ms())),
                 };
                 (active, f.server as NodeId, from_ms(f.start_ms), from_ms(f.end_ms), f.detect_ms.map(from_ms))
             })
@@ -68,6 +80,9 @@ impl Faults {
         Some(Box::new(Faults {
             list,
             active: vec![None; c.servers],
+            coordinator_delay: vec![None; c.coordinators()],
+            delayed: HashMap::new(),
+            on_coordinators: c.faults.iter().any(|f| f.on_coordinator()),
             crashed_at: vec![None; c.servers],
             waiting: HashSet::new(),
             timeout: from_ms(c.failover.timeout_ms),
@@ -88,9 +103,14 @@ impl Faults {
         edges
     }
 
-    /// Fault `i` reaches `edge` at `now`: returns its server and kind.
+    /// Fault `i` reaches `edge` at `now`: returns its server (its coordinator, for a fault of a
+    /// coordinator) and kind.
     pub fn reach(&mut self, i: u32, edge: Edge, now: Nanos) -> (NodeId, Active) {
         let (active, server, ..) = self.list[i as usize];
+        if let Active::SlowCoordinator(delay) = active {
+            self.coordinator_delay[server as usize] = (edge == Edge::Start).then_some(delay);
+            return (server, active);
+        }
         match edge {
             Edge::Start => {
                 self.active[server as usize] = Some(active);
@@ -126,6 +146,32 @@ impl Faults {
     /// between the two.
     pub fn lost(&self, server: NodeId, start: Nanos, now: Nanos) -> bool {
         self.crashed_at[server as usize].is_some_and(|c| start < c && c <= now)
+    }
+
+    /// How long `coordinator` takes to take a request arriving now (`None`: at once).
+    #[inline]
+    pub fn coordinator_delay(&self, coordinator: u32) -> Option<Nanos> {
+        self.coordinator_delay[coordinator as usize]
+    }
+
+    /// Request `req` waits at its slow coordinator until [`Faults::take`].
+    pub fn delay(&mut self, op: Op, req: ClientRequest) {
+        let first = self.delayed.insert(req.id, (op, req));
+        debug_assert!(first.is_none(), "request {} delayed twice", req.id);
+    }
+
+    /// The delayed request `id`, now taken by its coordinator.
+    pub fn take(&mut self, id: RequestId) -> (Op, ClientRequest) {
+        self.delayed.remove(&id).expect("a delayed request is taken once")
+    }
+
+    /// A read released at `now` arrived at `coordinator` (logged only when a fault strikes a
+    /// coordinator).
+    #[inline]
+    pub fn read_arrived(&mut self, now: Nanos, coordinator: u32) {
+        if self.on_coordinators {
+            self.log.coordinated(now, coordinator);
+        }
     }
 
     /// A copy of `id` went to `replica`: it now waits for its answer or its timeout.

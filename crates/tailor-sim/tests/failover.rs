@@ -75,6 +75,26 @@ fn a_down_node_loses_its_copies_and_detection_takes_it_out() {
 }
 
 #[test]
+fn a_slow_coordinator_delays_the_reads_it_takes_whatever_the_selector() {
+    let runs = outcomes("fault-slow-coordinator", "random,c3");
+    for (s, o, r) in &runs {
+        check("fault-slow-coordinator", s, o);
+        // the clients keep sending coordinator 0 its twelfth: nothing in the run routes around it
+        assert_eq!(o.shed_ms, None, "{s}: {o:?}");
+        assert!((o.share_during - 1.0 / 12.0).abs() < 0.02, "{s}: {o:?}");
+        // its reads (8 % of all) each wait 50 ms first: the p99 during the fault is past it
+        assert!(o.p99_during_ms >= 50.0 && o.p99_before_ms < 50.0, "{s}: {o:?}");
+        assert_eq!((o.timeouts, o.failed, r.errors), (0, 0, 0), "{s}: a slow coordinator loses nothing");
+        // 45,000 reads, the first second's (about 7,200) warm-up
+        assert!(r.requests > 35_000, "{s}: every delayed request is taken and answered: {}", r.requests);
+    }
+    let (random, c3) = (find(&runs, "random"), find(&runs, "c3"));
+    // replica selection moves no read off the slow coordinator, so the selectors' tails during
+    // the fault are the delay plus their usual tail
+    assert!(c3.p99_during_ms < random.p99_during_ms * 1.5, "{c3:?} vs {random:?}");
+}
+
+#[test]
 fn runs_without_faults_measure_no_failover() {
     let spec = tailor_spec::Spec::default().with_overrides(&["workload.requests=2000"]).unwrap();
     let outs = tailor_sim::run_all(&expand(&spec).unwrap(), None, &|_, _| {}).unwrap();

@@ -19,6 +19,10 @@ pub struct FailoverLog {
     timeouts: Vec<(Nanos, u32)>,
     /// Release times of reads that failed.
     failed: Vec<Nanos>,
+    /// Reads as (release, coordinator): a slow coordinator's share of them.
+    coordinated: Vec<(Nanos, u32)>,
+    /// How many coordinators the reads are spread over.
+    coordinators: usize,
 }
 
 impl FailoverLog {
@@ -30,7 +34,25 @@ impl FailoverLog {
             reads: Vec::with_capacity(reads),
             timeouts: Vec::new(),
             failed: Vec::new(),
+            coordinated: Vec::with_capacity(if spec.cluster.faults.iter().any(Fault::on_coordinator) {
+                reads
+            } else {
+                0
+            }),
+            coordinators: spec.cluster.coordinators(),
         }
+    }
+
+    /// The reads are coordinated by `n` nodes (a live cluster's, whatever `cluster.clients` says).
+    pub fn coordinated_by(mut self, n: usize) -> FailoverLog {
+        self.coordinators = n;
+        self
+    }
+
+    /// A read released at `release` went to `coordinator` (counted only when a fault strikes a
+    /// coordinator: its figures are about the reads the faulty coordinator takes).
+    pub fn coordinated(&mut self, release: Nanos, coordinator: u32) {
+        self.coordinated.push((release, coordinator));
     }
 
     /// A read copy went to `replica` at `now`.
@@ -67,6 +89,7 @@ impl FailoverLog {
     /// `timeline` (the first seed of a combination).
     pub fn finish(mut self, spec: &Spec, servers: usize, timeline: bool) -> Failover {
         self.reads.sort_unstable();
+        self.coordinated.sort_unstable();
         let m = &spec.cluster.failover;
         let faults = &spec.cluster.faults;
         let outcomes = faults.iter().map(|f| self.outcome(f, faults, m, servers, from_ms(spec.workload.warmup_ms)));
@@ -90,8 +113,15 @@ impl FailoverLog {
             .chain(self.reads.last().map(|r| r.0 + 1))
             .min()
             .unwrap_or(end);
-        let fair = 1.0 / servers as f64;
-        let share_above = |t: Nanos| self.share(server, t, t + window) >= m.share * fair;
+        // a slow coordinator sheds the reads clients send it; a faulty replica the copies
+        // coordinators send it
+        let (taken, fair) = if f.on_coordinator() {
+            (&self.coordinated, 1.0 / self.coordinators as f64)
+        } else {
+            (&self.sends, 1.0 / servers as f64)
+        };
+        let share = |from: Nanos, to: Nanos| share_of(taken, server, from, to);
+        let share_above = |t: Nanos| share(t, t + window) >= m.share * fair;
         let tail_above = |t: Nanos| p99_ms(&mut self.latencies(t, t + window)) > m.p99_factor * before;
         FaultOutcome {
             kind: f.kind.name().into(),
@@ -102,7 +132,7 @@ impl FailoverLog {
             recover_ms: settles(start, horizon.saturating_sub(window), step, tail_above),
             p99_before_ms: before,
             p99_during_ms: p99_ms(&mut self.latencies(start, end)),
-            share_during: self.share(server, start, end),
+            share_during: share(start, end),
             timeouts: self.timeouts.iter().filter(|&&(t, s)| s == server && (start..end).contains(&t)).count() as u64,
             failed: self.failed.iter().filter(|&&t| (start..end).contains(&t)).count() as u64,
         }
@@ -118,13 +148,6 @@ impl FailoverLog {
         let mut counts = vec![0; servers];
         between(&self.sends, from, to).iter().for_each(|s| counts[s.1 as usize] += 1);
         counts
-    }
-
-    /// `server`'s share of the read copies sent in `[from, to)` (0 with none sent).
-    fn share(&self, server: u32, from: Nanos, to: Nanos) -> f64 {
-        let sends = between(&self.sends, from, to);
-        let mine = sends.iter().filter(|s| s.1 == server).count();
-        mine as f64 / sends.len().max(1) as f64
     }
 
     /// One window of `window` after another from t = 0 to the last release.
@@ -145,6 +168,13 @@ impl FailoverLog {
             })
             .collect()
     }
+}
+
+/// `node`'s share of the entries of `v` (sorted by time) in `[from, to)` (0 with none).
+fn share_of(v: &[(Nanos, u32)], node: u32, from: Nanos, to: Nanos) -> f64 {
+    let all = between(v, from, to);
+    let mine = all.iter().filter(|s| s.1 == node).count();
+    mine as f64 / all.len().max(1) as f64
 }
 
 /// The entries of `v` (sorted by time) whose time is in `[from, to)`.
@@ -194,6 +224,30 @@ mod tests {
         assert_eq!(settles(0, 100, 10, |_| false), Some(0.0));
         assert_eq!(settles(0, 100, 10, |t| t > 50), None);
         assert_eq!(settles(50, 40, 10, |_| false), None);
+    }
+
+    #[test]
+    fn a_slow_coordinator_is_judged_on_the_reads_it_takes_not_the_copies_it_serves() {
+        let f = "cluster.faults=[{kind=\"slow-coordinator\",server=1,start_ms=1000,end_ms=2000}]";
+        let spec = Spec::default().with_overrides(&["cluster.servers=3", "workload.warmup_ms=100", f]).unwrap();
+        let mut log = FailoverLog::new(&spec);
+        const MS: Nanos = 1_000_000;
+        for i in 0..3000u64 {
+            let t = i * MS;
+            // clients stop sending to coordinator 1 200 ms into the fault; its replica keeps
+            // its fair share of copies throughout
+            let coordinator = if (1200..2000).contains(&i) { [0, 2][i as usize % 2] } else { (i % 3) as u32 };
+            log.coordinated(t, coordinator);
+            log.sent(t, (i % 3) as u32);
+            log.read(t, MS, false);
+        }
+        let out = log.finish(&spec, 3, false);
+        let o = &out.faults[0];
+        assert_eq!(o.kind, "slow-coordinator");
+        // a window is above half the fair share (1/6) while it holds 50 of coordinator 1's
+        // last reads: until its start passes 1150 ms
+        assert!(o.shed_ms.is_some_and(|s| (150.0..=170.0).contains(&s)), "{o:?}");
+        assert!((o.share_during - 0.2 / 3.0).abs() < 0.01, "{o:?}");
     }
 
     #[test]

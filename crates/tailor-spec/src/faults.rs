@@ -1,12 +1,21 @@
 //! Injected failures (`cluster.faults`) and how failover is measured (`cluster.failover`):
-//! the failures operators report (a slow node, a gray node, a node down that comes back cold),
-//! each over an interval of virtual or wall time, read the same way by every engine.
+//! the failures operators report (a slow node, a gray node, a node down that comes back cold, a
+//! slow coordinator), each over an interval of virtual or wall time, read the same way by every
+//! engine.
 
 use crate::{Spec, SpecError};
 use serde::{Deserialize, Serialize};
 
+/// Longest delay a `slow-coordinator` fault may ask for, in ms: a minute (the store's knob
+/// allows no more).
+pub const MAX_COORDINATOR_DELAY_MS: f64 = 60_000.0;
+
 /// Service-time multiplier of a `slow` fault when the spec names none.
 pub const DEFAULT_SLOW_FACTOR: f64 = 10.0;
+
+/// Delay a `slow-coordinator` fault adds to each request its node coordinates when the spec names
+/// none, in ms.
+pub const DEFAULT_COORDINATOR_DELAY_MS: f64 = 10.0;
 
 /// What goes wrong.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -22,6 +31,11 @@ pub enum FaultKind {
     /// time out at the client) and comes back cold: empty queue, empty cache, fresh estimates.
     #[serde(alias = "cold-start")]
     Down,
+    /// The node's coordinator is slow (a throttled or overloaded coordinator, scylladb#5715):
+    /// every request it coordinates waits `delay_ms` before its coordinator core takes it, while
+    /// the node serves copies as a replica at its usual speed. Replica selection cannot route
+    /// around it; only the client's choice of coordinator can.
+    SlowCoordinator,
 }
 
 impl FaultKind {
@@ -31,6 +45,7 @@ impl FaultKind {
             FaultKind::Slow => "slow",
             FaultKind::Gray => "gray",
             FaultKind::Down => "down",
+            FaultKind::SlowCoordinator => "slow-coordinator",
         }
     }
 }
@@ -41,7 +56,8 @@ impl FaultKind {
 pub struct Fault {
     /// What goes wrong.
     pub kind: FaultKind,
-    /// Server index, from 0.
+    /// Server index, from 0 (`slow-coordinator`: the coordinator's index, below
+    /// `cluster.clients`, or below `cluster.servers` when each server coordinates).
     pub server: usize,
     /// When it starts, in ms.
     pub start_ms: f64,
@@ -57,12 +73,26 @@ pub struct Fault {
     /// (and stops sending it reads until it is back); unset: never, only timeouts tell.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub detect_ms: Option<f64>,
+    /// `slow-coordinator` only: how long each request waits at the coordinator, in ms
+    /// ([`DEFAULT_COORDINATOR_DELAY_MS`] when unset).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<f64>,
 }
 
 impl Fault {
     /// The service-time multiplier of a `slow` fault.
     pub fn slow_factor(&self) -> f64 {
         self.factor.unwrap_or(DEFAULT_SLOW_FACTOR)
+    }
+
+    /// The delay of a `slow-coordinator` fault, in ms.
+    pub fn coordinator_delay_ms(&self) -> f64 {
+        self.delay_ms.unwrap_or(DEFAULT_COORDINATOR_DELAY_MS)
+    }
+
+    /// Whether the fault strikes a coordinator rather than a replica.
+    pub fn on_coordinator(&self) -> bool {
+        self.kind == FaultKind::SlowCoordinator
     }
 }
 
@@ -112,8 +142,13 @@ impl Spec {
         let c = &self.cluster;
         for (i, f) in c.faults.iter().enumerate() {
             let field = |name: &str| format!("cluster.faults[{i}].{name}");
-            if f.server >= c.servers {
-                let reason = format!("must be below cluster.servers ({}), got {}", c.servers, f.server);
+            let (bound, of) = if f.on_coordinator() {
+                (c.coordinators(), "the coordinators (cluster.clients, or cluster.servers when it is 0)")
+            } else {
+                (c.servers, "cluster.servers")
+            };
+            if f.server >= bound {
+                let reason = format!("must be below {of} ({bound}), got {}", f.server);
                 return Err(invalid(field("server"), reason));
             }
             at_least(&field("start_ms"), f.start_ms, self.workload.warmup_ms, false).map_err(|_| {
@@ -135,10 +170,21 @@ impl Spec {
             only("factor", f.factor.is_some(), FaultKind::Slow)?;
             only("hang_ms", f.hang_ms.is_some(), FaultKind::Gray)?;
             only("detect_ms", f.detect_ms.is_some(), FaultKind::Down)?;
+            only("delay_ms", f.delay_ms.is_some(), FaultKind::SlowCoordinator)?;
             at_least(&field("factor"), f.slow_factor(), 1.0, true)?;
+            at_least(&field("delay_ms"), f.coordinator_delay_ms(), 0.0, false)?;
+            if f.coordinator_delay_ms() > MAX_COORDINATOR_DELAY_MS {
+                let reason = format!("must be ≤ {MAX_COORDINATOR_DELAY_MS}, got {}", f.coordinator_delay_ms());
+                return Err(invalid(field("delay_ms"), reason));
+            }
             f.hang_ms.map_or(Ok(()), |h| at_least(&field("hang_ms"), h, 0.0, false))?;
             f.detect_ms.map_or(Ok(()), |d| at_least(&field("detect_ms"), d, 0.0, true))?;
-            let overlaps = |o: &Fault| o.server == f.server && o.start_ms < f.end_ms && f.start_ms < o.end_ms;
+            let overlaps = |o: &Fault| {
+                o.server == f.server
+                    && o.on_coordinator() == f.on_coordinator()
+                    && o.start_ms < f.end_ms
+                    && f.start_ms < o.end_ms
+            };
             if c.faults[..i].iter().any(overlaps) {
                 return Err(invalid(field("start_ms"), format!("overlaps another fault of server {}", f.server)));
             }
@@ -178,6 +224,15 @@ mod tests {
             ("cluster.faults=[{kind=\"down\",server=1,start_ms=200,end_ms=300,factor=3}]", "cluster.faults[0].factor"),
             ("cluster.faults=[{kind=\"slow\",server=1,start_ms=200,end_ms=300,factor=0.5}]", "cluster.faults[0].factor"),
             ("cluster.faults=[{kind=\"gray\",server=1,start_ms=200,end_ms=300,hang_ms=0}]", "cluster.faults[0].hang_ms"),
+            ("cluster.faults=[{kind=\"slow\",server=1,start_ms=200,end_ms=300,delay_ms=5}]", "cluster.faults[0].delay_ms"),
+            (
+                "cluster.faults=[{kind=\"slow-coordinator\",server=1,start_ms=200,end_ms=300,delay_ms=0}]",
+                "cluster.faults[0].delay_ms",
+            ),
+            (
+                "cluster.faults=[{kind=\"slow-coordinator\",server=1,start_ms=200,end_ms=300,delay_ms=1e6}]",
+                "cluster.faults[0].delay_ms",
+            ),
             (
                 "cluster.faults=[{kind=\"gray\",server=1,start_ms=200,end_ms=300},{kind=\"down\",server=1,start_ms=250,end_ms=400}]",
                 "cluster.faults[1].start_ms",
@@ -189,6 +244,23 @@ mod tests {
         let share = ["cluster.faults=[{kind=\"slow\",server=1,start_ms=200,end_ms=300}]", "cluster.failover.share=0"];
         let err = Spec::default().with_overrides(&share).unwrap_err().to_string();
         assert!(err.contains("cluster.failover.share"), "{err}");
+    }
+
+    #[test]
+    fn a_slow_coordinator_names_a_coordinator_and_may_overlap_its_nodes_replica_fault() {
+        let w = "workload.warmup_ms=100";
+        let sc = |server: usize| format!("{{kind=\"slow-coordinator\",server={server},start_ms=200,end_ms=300}}");
+        let err = Spec::default()
+            .with_overrides(&[w, "cluster.clients=2", &format!("cluster.faults=[{}]", sc(3))])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("cluster.faults[0].server") && err.contains("coordinators"), "{err}");
+        let both = format!("cluster.faults=[{},{{kind=\"slow\",server=1,start_ms=250,end_ms=400}}]", sc(1));
+        let spec = Spec::default().with_overrides(&[w, &both]).unwrap();
+        assert_eq!(spec.cluster.faults[0].coordinator_delay_ms(), super::DEFAULT_COORDINATOR_DELAY_MS);
+        let twice = format!("cluster.faults=[{},{}]", sc(1), sc(1));
+        let err = Spec::default().with_overrides(&[w, &twice]).unwrap_err().to_string();
+        assert!(err.contains("cluster.faults[1].start_ms"), "{err}");
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub const PRESETS: &[(&str, &str)] = &[
     ("live-heron", include_str!("../presets/live-heron.toml")),
     ("live-europar", include_str!("../presets/live-europar.toml")),
     ("fault-slow-node", include_str!("../presets/fault-slow-node.toml")),
+    ("fault-slow-coordinator", include_str!("../presets/fault-slow-coordinator.toml")),
     ("fault-gray-node", include_str!("../presets/fault-gray-node.toml")),
     ("fault-cold-start", include_str!("../presets/fault-cold-start.toml")),
     ("fault-herd", include_str!("../presets/fault-herd.toml")),

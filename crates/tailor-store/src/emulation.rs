@@ -1,6 +1,7 @@
-//! Emulation knobs: an emulated service-time model, bimodal fluctuation, stall injection and a
-//! gray failure (`hang`: jobs wait until it is cleared while the node answers everything else),
-//! changeable at runtime (`TAILOR.SET knob value`).
+//! Emulation knobs: an emulated service-time model, bimodal fluctuation, stall injection, a
+//! gray failure (`hang`: jobs wait until it is cleared while the node answers everything else)
+//! and a slow coordinator (`coordinator_delay_ms`: each request the node coordinates waits that
+//! long first), changeable at runtime (`TAILOR.SET knob value`).
 //!
 //! Every knob has an allowed range ([`RANGES`]), checked on `TAILOR.SET` and in the config, so
 //! no value a client sends can make the workers' arithmetic overflow; the arithmetic saturates
@@ -24,6 +25,7 @@ pub struct Emulation {
     stall_ms: AtomicU64,
     shared_capacity: AtomicU64,
     hang: AtomicU64,
+    coordinator_delay_ms: AtomicU64,
     seed: u64,
 }
 
@@ -43,6 +45,7 @@ impl Emulation {
             stall_ms: AtomicU64::new(cfg.stall_ms),
             shared_capacity: AtomicU64::new(cfg.shared_capacity),
             hang: AtomicU64::new(0),
+            coordinator_delay_ms: AtomicU64::new(0f64.to_bits()),
             seed,
         }
     }
@@ -60,9 +63,10 @@ impl Emulation {
             "stall_ms" => &self.stall_ms,
             "shared_capacity" => &self.shared_capacity,
             "hang" => &self.hang,
+            "coordinator_delay_ms" => &self.coordinator_delay_ms,
             _ => unreachable!("check() knows only these knobs"),
         };
-        let floating = matches!(knob, "alpha_ns_per_byte" | "beta_us" | "fluct_factor");
+        let floating = matches!(knob, "alpha_ns_per_byte" | "beta_us" | "fluct_factor" | "coordinator_delay_ms");
         cell.store(if floating { num.to_bits() } else { num as u64 }, Ordering::Relaxed);
         Ok(())
     }
@@ -78,6 +82,7 @@ impl Emulation {
             "stall_ms" => self.stall_ms.load(Ordering::Relaxed).to_string(),
             "shared_capacity" => self.shared_capacity.load(Ordering::Relaxed).to_string(),
             "hang" => self.hang.load(Ordering::Relaxed).to_string(),
+            "coordinator_delay_ms" => f(&self.coordinator_delay_ms).to_string(),
             _ => return None,
         })
     }
@@ -152,6 +157,13 @@ impl Emulation {
         self.hang.load(Ordering::Relaxed) != 0
     }
 
+    /// How long each request this node coordinates waits before its coordinator core takes it
+    /// (a slow coordinator, `TAILOR.SET coordinator_delay_ms`; `None`: no wait).
+    pub fn coordinator_delay(&self) -> Option<Duration> {
+        let ms = f(&self.coordinator_delay_ms);
+        (ms > 0.0).then(|| Duration::from_secs_f64(ms / 1e3))
+    }
+
     /// If a stall covers `now()`, how long remains of it (the clock is read only when stalls
     /// are configured: a read costs about 1 % of a GET's CPU).
     pub fn stall_remaining(&self, now: impl FnOnce() -> Nanos) -> Option<Duration> {
@@ -197,6 +209,11 @@ mod tests {
         assert!(e.set("hang", "2").unwrap_err().contains("hang"));
         e.set("hang", "0").unwrap();
         assert!(!e.hanging());
+        assert_eq!(e.coordinator_delay(), None);
+        e.set("coordinator_delay_ms", "2.5").unwrap();
+        assert_eq!(e.coordinator_delay(), Some(Duration::from_micros(2500)));
+        assert_eq!(e.get("coordinator_delay_ms").as_deref(), Some("2.5"));
+        assert!(e.set("coordinator_delay_ms", "60001").unwrap_err().contains("coordinator_delay_ms"));
     }
 
     #[test]

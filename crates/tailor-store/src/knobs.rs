@@ -11,6 +11,7 @@ pub const KNOBS: &[&str] = &[
     "stall_ms",
     "shared_capacity",
     "hang",
+    "coordinator_delay_ms",
     "workers",
 ];
 
@@ -25,6 +26,7 @@ pub const RANGES: &[(&str, f64, f64, bool)] = &[
     ("stall_ms", 0.0, DAY_MS, true),
     ("shared_capacity", 0.0, 4096.0, true),
     ("hang", 0.0, 1.0, true),
+    ("coordinator_delay_ms", 0.0, 60_000.0, false),
 ];
 
 /// Longest period or stall a knob may ask for: one day, in ms.

@@ -168,6 +168,7 @@ pub async fn run(cfg: NodeConfig, shutdown: impl Future<Output = ()>) -> Result<
         metrics: metrics.clone(),
         hlc: hlc.clone(),
         hints: hints.clone(),
+        emulation: Some(emulation.clone()),
     });
     let (budget, peer_budget) = (Budget::new(cfg.max_buffered_bytes), Budget::new(cfg.max_buffered_bytes));
     let seal = Seal::new(cfg.cluster_secret.as_deref()).stamped(hlc.clone());

@@ -115,6 +115,7 @@ impl StoreDriver {
                 metrics: Arc::new(Metrics::new(script.servers)),
                 hlc: Arc::new(Hlc::new(0, Duration::from_millis(500))),
                 hints: None,
+                emulation: None,
             })
         });
         let completions = Arc::new(Mutex::new(Vec::new()));

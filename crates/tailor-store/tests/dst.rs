@@ -266,6 +266,7 @@ fn coordinator(selector: &str, me: NodeId, seed: u64, origin: Instant, world: &S
         metrics: Arc::new(Metrics::new(NODES)),
         hlc: Arc::new(Hlc::new(me, Duration::from_millis(500))),
         hints: None,
+        emulation: None,
     })
 }
 

@@ -7,7 +7,9 @@
 //! - `gray`: the node's workers hang before every job (`TAILOR.SET hang 1`) while it answers
 //!   heartbeats and every other message; copies to it time out at the coordinators;
 //! - `down` / cold start: the node's process is killed with SIGKILL and started again at the
-//!   end, with an empty row cache.
+//!   end, with an empty row cache;
+//! - `slow-coordinator`: every request the node coordinates waits `delay_ms` before its
+//!   coordinator takes it (`TAILOR.SET coordinator_delay_ms`); its replica work is untouched.
 
 use crate::live::LiveCluster;
 use crate::live_sends::{SendSampler, Step};
@@ -80,6 +82,10 @@ fn apply(cluster: &mut LiveCluster, spec: &Spec, f: &Fault, starts: bool) -> Res
         (FaultKind::Gray, starts) => cluster.set_knob(node, "hang", if starts { "1" } else { "0" }),
         (FaultKind::Down, true) => cluster.kill(node),
         (FaultKind::Down, false) => cluster.restart(node),
+        (FaultKind::SlowCoordinator, starts) => {
+            let delay = if starts { f.coordinator_delay_ms() } else { 0.0 };
+            cluster.set_knob(node, "coordinator_delay_ms", &delay.to_string())
+        }
     }
     .with_context(|| format!("{} fault on node {node}", f.kind.name()))
 }
@@ -114,9 +120,14 @@ fn forgive_killed_coordinators(run: &mut tailor_core::results::RunResult, spec: 
 /// and never go down). Only those in flight when it died, and failing again when resent there,
 /// are there: the bench sends the rest through another coordinator.
 fn failover(spec: &Spec, steps: &[Step], reads: &[ReadRecord]) -> Failover {
-    let mut log = FailoverLog::new(spec);
+    let mut log = FailoverLog::new(spec).coordinated_by(spec.cluster.servers);
     let faulty = |t: Nanos| {
-        spec.cluster.faults.iter().find(|f| (from_ms(f.start_ms)..from_ms(f.end_ms)).contains(&t)).map(|f| f.server)
+        spec.cluster
+            .faults
+            .iter()
+            .filter(|f| !f.on_coordinator())
+            .find(|f| (from_ms(f.start_ms)..from_ms(f.end_ms)).contains(&t))
+            .map(|f| f.server)
     };
     for s in steps {
         for (replica, &n) in s.sent.iter().enumerate() {
@@ -131,6 +142,7 @@ fn failover(spec: &Spec, steps: &[Step], reads: &[ReadRecord]) -> Failover {
     }
     for r in reads.iter().filter(|r| !coordinator_down(spec, r)) {
         log.read(r.intended, r.latency, r.failed);
+        log.coordinated(r.intended, r.node);
     }
     log.finish(spec, spec.cluster.servers, true)
 }

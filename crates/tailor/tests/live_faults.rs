@@ -61,3 +61,24 @@ fn a_gray_node_is_shed_by_c3() {
     assert!(shed < 1000.0, "{o}");
     assert!(o["share_during"].as_f64().unwrap() < fair / 2.0, "{o}");
 }
+
+#[test]
+fn a_slow_coordinator_delays_the_reads_it_takes_and_keeps_its_share() {
+    let fault = "{kind=\"slow-coordinator\",server=0,start_ms=2000,end_ms=3500,delay_ms=60}";
+    let run = live_run("fault-slow-coordinator", "c3", fault);
+    let o = outcome(&run);
+    assert_eq!(o["kind"], "slow-coordinator");
+    // the load generator keeps sending node 0 its third of the requests: never shed
+    assert!(o["shed_ms"].is_null(), "{o}");
+    let share = o["share_during"].as_f64().unwrap();
+    assert!((0.25..0.42).contains(&share), "node 0 takes its third of the reads: {o}");
+    // each of those waits 60 ms at the coordinator first; nothing fails for it
+    assert!(o["p99_during_ms"].as_f64().unwrap() >= 60.0, "{o}");
+    assert_eq!((o["failed"].as_u64(), o["timeouts"].as_u64()), (Some(0), Some(0)), "{o}");
+    // as a replica node 0 is as fast as ever: C3 keeps sending it copies during the fault
+    let timeline = run["failover"]["timeline"].as_array().unwrap();
+    let during = timeline.iter().filter(|w| (2000.0..3400.0).contains(&w["start_ms"].as_f64().unwrap()));
+    let copies: Vec<f64> = during.map(|w| w["share"][0].as_f64().unwrap()).collect();
+    let mean = copies.iter().sum::<f64>() / copies.len() as f64;
+    assert!(mean > 0.15, "node 0's replica share during the fault {mean}: {copies:?}");
+}

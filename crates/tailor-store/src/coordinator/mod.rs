@@ -44,6 +44,7 @@ mod probes;
 mod repairs;
 mod requests;
 
+use crate::emulation::Emulation;
 use crate::hints::Hints;
 use crate::hlc::Hlc;
 use crate::metrics::Metrics;
@@ -141,6 +142,7 @@ pub struct Coordinator {
     hlc: Arc<Hlc>,
     metrics: Arc<Metrics>,
     hints: Option<Arc<Hints>>,
+    emulation: Option<Arc<Emulation>>,
 }
 
 /// Everything a coordinator is built from.
@@ -164,6 +166,8 @@ pub struct CoordinatorParts {
     pub hlc: Arc<Hlc>,
     /// Where writes that missed a replica are kept (`None`: no hinted handoff).
     pub hints: Option<Arc<Hints>>,
+    /// The node's emulation knobs, read for a slow coordinator's delay (`None`: never slow).
+    pub emulation: Option<Arc<Emulation>>,
 }
 
 impl Coordinator {
@@ -186,6 +190,7 @@ impl Coordinator {
             hlc: p.hlc,
             hints: p.hints,
             metrics: p.metrics,
+            emulation: p.emulation,
         });
         tokio::spawn(wake_up_task(Arc::downgrade(&c), c.wake.clone()));
         c
@@ -348,6 +353,7 @@ mod tests {
             metrics,
             hlc: Arc::new(Hlc::new(0, Duration::from_millis(500))),
             hints: None,
+            emulation: None,
         });
         (dir, c, sent, responses)
     }
@@ -472,6 +478,7 @@ mod tests {
             metrics: Arc::new(Metrics::new(3)),
             hlc: Arc::new(Hlc::new(0, Duration::from_millis(500))),
             hints: None,
+            emulation: None,
         })
     }
 

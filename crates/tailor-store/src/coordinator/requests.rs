@@ -24,6 +24,10 @@ impl Coordinator {
         fanout: Fanout,
         started: std::time::Instant,
     ) -> Result<Versioned, CoordError> {
+        // a slow coordinator (an injected fault) takes the request late; its replicas do not
+        if let Some(delay) = self.emulation.as_ref().and_then(|e| e.coordinator_delay()) {
+            tokio::time::sleep(delay).await;
+        }
         let h = crate::key_hash(key);
         let replicas = self.ring.replicas(h);
         let id = self.ids.fetch_add(1, Ordering::Relaxed);
