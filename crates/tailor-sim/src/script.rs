@@ -7,14 +7,15 @@
 //! (its `Coordinator` with a scripted transport under a paused tokio clock, in the `tailor`
 //! crate's tests). A replica's answer to a copy depends only on (request, replica, send time),
 //! so two drivers that decide alike see the same answers at the same times, and the first
-//! decision that differs is where they part.
+//! decision that differs is where they part. A probe (Prequal's) is answered the same way: its
+//! reply and its delay depend only on (replica, send time).
 
 use crate::coordinator::SimCoordinator;
 use crate::events::EventQueue;
 use tailor_core::coordinator::{
     Action, Answer, ClientRequest, CoordinatorConfig, CoordinatorCore, Fanout, SendKind, Ticket,
 };
-use tailor_core::facts::Feedback;
+use tailor_core::facts::{Feedback, ProbeReply};
 use tailor_core::model::Tags;
 use tailor_core::oracle::bloom::BloomConfig;
 use tailor_core::oracle::size::{self, Knowledge, OracleKind, ServiceModel};
@@ -79,6 +80,14 @@ pub enum Decision {
         /// The request's index in the script.
         request: usize,
     },
+    /// A probe the selector asked for went to `replica` (the store's transport sees no request
+    /// with it, so none is compared).
+    Probe {
+        /// When.
+        at: Nanos,
+        /// Where.
+        replica: NodeId,
+    },
 }
 
 /// A copy a driver sent, to be answered by the scripted replicas.
@@ -94,18 +103,36 @@ pub struct Copy {
     pub sent_at: Nanos,
 }
 
+/// A probe a driver sent, to be answered by the scripted replicas.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Probe {
+    /// The driver's handle for it.
+    pub handle: u64,
+    /// The replica it went to.
+    pub replica: NodeId,
+    /// When it was sent.
+    pub sent_at: Nanos,
+}
+
 /// What a driver carried out during one call.
 #[derive(Default)]
 pub struct Log {
     /// Every decision so far, in the order carried out.
     pub decisions: Vec<Decision>,
     copies: Vec<Copy>,
+    probes: Vec<Probe>,
 }
 
 impl Log {
-    /// Whether copies were sent whose answers are not scheduled yet.
+    /// Whether copies or probes were sent whose answers are not scheduled yet.
     pub fn sent_new_copies(&self) -> bool {
-        !self.copies.is_empty()
+        !self.copies.is_empty() || !self.probes.is_empty()
+    }
+
+    /// Record a probe sent at `at` (the runner schedules its scripted reply).
+    pub fn probe(&mut self, at: Nanos, handle: u64, replica: NodeId) {
+        self.decisions.push(Decision::Probe { at, replica });
+        self.probes.push(Probe { handle, replica, sent_at: at });
     }
 
     /// Record a copy sent at `at` (the runner schedules its scripted answer).
@@ -126,6 +153,8 @@ pub trait Driver {
     fn answer(&mut self, copy: &Copy, req: &Request, feedback: Feedback, log: &mut Log);
     /// A heartbeat reply from `from` arrives now.
     fn heartbeat(&mut self, from: NodeId, feedback: Feedback, log: &mut Log);
+    /// The reply to probe `probe` arrives now.
+    fn probe_reply(&mut self, probe: &Probe, reply: ProbeReply, log: &mut Log);
 }
 
 /// A scripted trace and the scripted replicas that answer it.
@@ -267,6 +296,17 @@ impl Script {
         }
     }
 
+    /// How long `probe.replica` takes to reply to `probe`, and what it says: requests in flight
+    /// and a latency estimate that follow its slow phases (a probe is answered at once, ahead
+    /// of any queue).
+    pub fn probe_reply(&self, probe: &Probe) -> (Nanos, ProbeReply) {
+        let h = hash_key(self.seed ^ hash_key(probe.sent_at ^ (probe.replica as u64) << 40 ^ 0x9E0B));
+        let slow = self.slowness(probe.replica, probe.sent_at);
+        let rif = (slow * (h % 6)) as u32;
+        let latency = if h.is_multiple_of(9) { 0 } else { slow * (300 * US + (h >> 8) % 700 * US) };
+        (50 * US + (h >> 24) % 400 * US + probe.replica as Nanos, ProbeReply { rif, latency })
+    }
+
     /// The facts of `from`'s heartbeat reply at `at`.
     pub fn heartbeat(&self, from: NodeId, at: Nanos) -> Feedback {
         self.facts(from, at, 0, hash_key(self.seed ^ at ^ from as u64))
@@ -277,6 +317,7 @@ impl Script {
 enum Event {
     Input(usize),
     Answer(Copy),
+    ProbeReply(Probe),
 }
 
 /// Run `script` through `driver`: every decision it carried out, in order.
@@ -318,6 +359,7 @@ pub fn run(script: &Script, driver: &mut dyn Driver) -> Vec<Decision> {
                 let (_, feedback) = script.answer(&copy);
                 driver.answer(&copy, &script.requests[copy.request], feedback, &mut log);
             }
+            Event::ProbeReply(probe) => driver.probe_reply(&probe, script.probe_reply(&probe).1, &mut log),
         }
         schedule(script, &mut queue, &mut log);
         now = at;
@@ -329,6 +371,10 @@ fn schedule(script: &Script, queue: &mut EventQueue<Event>, log: &mut Log) {
     for copy in log.copies.drain(..) {
         let (delay, _) = script.answer(&copy);
         queue.push(copy.sent_at + delay, Event::Answer(copy));
+    }
+    for probe in log.probes.drain(..) {
+        let (delay, _) = script.probe_reply(&probe);
+        queue.push(probe.sent_at + delay, Event::ProbeReply(probe));
     }
 }
 
@@ -342,6 +388,8 @@ pub struct SimDriver<'s> {
     tickets: Vec<(Ticket, usize)>,
     requests_of: Vec<usize>,
     actions: Vec<Action>,
+    /// Probes sent so far (their handles).
+    probes: u64,
 }
 
 impl<'s> SimDriver<'s> {
@@ -358,6 +406,7 @@ impl<'s> SimDriver<'s> {
             tickets: Vec::new(),
             requests_of: Vec::new(),
             actions: Vec::new(),
+            probes: 0,
         }
     }
 
@@ -365,6 +414,10 @@ impl<'s> SimDriver<'s> {
     fn carry_out(&mut self, log: &mut Log) {
         for action in self.actions.drain(..) {
             match action {
+                Action::Send(s) if s.kind == SendKind::Probe => {
+                    self.probes += 1;
+                    log.probe(self.now, self.probes, s.replica);
+                }
                 Action::Send(s) => {
                     let request = self.requests_of[s.ticket.id as usize];
                     self.tickets.push((s.ticket, request));
@@ -421,6 +474,11 @@ impl Driver for SimDriver<'_> {
 
     fn heartbeat(&mut self, from: NodeId, feedback: Feedback, log: &mut Log) {
         self.coordinator.facts(self.now, from, feedback, &Blind, &mut self.actions);
+        self.carry_out(log);
+    }
+
+    fn probe_reply(&mut self, probe: &Probe, reply: ProbeReply, log: &mut Log) {
+        self.coordinator.core.probed(self.now, probe.replica, reply, &Blind, &mut self.actions);
         self.carry_out(log);
     }
 }
