@@ -20,7 +20,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tailor_core::coordinator::speculation::{SpeculationConfig, SpeculativeRetry};
 use tailor_core::coordinator::{CoordinatorConfig, CoordinatorCore, Send};
-use tailor_core::facts::Feedback;
+use tailor_core::facts::{Feedback, ProbeReply};
 use tailor_core::local::LOCALS;
 use tailor_core::oracle::bloom::BloomConfig;
 use tailor_core::oracle::size::{self, Knowledge, OracleKind};
@@ -185,19 +185,14 @@ impl Transport for SimNet {
             (w.hop(), w.hop())
         };
         Box::pin(async move {
+            // as a copy: a lost probe or a crashed end never answers, and the probe times out
             let trip = async {
-                sleep(there?).await;
-                let reply = {
-                    let w = self.world.lock().unwrap();
-                    if w.crashed(node) || w.crashed(self.me) {
-                        return None;
-                    }
-                    w.replicas[node as usize].core.probe(now(w.origin))
-                };
-                sleep(back?).await;
-                Some(reply)
+                match self.probe_trip(node, there, back).await {
+                    Some(reply) => reply,
+                    None => std::future::pending().await,
+                }
             };
-            tokio::time::timeout(TIMEOUT, trip).await.ok().flatten()
+            tokio::time::timeout(TIMEOUT, trip).await.ok()
         })
     }
 }
@@ -223,6 +218,21 @@ impl SimNet {
         let answer = submit(&self.world, node, work, s).await.ok()?;
         sleep(back?).await;
         Some(answer)
+    }
+
+    /// The probe's trip: there, answered at once by `node`'s replica core, and back; `None` if
+    /// it is lost.
+    async fn probe_trip(&self, node: NodeId, there: Option<Duration>, back: Option<Duration>) -> Option<ProbeReply> {
+        sleep(there?).await;
+        let reply = {
+            let w = self.world.lock().unwrap();
+            if w.crashed(node) || w.crashed(self.me) {
+                return None;
+            }
+            w.replicas[node as usize].core.probe(now(w.origin))
+        };
+        sleep(back?).await;
+        Some(reply)
     }
 }
 
