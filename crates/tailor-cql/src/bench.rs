@@ -184,14 +184,16 @@ async fn connect(nodes: &[SocketAddr], policy: Arc<dyn LoadBalancingPolicy>) -> 
     builder.build().await.map_err(|e| BenchError::Config(format!("cannot connect to Cassandra at {nodes:?}: {e}")))
 }
 
-/// The keyspace and table, created if missing; returns the read and write statements.
+/// The keyspace and table, created if missing, the keyspace at the spec's replication factor
+/// even when an earlier run on the same data left it at another (the bench's writes at ALL
+/// would wait for replicas that do not exist); returns the read and write statements.
 async fn prepare(session: &Session, replication: usize) -> Result<(PreparedStatement, PreparedStatement), BenchError> {
     let cql_err = |what: &str, e: &dyn std::fmt::Display| BenchError::Config(format!("{what}: {e}"));
-    let keyspace = format!(
-        "CREATE KEYSPACE IF NOT EXISTS tailor WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': {replication}}}"
-    );
+    let factor = format!("replication = {{'class': 'SimpleStrategy', 'replication_factor': {replication}}}");
+    let keyspace = format!("CREATE KEYSPACE IF NOT EXISTS tailor WITH {factor}");
+    let alter = format!("ALTER KEYSPACE tailor WITH {factor}");
     let table = "CREATE TABLE IF NOT EXISTS tailor.kv (k bigint PRIMARY KEY, v blob) WITH speculative_retry = 'NONE'";
-    for cql in [keyspace.as_str(), table] {
+    for cql in [keyspace.as_str(), alter.as_str(), table] {
         session.query_unpaged(cql, &[]).await.map_err(|e| cql_err(cql, &e))?;
     }
     session.await_schema_agreement().await.map_err(|e| cql_err("schema agreement", &e))?;

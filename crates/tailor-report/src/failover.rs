@@ -101,7 +101,8 @@ pub fn html(runs: &[RunResult]) -> String {
     let Some(rows) = rows(runs) else { return String::new() };
     let mut out = String::from(
         "<h3>Failover</h3><p class=\"caption\">Per fault, medians over seeds: the time from its start until \
-         the faulty server's share of reads sent stays below the threshold (shed) and until the sliding p99 \
+         the faulty server's share of reads sent stays below the threshold (shed; a slow coordinator's: its \
+         share of the reads clients sent it) and until the sliding p99 \
          stays within the factor of its pre-fault value (recover); p99 of reads released before and during \
          the fault; copies that timed out and reads that failed during it. <code>never</code>: not reached \
          in the median seed.</p><div class=\"table-wrap\"><table class=\"cmp\"><thead><tr>",

@@ -28,7 +28,7 @@ pub fn section(ctx: &Ctx) -> Option<Section> {
         "Failover timeline",
         "Each strategy's first seed, window by window: the p99 of the reads released in the window, and \
          the share of the reads sent that went to the faulty server (the dotted line is its fair share \
-         1/servers). The shaded band is the fault.",
+         1/servers; for a slow coordinator, its share as a replica, which it keeps). The shaded band is the fault.",
     );
     for p in 0..view.points.len() {
         let runs: Vec<(usize, &RunResult)> = (0..view.strategies.len())
