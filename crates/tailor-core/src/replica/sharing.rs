@@ -107,11 +107,16 @@ impl<J> Sharing<J> {
         (0..self.jobs.len()).min_by(|&a, &b| self.jobs[a].finish.total_cmp(&self.jobs[b].finish))
     }
 
-    /// Real ns from the last change until job `i` finishes if nothing changes, at least 1.
-    fn left(&self, i: usize) -> Nanos {
+    /// Real ns from the last change until job `i` finishes if nothing changes, rounded up.
+    fn real_left(&self, i: usize) -> Nanos {
         let left = (self.jobs[i].finish - self.clock).max(0.0) / self.rate(self.jobs.len());
         debug_assert!(left.is_finite() && left >= 0.0, "remaining time {left} of job {i}");
-        (left.ceil() as Nanos).max(1)
+        left.ceil() as Nanos
+    }
+
+    /// [`Sharing::real_left`], at least 1 ns: a completion always moves time on.
+    fn left(&self, i: usize) -> Nanos {
+        self.real_left(i).max(1)
     }
 
     /// When the next job finishes if nothing starts before (`None`: nothing in service); at
@@ -157,9 +162,7 @@ impl<J: PartialEq> Sharing<J> {
     pub fn remaining(&mut self, now: Nanos, job: &J) -> Option<Nanos> {
         self.advance(now);
         let i = self.jobs.iter().position(|s| s.job == *job)?;
-        let left = (self.jobs[i].finish - self.clock).max(0.0) / self.rate(self.jobs.len());
-        debug_assert!(left.is_finite() && left >= 0.0, "remaining time {left} is never negative");
-        Some(left.ceil() as Nanos)
+        Some(self.real_left(i))
     }
 
     /// `job` leaves at `now` (done, or given up); whether it was in service.

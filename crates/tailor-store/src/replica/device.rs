@@ -31,21 +31,25 @@ impl Device {
     /// returning once it is done; blocks the calling worker thread.
     pub fn run(&self, capacity: usize, now: impl Fn() -> Nanos, work: Nanos) {
         let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        s.sharing.set_capacity(now(), capacity);
+        // one clock read for the start: the capacity change, the start and the first wait are
+        // one instant
+        let mut at = now();
+        s.sharing.set_capacity(at, capacity);
         let id = s.next_id;
         s.next_id = s.next_id.wrapping_add(1);
-        s.sharing.start(now(), id, work);
+        s.sharing.start(at, id, work);
         self.changed.notify_all();
         loop {
-            let left = s.sharing.remaining(now(), &id).expect("a job stays in service until it leaves");
+            let left = s.sharing.remaining(at, &id).expect("a job stays in service until it leaves");
             if left == 0 {
                 break;
             }
             let (guard, _) =
                 self.changed.wait_timeout(s, Duration::from_nanos(left)).unwrap_or_else(|p| p.into_inner());
             s = guard;
+            at = now();
         }
-        s.sharing.remove(now(), &id);
+        s.sharing.remove(at, &id);
         drop(s);
         self.changed.notify_all();
     }
