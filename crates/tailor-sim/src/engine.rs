@@ -632,7 +632,7 @@ impl<'a> Engine<'a> {
         let req = ClientRequest { id, key: d.key, replicas, size: Some(d.size), fanout };
         if let Some(f) = self.faults.as_mut() {
             if op == Op::Read {
-                f.read_arrived(now, client);
+                f.log.coordinated(now, client);
             }
             if let Some(delay) = f.coordinator_delay(client) {
                 f.delay(op, req);

@@ -45,8 +45,6 @@ pub struct Faults {
     coordinator_delay: Vec<Option<Nanos>>,
     /// Requests waiting at a slow coordinator for it to take them, by id.
     delayed: HashMap<RequestId, (Op, ClientRequest)>,
-    /// Whether a fault strikes a coordinator (the log then keeps each read's coordinator).
-    on_coordinators: bool,
     /// When each server last crashed: its jobs started before then are lost.
     crashed_at: Vec<Option<Nanos>>,
     /// Copies (request, replica) sent and neither answered nor timed out.
@@ -82,7 +80,6 @@ impl Faults {
             active: vec![None; c.servers],
             coordinator_delay: vec![None; c.coordinators()],
             delayed: HashMap::new(),
-            on_coordinators: c.faults.iter().any(|f| f.on_coordinator()),
             crashed_at: vec![None; c.servers],
             waiting: HashSet::new(),
             timeout: from_ms(c.failover.timeout_ms),
@@ -163,15 +160,6 @@ impl Faults {
     /// The delayed request `id`, now taken by its coordinator.
     pub fn take(&mut self, id: RequestId) -> (Op, ClientRequest) {
         self.delayed.remove(&id).expect("a delayed request is taken once")
-    }
-
-    /// A read released at `now` arrived at `coordinator` (logged only when a fault strikes a
-    /// coordinator).
-    #[inline]
-    pub fn read_arrived(&mut self, now: Nanos, coordinator: u32) {
-        if self.on_coordinators {
-            self.log.coordinated(now, coordinator);
-        }
     }
 
     /// A copy of `id` went to `replica`: it now waits for its answer or its timeout.

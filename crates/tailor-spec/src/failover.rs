@@ -19,8 +19,11 @@ pub struct FailoverLog {
     timeouts: Vec<(Nanos, u32)>,
     /// Release times of reads that failed.
     failed: Vec<Nanos>,
-    /// Reads as (release, coordinator): a slow coordinator's share of them.
+    /// Reads as (release, coordinator): a slow coordinator's share of them (kept only when a
+    /// fault strikes a coordinator).
     coordinated: Vec<(Nanos, u32)>,
+    /// Whether a fault strikes a coordinator.
+    on_coordinators: bool,
     /// How many coordinators the reads are spread over.
     coordinators: usize,
 }
@@ -29,16 +32,14 @@ impl FailoverLog {
     /// An empty log for a run of `spec`.
     pub fn new(spec: &Spec) -> FailoverLog {
         let reads = spec.workload.requests as usize;
+        let on_coordinators = spec.cluster.faults.iter().any(Fault::on_coordinator);
         FailoverLog {
             sends: Vec::with_capacity(reads),
             reads: Vec::with_capacity(reads),
             timeouts: Vec::new(),
             failed: Vec::new(),
-            coordinated: Vec::with_capacity(if spec.cluster.faults.iter().any(Fault::on_coordinator) {
-                reads
-            } else {
-                0
-            }),
+            coordinated: Vec::with_capacity(if on_coordinators { reads } else { 0 }),
+            on_coordinators,
             coordinators: spec.cluster.coordinators(),
         }
     }
@@ -49,10 +50,13 @@ impl FailoverLog {
         self
     }
 
-    /// A read released at `release` went to `coordinator` (counted only when a fault strikes a
+    /// A read released at `release` went to `coordinator` (kept only when a fault strikes a
     /// coordinator: its figures are about the reads the faulty coordinator takes).
+    #[inline]
     pub fn coordinated(&mut self, release: Nanos, coordinator: u32) {
-        self.coordinated.push((release, coordinator));
+        if self.on_coordinators {
+            self.coordinated.push((release, coordinator));
+        }
     }
 
     /// A read copy went to `replica` at `now`.
